@@ -1,0 +1,329 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Options tune the engine. Zero values take the defaults noted.
+type Options struct {
+	// Workers is the number of objects in flight (default 16).
+	Workers int
+	// Threads is the number of ranges in flight per object (default 8).
+	Threads int
+	// MaxRequests caps the ranges in flight overall (default
+	// Workers*Threads).
+	MaxRequests int
+	// PartSize is the size of one range (default 8 MiB).
+	PartSize int64
+	// Threshold: objects smaller than it are fetched with one GET
+	// (default PartSize).
+	Threshold int64
+	// QueueSize bounds the objects listed but not yet started (default
+	// 1000), so a listing of millions of keys runs in fixed memory.
+	QueueSize int
+	// BufferSize is the size of the pooled buffer each range streams
+	// through (default 128 KiB). Memory does not grow with part size.
+	BufferSize int
+	// Backoff paces retries (default DefaultBackoff).
+	Backoff Backoff
+	// StallTimeout abandons a range that delivered nothing for this long
+	// and retries it on a new connection (default 30s).
+	StallTimeout time.Duration
+	// Filter, when set, decides which listed objects to transfer.
+	Filter func(Object) bool
+	// Limiter, when set, caps the total throughput.
+	Limiter *RateLimiter
+	// Observer receives progress (default NopObserver).
+	Observer Observer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.Threads <= 0 {
+		o.Threads = 8
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = o.Workers * o.Threads
+	}
+	if o.PartSize <= 0 {
+		o.PartSize = 8 << 20
+	}
+	if o.Threshold <= 0 {
+		o.Threshold = o.PartSize
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1000
+	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = 128 << 10
+	}
+	if o.Backoff.MaxAttempts <= 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = 30 * time.Second
+	}
+	if o.Observer == nil {
+		o.Observer = NopObserver{}
+	}
+	return o
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Objects, Failed, Skipped int64
+	Bytes                    int64
+	Requests, Retries        int64
+	Elapsed                  time.Duration
+	// TTFB50 and TTFB99 are percentiles of the time from sending a
+	// request to receiving its response headers.
+	TTFB50, TTFB99 time.Duration
+	Lanes          []LaneSummary
+}
+
+// LaneSummary is what one lane carried.
+type LaneSummary struct {
+	Name  string
+	Bytes int64
+}
+
+// Engine moves objects from a source to a sink.
+type Engine struct {
+	lanes []*lane
+	sink  Sink
+	opts  Options
+
+	tokens chan struct{} // ranges in flight overall
+	bufs   sync.Pool
+	start  time.Time
+	ttfb   latencyBuckets
+	stalls stallWatch
+
+	objects, failed, skipped atomic.Int64
+	bytes, requests, retries atomic.Int64
+}
+
+type lane struct {
+	Lane
+	outstanding atomic.Int64
+	bytes       atomic.Int64
+}
+
+// New returns an engine that lists from lanes[0] and fetches ranges over
+// all lanes into sink.
+func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
+	if len(lanes) == 0 {
+		return nil, errors.New("transfer: no source")
+	}
+	opts = opts.withDefaults()
+	e := &Engine{sink: sink, opts: opts, tokens: make(chan struct{}, opts.MaxRequests)}
+	for _, l := range lanes {
+		e.lanes = append(e.lanes, &lane{Lane: l})
+	}
+	size := opts.BufferSize
+	e.bufs.New = func() any { b := make([]byte, size); return &b }
+	return e, nil
+}
+
+// Run transfers every object the source lists. It returns an error only
+// when the run as a whole could not proceed (the listing failed, ctx was
+// cancelled); objects that fail are counted in Summary.Failed and
+// reported to the Observer.
+func (e *Engine) Run(ctx context.Context) (Summary, error) {
+	e.start = time.Now()
+	e.stalls.init(e.opts.StallTimeout)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go e.stalls.run(wctx)
+
+	g, gctx := errgroup.WithContext(ctx)
+	queue := make(chan Object, e.opts.QueueSize)
+	g.Go(func() error {
+		defer close(queue)
+		return e.lanes[0].Source.List(gctx, func(o Object) error {
+			if e.opts.Filter != nil && !e.opts.Filter(o) {
+				return nil
+			}
+			select {
+			case queue <- o:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		})
+	})
+	for range e.opts.Workers {
+		g.Go(func() error {
+			for o := range queue {
+				e.object(gctx, o)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return e.summary(), err
+}
+
+func (e *Engine) summary() Summary {
+	s := Summary{
+		Objects:  e.objects.Load(),
+		Failed:   e.failed.Load(),
+		Skipped:  e.skipped.Load(),
+		Bytes:    e.bytes.Load(),
+		Requests: e.requests.Load(),
+		Retries:  e.retries.Load(),
+		Elapsed:  time.Since(e.start),
+		TTFB50:   e.ttfb.quantile(0.50),
+		TTFB99:   e.ttfb.quantile(0.99),
+	}
+	for _, l := range e.lanes {
+		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
+	}
+	return s
+}
+
+// object transfers one object and reports its outcome.
+func (e *Engine) object(ctx context.Context, o Object) {
+	start := time.Now()
+	e.opts.Observer.ObjectStarted(o)
+	n, err := e.transferObject(ctx, &o)
+	r := Result{Object: o, Bytes: n, Err: err, Elapsed: time.Since(start)}
+	var skip *SkipError
+	switch {
+	case errors.As(err, &skip):
+		r.Err, r.Skipped = nil, skip.Reason
+		e.skipped.Add(1)
+	case err != nil:
+		e.failed.Add(1)
+	default:
+		e.objects.Add(1)
+	}
+	e.opts.Observer.ObjectDone(r)
+}
+
+// SkipError tells the engine that an object is deliberately not
+// transferred (unchanged, archived, ...), with the reason.
+type SkipError struct{ Reason string }
+
+func (s *SkipError) Error() string { return "skipped: " + s.Reason }
+
+func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
+	first := o.First
+	o.First = nil
+	if o.Size < 0 {
+		// The size is unknown: fetch the first part and learn it from
+		// the response before planning the rest.
+		if first == nil {
+			b, err := e.probe(ctx, o)
+			if err != nil {
+				return 0, err
+			}
+			first = b
+		}
+		o.Size = first.Size
+		if o.ETag == "" {
+			o.ETag = first.ETag
+		}
+	}
+	f, err := e.sink.Create(ctx, *o)
+	if err != nil {
+		closeBody(first)
+		return 0, err
+	}
+	var moved atomic.Int64
+	err = e.parts(ctx, o, f, first, &moved)
+	if err == nil {
+		if err = f.Commit(); err != nil {
+			err = fmt.Errorf("commit: %w", err)
+		}
+	}
+	if err != nil {
+		if aerr := f.Abort(); aerr != nil {
+			err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
+		}
+	}
+	return moved.Load(), err
+}
+
+// parts fetches every part of o into f, up to Threads at a time.
+func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) error {
+	size := o.Size
+	if size == 0 {
+		closeBody(first)
+		return nil
+	}
+	if first == nil && size < e.opts.Threshold {
+		n, err := e.fetch(ctx, o, f, 0, size, -1, nil)
+		moved.Add(n)
+		return err
+	}
+	if first != nil && first.Off == 0 && first.Len >= size {
+		n, err := e.fetch(ctx, o, f, 0, size, first.Len, first)
+		moved.Add(n)
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(e.opts.Threads)
+	launch := func(off, n int64, b *Body) {
+		g.Go(func() error {
+			got, err := e.fetch(gctx, o, f, off, n, n, b)
+			moved.Add(got)
+			if err != nil {
+				return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
+			}
+			e.opts.Observer.PartDone(*o, off, n)
+			return nil
+		})
+	}
+	off := int64(0)
+	if first != nil {
+		// The first range was opened while resolving the object; the
+		// plan continues from where it ends.
+		off = min(max(first.Len, 1), size)
+		launch(0, off, first)
+	}
+	for ; off < size && gctx.Err() == nil; off += e.opts.PartSize {
+		launch(off, min(e.opts.PartSize, size-off), nil)
+	}
+	return g.Wait()
+}
+
+func closeBody(b *Body) {
+	if b != nil {
+		b.Close()
+	}
+}
+
+// probe opens the first part of an object of unknown size, retrying what
+// can be retried.
+func (e *Engine) probe(ctx context.Context, o *Object) (*Body, error) {
+	n := e.opts.PartSize
+	for attempt := 1; ; attempt++ {
+		l := e.pickLane(n)
+		b, err := e.open(ctx, l, o, 0, n)
+		l.outstanding.Add(-n)
+		if err == nil {
+			return b, nil
+		}
+		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		e.retries.Add(1)
+		e.opts.Observer.Retry(*o, 0, err)
+		if serr := sleep(ctx, e.opts.Backoff.Delay(attempt)); serr != nil {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+)
+
+// ErrModified reports that an object changed while it was transferred.
+var ErrModified = errors.New("object modified during download")
+
+// ErrNotFound reports that an object or bucket does not exist.
+var ErrNotFound = errors.New("not found")
+
+// StatusError is an error answer from a server: an HTTP status and, for
+// S3, its error code ("SlowDown", "NoSuchKey", ...).
+type StatusError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	switch {
+	case e.Code != "" && e.Message != "":
+		return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+	case e.Code != "":
+		return fmt.Sprintf("%d %s", e.Status, e.Code)
+	default:
+		return fmt.Sprintf("http status %d", e.Status)
+	}
+}
+
+// Retriable reports whether the request may succeed if sent again.
+func (e *StatusError) Retriable() bool {
+	switch e.Code {
+	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "RequestTimeTooSkewed":
+		return true
+	case "NoSuchKey", "NoSuchBucket", "AccessDenied", "ExpiredToken", "InvalidObjectState",
+		"PreconditionFailed", "InvalidAccessKeyId", "SignatureDoesNotMatch":
+		return false
+	}
+	switch e.Status {
+	case 500, 502, 503, 504, 408, 429:
+		return true
+	}
+	return false
+}
+
+// Throttle reports whether the server asked the client to slow down.
+func (e *StatusError) Throttle() bool {
+	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429
+}
+
+// Unwrap maps statuses that mean "not there" to ErrNotFound.
+func (e *StatusError) Unwrap() error {
+	if e.Status == 404 || e.Code == "NoSuchKey" || e.Code == "NoSuchBucket" {
+		return ErrNotFound
+	}
+	if e.Status == 412 || e.Code == "PreconditionFailed" {
+		return ErrModified
+	}
+	return nil
+}
+
+// ShortBodyError reports a body that ended before the bytes it promised.
+type ShortBodyError struct{ Got, Want int64 }
+
+func (e *ShortBodyError) Error() string {
+	return fmt.Sprintf("short body: got %d of %d bytes", e.Got, e.Want)
+}
+
+// Retriable implements the retriable contract: a broken body is resumed.
+func (e *ShortBodyError) Retriable() bool { return true }
+
+// permanent marks an error as never retriable.
+type permanent struct{ err error }
+
+func (p permanent) Error() string   { return p.err.Error() }
+func (p permanent) Unwrap() error   { return p.err }
+func (p permanent) Retriable() bool { return false }
+
+// Permanent wraps err so that the engine never retries it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// errStalled reports a range that delivered nothing for too long.
+var errStalled = errors.New("stalled: no data received")
+
+// Retriable decides, in one place, whether err is worth another attempt.
+func Retriable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var r interface{ Retriable() bool }
+	if errors.As(err, &r) {
+		return r.Retriable()
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, errStalled),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES):
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// throttled reports whether err asks the whole transfer to slow down.
+func throttled(err error) bool {
+	var t interface{ Throttle() bool }
+	return errors.As(err, &t) && t.Throttle()
+}
+
+// Backoff is a capped exponential backoff with full jitter.
+type Backoff struct {
+	Base, Cap   time.Duration
+	MaxAttempts int // attempts per range, the first one included
+}
+
+// DefaultBackoff suits S3: 50ms doubling to 5s, ten attempts per range.
+var DefaultBackoff = Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 10}
+
+// Delay returns how long to wait before attempt (1-based retry count).
+func (b Backoff) Delay(retry int) time.Duration {
+	d := b.Cap
+	if retry < 30 {
+		if e := b.Base << uint(retry-1); e > 0 && e < b.Cap {
+			d = e
+		}
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,157 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// pickLane returns the lane with the fewest bytes outstanding and charges
+// it n bytes; release gives them back. Balancing by outstanding bytes lets
+// a slower path carry less instead of holding the transfer back.
+func (e *Engine) pickLane(n int64) *lane {
+	best := e.lanes[0]
+	if len(e.lanes) > 1 {
+		low := best.outstanding.Load()
+		for _, l := range e.lanes[1:] {
+			if v := l.outstanding.Load(); v < low {
+				best, low = l, v
+			}
+		}
+	}
+	best.outstanding.Add(n)
+	return best
+}
+
+// open sends one request for bytes [off, off+n) of o (n < 0: the whole
+// object) over l, and records its time to first byte.
+func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*Body, error) {
+	e.requests.Add(1)
+	t0 := time.Now()
+	b, err := l.Source.Open(ctx, o, off, n)
+	e.ttfb.add(time.Since(t0))
+	if err == nil && b == nil {
+		err = errors.New("source returned no body")
+	}
+	return b, err
+}
+
+// fetch moves bytes [off, off+n) of o into f, asking the source for ask
+// bytes (-1: the whole object, without a Range), retrying and resuming
+// from the last byte received. first, if not nil, is already open.
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body) (int64, error) {
+	select {
+	case e.tokens <- struct{}{}:
+	case <-ctx.Done():
+		closeBody(first)
+		return 0, ctx.Err()
+	}
+	defer func() { <-e.tokens }()
+	bp := e.bufs.Get().(*[]byte)
+	defer e.bufs.Put(bp)
+
+	var done int64
+	body := first
+	for attempt := 1; ; attempt++ {
+		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp)
+		body, ask = nil, n-done-got // a retry asks for what is missing only
+		done += got
+		if err == nil {
+			return done, nil
+		}
+		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
+			if attempt > 1 {
+				err = fmt.Errorf("%w (after %d attempts)", err, attempt)
+			}
+			return done, err
+		}
+		e.retries.Add(1)
+		e.opts.Observer.Retry(*o, off+done, err)
+		if serr := sleep(ctx, e.opts.Backoff.Delay(attempt)); serr != nil {
+			return done, err
+		}
+	}
+}
+
+// attempt is one request: open (unless body is given), validate, copy.
+func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte) (int64, error) {
+	l := e.pickLane(n)
+	defer l.outstanding.Add(-n)
+	rctx, clock := e.stalls.track(ctx)
+	defer e.stalls.done(clock)
+	if body == nil {
+		reqOff, reqN := off, ask
+		if ask < 0 {
+			reqOff = 0
+		}
+		b, err := e.open(rctx, l, o, reqOff, reqN)
+		if err != nil {
+			return 0, stallCause(rctx, err)
+		}
+		body = b
+	}
+	defer body.Close()
+	skip, err := e.check(o, body, off, n)
+	if err != nil {
+		return 0, err
+	}
+	got, err := e.copy(rctx, body, f, off, n, skip, buf, l, clock)
+	return got, stallCause(rctx, err)
+}
+
+// check validates a response against the request and the pinned version,
+// and returns how many leading bytes of the body precede off (a server
+// that ignored Range and sent the whole object).
+func (e *Engine) check(o *Object, b *Body, off, n int64) (int64, error) {
+	if o.ETag != "" && b.ETag != "" && b.ETag != o.ETag {
+		return 0, Permanent(fmt.Errorf("etag %s, want %s: %w", b.ETag, o.ETag, ErrModified))
+	}
+	if b.Size >= 0 && b.Size != o.Size {
+		return 0, Permanent(fmt.Errorf("size %d, want %d: %w", b.Size, o.Size, ErrModified))
+	}
+	if b.Off > off || b.Off+b.Len < off+n {
+		return 0, fmt.Errorf("response carries bytes %d-%d, want %d-%d", b.Off, b.Off+b.Len-1, off, off+n-1)
+	}
+	return off - b.Off, nil
+}
+
+// copy streams n bytes of body, after skipping skip bytes, to f at off
+// through buf. This is the hot path: no allocation, no lock.
+func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock) (int64, error) {
+	for skip > 0 {
+		k, err := io.ReadFull(body, buf[:min(int64(len(buf)), skip)])
+		skip -= int64(k)
+		if err != nil {
+			return 0, fmt.Errorf("skip to range start: %w", err)
+		}
+	}
+	var done int64
+	for done < n {
+		want := min(int64(len(buf)), n-done)
+		k, err := io.ReadFull(body, buf[:want])
+		if k > 0 {
+			clock.touch()
+			if e.opts.Limiter != nil {
+				if lerr := e.opts.Limiter.WaitN(ctx, k); lerr != nil {
+					return done, lerr
+				}
+			}
+			if _, werr := f.WriteAt(buf[:k], off+done); werr != nil {
+				return done, Permanent(fmt.Errorf("write at %d: %w", off+done, werr))
+			}
+			done += int64(k)
+			e.bytes.Add(int64(k))
+			l.bytes.Add(int64(k))
+			e.opts.Observer.Bytes(int64(k))
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return done, &ShortBodyError{Got: done, Want: n}
+			}
+			return done, err
+		}
+	}
+	return done, nil
+}

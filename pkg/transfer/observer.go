@@ -1,0 +1,53 @@
+package transfer
+
+import "time"
+
+// Observer receives the engine's progress. Methods are called from many
+// goroutines at once and must be cheap: Bytes is called once per buffer
+// of data on the hot path.
+type Observer interface {
+	// ObjectStarted is called when an object's first range is requested.
+	ObjectStarted(obj Object)
+	// Bytes is called as n bytes of object data arrive.
+	Bytes(n int64)
+	// PartDone is called when a part of obj has been written.
+	PartDone(obj Object, off, n int64)
+	// Retry is called before a request is retried after err.
+	Retry(obj Object, off int64, err error)
+	// ObjectDone is called once per object with its outcome.
+	ObjectDone(r Result)
+}
+
+// Result is the outcome of one object.
+type Result struct {
+	Object Object
+	// Bytes is how many bytes of the object were transferred in this run.
+	Bytes int64
+	// Err is nil when the object arrived whole.
+	Err error
+	// Skipped says why the object was not transferred, when it was not.
+	Skipped string
+	// Verified says what was verified and how ("crc64nvme", "md5", ...),
+	// empty when nothing could be.
+	Verified string
+	// Elapsed is the time from the first request to the commit.
+	Elapsed time.Duration
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+// ObjectStarted implements Observer.
+func (NopObserver) ObjectStarted(Object) {}
+
+// Bytes implements Observer.
+func (NopObserver) Bytes(int64) {}
+
+// PartDone implements Observer.
+func (NopObserver) PartDone(Object, int64, int64) {}
+
+// Retry implements Observer.
+func (NopObserver) Retry(Object, int64, error) {}
+
+// ObjectDone implements Observer.
+func (NopObserver) ObjectDone(Result) {}

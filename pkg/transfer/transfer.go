@@ -1,0 +1,88 @@
+// Package transfer is s3pd's engine: it plans objects into parts, schedules
+// them over a bounded pool of workers, dispatches each range over one of
+// several lanes (one per NIC), retries what can be retried, and reports
+// progress to an Observer. It declares the small interfaces it consumes —
+// Source, Sink and Observer — and knows nothing of the command line, of S3
+// or of the local filesystem.
+package transfer
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Object is one object to transfer.
+type Object struct {
+	// Key names the object at the source (an S3 key, a local path).
+	Key string
+	// Name is the object's slash-separated path relative to the
+	// destination root; the sink maps it to a place.
+	Name string
+	// Size is the object's size in bytes, or -1 when unknown: the engine
+	// then learns it from the first range's response.
+	Size int64
+	// ETag pins the object's version for every later range (If-Match).
+	ETag string
+	// VersionID pins a version explicitly.
+	VersionID string
+	// ModTime is the object's last-modified time, when known.
+	ModTime time.Time
+	// ChecksumAlgorithm is the full-object checksum the listing says the
+	// object has (CRC64NVME, CRC32C, CRC32, ...), if any.
+	ChecksumAlgorithm string
+	// StorageClass is the object's storage class, when listed.
+	StorageClass string
+	// First is a body for the object's first range that the source
+	// already opened while resolving it; the engine consumes it instead
+	// of opening that range again. Nil in the common case.
+	First *Body
+}
+
+// Body is the open body of one range of an object.
+type Body struct {
+	io.ReadCloser
+	// Off and Len are the bytes the body carries, as the response
+	// declared them (Content-Range, or the whole object).
+	Off, Len int64
+	// Size is the object's total size as the response declared it.
+	Size int64
+	// ETag is the object's ETag as the response declared it.
+	ETag string
+	// Checksums are full-object checksums the response carried, by
+	// algorithm name (only on whole-object responses).
+	Checksums map[string]string
+}
+
+// Source lists objects and opens ranges of them.
+type Source interface {
+	// List calls emit for every object to transfer, in order, streaming:
+	// emit may block, and List must not gather the whole listing first.
+	List(ctx context.Context, emit func(Object) error) error
+	// Open opens bytes [off, off+n) of obj; n < 0 means to the end. The
+	// body must carry exactly those bytes; the engine checks Off and Len.
+	Open(ctx context.Context, obj *Object, off, n int64) (*Body, error)
+}
+
+// Sink creates the destination of each object.
+type Sink interface {
+	// Create prepares the destination of obj, whose Size is known.
+	Create(ctx context.Context, obj Object) (File, error)
+}
+
+// File is the destination of one object while it is written. Parallel
+// WriteAt calls on non-overlapping ranges are allowed, as in io.WriterAt.
+type File interface {
+	io.WriterAt
+	// Commit makes the complete object visible at its final name.
+	Commit() error
+	// Abort discards whatever was written.
+	Abort() error
+}
+
+// Lane is one path to the source, such as an HTTP client bound to one
+// network card. Parts are spread over lanes by outstanding bytes.
+type Lane struct {
+	Name   string
+	Source Source
+}
