@@ -1,0 +1,76 @@
+// Package config holds s3pd's settings: their names and syntax (the AWS
+// CLI's s3 settings plus s3pd's own), the size and rate parsers, the AWS
+// config file reader, the record of where each value came from, and the
+// rules that derive concurrency from max_concurrent_requests or
+// target_bandwidth. It knows nothing of flags, viper or the environment:
+// cmd/ gathers raw values from each source and hands them to a Resolver.
+package config
+
+// Settings are the effective, validated values s3pd runs with.
+type Settings struct {
+	// Workers is the number of objects in flight.
+	Workers int
+	// Threads is the number of ranges in flight per object.
+	Threads int
+	// PartSize is the range size in bytes (multipart_chunksize, --partsize).
+	PartSize int64
+	// MultipartThreshold: objects smaller than it are fetched with one GET.
+	MultipartThreshold int64
+	// MaxConcurrentRequests is the global cap on ranges in flight.
+	MaxConcurrentRequests int
+	// MaxQueueSize bounds the queue between the lister and the workers.
+	MaxQueueSize int
+	// MaxBandwidth caps total throughput in bytes per second; 0 means none.
+	MaxBandwidth int64
+	// TargetBandwidth is the auto-tuning target in bytes per second; 0 means none.
+	TargetBandwidth int64
+	// PreferredTransferClient is auto, crt or classic (see docs/CONFIG.md).
+	PreferredTransferClient string
+	// NICs are the network interfaces requests are spread over; empty means
+	// the system's routing decides.
+	NICs []string
+	// Region is the S3 region; empty lets the AWS SDK resolve it.
+	Region string
+	// EndpointURL overrides the S3 endpoint; empty means AWS.
+	EndpointURL string
+	// Profile is the AWS profile; empty means the SDK's default resolution.
+	Profile string
+	// NoSignRequest sends anonymous requests.
+	NoSignRequest bool
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// LogFormat is console or json.
+	LogFormat string
+}
+
+// Built-in defaults.
+const (
+	DefaultWorkers               = 256
+	DefaultThreads               = 8
+	DefaultPartSize              = 8 << 20
+	DefaultMultipartThreshold    = 8 << 20
+	DefaultMaxConcurrentRequests = 256
+	DefaultMaxQueueSize          = 1000
+)
+
+// Transfer client names accepted by preferred_transfer_client.
+const (
+	ClientAuto    = "auto"
+	ClientCRT     = "crt"
+	ClientClassic = "classic"
+)
+
+// Defaults returns the built-in settings.
+func Defaults() Settings {
+	return Settings{
+		Workers:                 DefaultWorkers,
+		Threads:                 DefaultThreads,
+		PartSize:                DefaultPartSize,
+		MultipartThreshold:      DefaultMultipartThreshold,
+		MaxConcurrentRequests:   DefaultMaxConcurrentRequests,
+		MaxQueueSize:            DefaultMaxQueueSize,
+		PreferredTransferClient: ClientAuto,
+		LogLevel:                "warn",
+		LogFormat:               "console",
+	}
+}

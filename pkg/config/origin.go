@@ -1,0 +1,141 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// Source names the kind of place a value came from.
+type Source string
+
+// Sources, lowest precedence first; Derived marks values computed from
+// other settings.
+const (
+	SourceDefault   Source = "default"
+	SourceAWSConfig Source = "aws-config"
+	SourcePreset    Source = "preset"
+	SourceFile      Source = "file"
+	SourceProfile   Source = "profile"
+	SourceEnv       Source = "env"
+	SourceFlag      Source = "flag"
+	SourceDerived   Source = "derived"
+)
+
+// Origin is where one value came from: a source and the exact place in it
+// (a file and section, a variable, a flag).
+type Origin struct {
+	Source Source `json:"source"`
+	// Detail names the place: "/home/u/.aws/config [profile dev]",
+	// "S3PD_WORKERS", "--partsize", "from target_bandwidth".
+	Detail string `json:"detail,omitempty"`
+}
+
+func (o Origin) String() string {
+	if o.Source == "" {
+		return string(SourceDefault)
+	}
+	if o.Detail == "" {
+		return string(o.Source)
+	}
+	return string(o.Source) + " " + o.Detail
+}
+
+// Origins records where each effective setting came from.
+type Origins struct {
+	byName map[string]Origin
+}
+
+// NewOrigins returns origins in which every setting is a default.
+func NewOrigins() *Origins { return &Origins{byName: map[string]Origin{}} }
+
+// Get returns the origin of the setting named name.
+func (o *Origins) Get(name string) Origin {
+	if or, ok := o.byName[name]; ok {
+		return or
+	}
+	return Origin{Source: SourceDefault}
+}
+
+// Set records that the setting named name came from or.
+func (o *Origins) Set(name string, or Origin) { o.byName[name] = or }
+
+// Explicit returns the names of the settings some source set (neither
+// default nor derived): the input of Settings.Derive.
+func (o *Origins) Explicit() map[string]bool {
+	out := map[string]bool{}
+	for name, or := range o.byName {
+		if or.Source != SourceDefault && or.Source != SourceDerived {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// Clone returns a copy of o.
+func (o *Origins) Clone() *Origins { return &Origins{byName: maps.Clone(o.byName)} }
+
+// SettingError is a bad value: it names the setting, the value and where
+// the value came from.
+type SettingError struct {
+	Setting string
+	Value   string
+	Origin  Origin
+	Err     error
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("setting %s = %q from %s: %v", e.Setting, e.Value, e.Origin, e.Err)
+}
+
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// IsUnknown reports whether err is about a key that is not a setting.
+func IsUnknown(err error) bool { return errors.Is(err, errUnknown) }
+
+// Resolver applies values from sources, lowest precedence first, and
+// records their origins; Resolve derives and validates the result.
+type Resolver struct {
+	settings Settings
+	origins  *Origins
+}
+
+// NewResolver starts from the defaults.
+func NewResolver() *Resolver {
+	return &Resolver{settings: Defaults(), origins: NewOrigins()}
+}
+
+// Set parses value for the setting named name, from or; a later Set of the
+// same name overrides it. The error is a *SettingError.
+func (r *Resolver) Set(name, value string, or Origin) error {
+	if err := r.settings.Set(name, value); err != nil {
+		return &SettingError{Setting: name, Value: value, Origin: or, Err: err}
+	}
+	r.origins.Set(name, or)
+	return nil
+}
+
+// SetProfile records the selected AWS profile and its origin.
+func (r *Resolver) SetProfile(name string, or Origin) {
+	r.settings.Profile = name
+	r.origins.Set("profile", or)
+}
+
+// Resolve derives unset concurrency settings (see Settings.Derive),
+// validates the result and returns it with the origins.
+func (r *Resolver) Resolve() (Settings, *Origins, error) {
+	s := r.settings
+	s.NICs = append([]string(nil), s.NICs...)
+	origins := r.origins.Clone()
+	for _, d := range s.Derive(origins.Explicit()) {
+		origins.Set(d.Setting, Origin{Source: SourceDerived, Detail: "from " + d.From})
+	}
+	if err := s.Validate(); err != nil {
+		var se *SettingError
+		if errors.As(err, &se) {
+			se.Origin = origins.Get(se.Setting)
+		}
+		return Settings{}, nil, err
+	}
+	return s, origins, nil
+}
