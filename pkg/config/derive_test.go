@@ -1,0 +1,187 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestDerive(t *testing.T) {
+	tests := []struct {
+		name             string
+		set              map[string]string
+		wantW, wantT     int
+		wantM            int
+		wantDerivedNames string
+	}{
+		{"defaults", nil, DefaultWorkers, DefaultThreads, DefaultMaxConcurrentRequests, ""},
+		{"max only", map[string]string{"max_concurrent_requests": "20"}, 3, 8, 20, "threads,workers"},
+		{"max below threads", map[string]string{"max_concurrent_requests": "4"}, 1, 4, 4, "threads,workers"},
+		{"max and workers", map[string]string{"max_concurrent_requests": "64", "workers": "4"}, 4, 16, 64, "threads"},
+		{"max and threads", map[string]string{"max_concurrent_requests": "64", "threads": "32"}, 2, 32, 64, "workers"},
+		{"all three", map[string]string{"max_concurrent_requests": "10", "threads": "32", "workers": "40"}, 40, 32, 10, ""},
+		{"workers and threads", map[string]string{"threads": "32", "workers": "40"}, 40, 32, 1280, "max_concurrent_requests"},
+		{"workers only", map[string]string{"workers": "10"}, 10, 8, 80, "max_concurrent_requests"},
+		// 50 GiB/s over 90 MiB/s per connection: ceil(568.9) = 569.
+		{"target", map[string]string{"target_bandwidth": "50GB/s"}, 72, 8, 569, "max_concurrent_requests,threads,workers"},
+		{"target crt", map[string]string{"target_bandwidth": "50GB/s", "preferred_transfer_client": "crt"}, 72, 8, 569, "max_concurrent_requests,threads,workers"},
+		{"target classic ignored", map[string]string{"target_bandwidth": "50GB/s", "preferred_transfer_client": "classic"}, DefaultWorkers, DefaultThreads, DefaultMaxConcurrentRequests, ""},
+		{"target capped by max_bandwidth", map[string]string{"target_bandwidth": "50GB/s", "max_bandwidth": "900MB/s"}, 2, 8, 10, "max_concurrent_requests,threads,workers"},
+		{"tiny target", map[string]string{"target_bandwidth": "1MB/s"}, 1, 1, 1, "max_concurrent_requests,threads,workers"},
+		{"huge target bounded", map[string]string{"target_bandwidth": "1TB/s"}, MaxTunedConnections / 8, 8, MaxTunedConnections, "max_concurrent_requests,threads,workers"},
+		{"target ignored when workers set", map[string]string{"target_bandwidth": "50GB/s", "workers": "4"}, 4, 8, 32, "max_concurrent_requests"},
+		{"target ignored when max set", map[string]string{"target_bandwidth": "50GB/s", "max_concurrent_requests": "16"}, 2, 8, 16, "threads,workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Defaults()
+			explicit := map[string]bool{}
+			for k, v := range tt.set {
+				if err := s.Set(k, v); err != nil {
+					t.Fatalf("Set(%s, %s): %v", k, v, err)
+				}
+				explicit[k] = true
+			}
+			var names []string
+			for _, d := range s.Derive(explicit) {
+				names = append(names, d.Setting)
+			}
+			if s.Workers != tt.wantW || s.Threads != tt.wantT || s.MaxConcurrentRequests != tt.wantM {
+				t.Errorf("got workers %d threads %d max %d, want %d %d %d", s.Workers, s.Threads, s.MaxConcurrentRequests, tt.wantW, tt.wantT, tt.wantM)
+			}
+			sortStrings(names)
+			if got := strings.Join(names, ","); got != tt.wantDerivedNames {
+				t.Errorf("derived %q, want %q", got, tt.wantDerivedNames)
+			}
+			if err := s.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func sortStrings(s []string) {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+}
+
+func TestSetRejects(t *testing.T) {
+	tests := []struct{ name, value, wantInErr string }{
+		{"workers", "0", "between 1"},
+		{"workers", "-3", "between 1"},
+		{"workers", "many", "not an integer"},
+		{"threads", "0", "between 1"},
+		{"max_concurrent_requests", "0", "between 1"},
+		{"multipart_chunksize", "16XB", "invalid size"},
+		{"multipart_chunksize", "0", "between"},
+		{"multipart_chunksize", "6GB", "between"},
+		{"multipart_threshold", "0", "between"},
+		{"max_queue_size", "0", "between 1"},
+		{"max_bandwidth", "fast", "invalid rate"},
+		{"target_bandwidth", "50GB", "invalid rate"},
+		{"preferred_transfer_client", "turbo", "auto, crt, classic"},
+		{"log_level", "loud", "debug, info, warn, error"},
+		{"log_format", "xml", "console, json"},
+		{"nics", "eth0,eth0", "twice"},
+		{"nics", "a/b", "invalid interface"},
+		{"endpoint_url", "localhost:9000", "http"},
+		{"no_sign_request", "maybe", "true or false"},
+		{"region", "us west", "invalid region"},
+		{"colour", "blue", "unknown setting"},
+	}
+	for _, tt := range tests {
+		s := Defaults()
+		err := s.Set(tt.name, tt.value)
+		if err == nil || !strings.Contains(err.Error(), tt.wantInErr) {
+			t.Errorf("Set(%s, %q) = %v, want an error containing %q", tt.name, tt.value, err, tt.wantInErr)
+		}
+		if s.Format(tt.name) != Defaults().Format(tt.name) {
+			t.Errorf("Set(%s, %q) failed but changed the value to %q", tt.name, tt.value, s.Format(tt.name))
+		}
+	}
+}
+
+func TestSetAndFormatEverySetting(t *testing.T) {
+	values := map[string]string{
+		"workers": "40", "threads": "32", "max_concurrent_requests": "1280",
+		"multipart_chunksize": "16MiB", "multipart_threshold": "64MiB", "max_queue_size": "10",
+		"max_bandwidth": "1GiB/s", "target_bandwidth": "50GiB/s", "preferred_transfer_client": "classic",
+		"nics": "eth0,eth1", "region": "us-west-2", "endpoint_url": "http://127.0.0.1:9000",
+		"no_sign_request": "true", "log_level": "debug", "log_format": "json",
+	}
+	s := Defaults()
+	for _, name := range Names() {
+		v, ok := values[name]
+		if !ok {
+			t.Fatalf("no test value for setting %s", name)
+		}
+		if err := s.Set(name, v); err != nil {
+			t.Fatalf("Set(%s, %q): %v", name, v, err)
+		}
+		if got := s.Format(name); got != v {
+			t.Errorf("Format(%s) = %q, want %q", name, got, v)
+		}
+		if s.Value(name) == nil {
+			t.Errorf("Value(%s) = nil", name)
+		}
+	}
+	want := Settings{Workers: 40, Threads: 32, MaxConcurrentRequests: 1280, PartSize: 16 << 20, MultipartThreshold: 64 << 20,
+		MaxQueueSize: 10, MaxBandwidth: 1 << 30, TargetBandwidth: 50 << 30, PreferredTransferClient: "classic",
+		NICs: []string{"eth0", "eth1"}, Region: "us-west-2", EndpointURL: "http://127.0.0.1:9000", NoSignRequest: true,
+		LogLevel: "debug", LogFormat: "json"}
+	if got := s; got.Workers != want.Workers || got.PartSize != want.PartSize || got.TargetBandwidth != want.TargetBandwidth ||
+		strings.Join(got.NICs, ",") != "eth0,eth1" || got.EndpointURL != want.EndpointURL || !got.NoSignRequest || got.LogFormat != "json" {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestResolverErrorNamesSettingValueOrigin(t *testing.T) {
+	r := NewResolver()
+	or := Origin{Source: SourceEnv, Detail: "S3PD_MULTIPART_CHUNKSIZE"}
+	err := r.Set("multipart_chunksize", "16XB", or)
+	var se *SettingError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v, want a *SettingError", err)
+	}
+	for _, want := range []string{"multipart_chunksize", `"16XB"`, "env S3PD_MULTIPART_CHUNKSIZE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestResolverOrigins(t *testing.T) {
+	r := NewResolver()
+	file := Origin{Source: SourceFile, Detail: "/x.yaml"}
+	flag := Origin{Source: SourceFlag, Detail: "--partsize"}
+	if err := r.Set("multipart_chunksize", "4MB", file); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set("multipart_chunksize", "16MB", flag); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set("max_concurrent_requests", "64", file); err != nil {
+		t.Fatal(err)
+	}
+	s, o, err := r.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.PartSize != 16<<20 || o.Get("multipart_chunksize") != flag {
+		t.Errorf("got part size %d from %v, want 16MiB from %v", s.PartSize, o.Get("multipart_chunksize"), flag)
+	}
+	if got := o.Get("workers"); got.Source != SourceDerived || got.Detail != "from max_concurrent_requests" {
+		t.Errorf("workers origin = %v, want derived from max_concurrent_requests", got)
+	}
+	if got := o.Get("log_level"); got.Source != SourceDefault {
+		t.Errorf("log_level origin = %v, want default", got)
+	}
+	if got := o.Explicit(); len(got) != 2 || !got["multipart_chunksize"] || !got["max_concurrent_requests"] {
+		t.Errorf("Explicit() = %v, want multipart_chunksize and max_concurrent_requests", got)
+	}
+}
