@@ -20,5 +20,5 @@ func (Discard) Create(context.Context, transfer.Object) (transfer.File, error) {
 type discardFile struct{}
 
 func (discardFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
-func (discardFile) Commit() error                           { return nil }
-func (discardFile) Abort() error                            { return nil }
+func (discardFile) Commit() error                          { return nil }
+func (discardFile) Abort() error                           { return nil }

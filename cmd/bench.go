@@ -1,0 +1,118 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+)
+
+// Defaults of the embedded emulator: S3's latency and per-connection pace.
+const (
+	defaultBenchDataset = "model:16:256MiB,shards:1024:1MiB,small:4096:64KiB"
+	defaultBenchTTFB    = 30 * time.Millisecond
+	defaultBenchRate    = "90MB"
+)
+
+type benchOptions struct {
+	output   outputFlags
+	rules    ruleFlags
+	dataset  string
+	ttfb     time.Duration
+	connRate string
+}
+
+// NewCmdBench builds `s3pd bench`.
+func NewCmdBench(f *Factory) *cobra.Command {
+	opts := &benchOptions{}
+	c := &cobra.Command{
+		Use:   "bench [flags] [s3://bucket/prefix]",
+		Short: "Measure download throughput, latency and errors",
+		Long: `Run the transfer engine into a discard sink and report throughput, requests,
+retries and time to first byte (p50, p99).
+
+With no URL, bench starts the embedded S3 emulator with a synthetic dataset
+and a realistic network model (30 ms before each response, 90 MB/s per
+connection), so it runs on a fresh machine with no AWS account.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("bench takes at most one s3:// URL, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBench(c.Context(), f, c.Flags(), opts, args)
+		},
+	}
+	fs := c.Flags()
+	addSettingsFlags(fs)
+	opts.output.register(fs)
+	opts.rules.register(fs)
+	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
+	fs.DurationVar(&opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
+	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
+	c.AddCommand(NewCmdBenchServe(f))
+	return c
+}
+
+func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOptions, args []string) error {
+	settings, origins, err := loadSettings(f, fs)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
+	if err != nil {
+		return err
+	}
+	f.Logger = log
+	url := "s3://bench/"
+	if len(args) == 1 {
+		url = args[0]
+	} else {
+		if origins.Get("endpoint_url").Source != config.SourceDefault {
+			return usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
+		}
+		rate, err := config.ParseSize(opts.connRate)
+		if err != nil {
+			return usageErrorf("--conn-rate %q: %v", opts.connRate, err)
+		}
+		emu, err := s3emu.New(s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate})
+		if err != nil {
+			return usageErrorf("--dataset %q: %v", opts.dataset, err)
+		}
+		endpoint, err := emu.Start("127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start emulator: %w", err)
+		}
+		defer emu.Close()
+		settings.EndpointURL, settings.NoSignRequest = endpoint, true
+		if settings.Region == "" {
+			settings.Region = "us-east-1"
+		}
+		if !opts.output.asJSON {
+			fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
+		}
+	}
+	u, err := s3store.ParseURL(url)
+	if err != nil {
+		return usageError(err)
+	}
+	if !u.Prefix {
+		u.Key += "/"
+	}
+	lanes, err := newLanes(ctx, settings, u.Bucket)
+	if err != nil {
+		return usageError(err)
+	}
+	for _, l := range lanes {
+		l.Source.(*s3store.Source).Prefix = u.Key
+	}
+	return runEngine(ctx, f, lanes, sink.Discard{}, settings, opts.output, opts.rules.rules, true)
+}

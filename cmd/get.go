@@ -1,0 +1,281 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// getOptions are get's own flags; the shared settings come from
+// loadSettings.
+type getOptions struct {
+	benchmark bool
+	output    outputFlags
+	rules     ruleFlags
+	req       s3store.Request
+	versionID string
+}
+
+// outputFlags are the flags every transferring command shares.
+type outputFlags struct {
+	asJSON, quiet bool
+}
+
+func (o *outputFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+}
+
+// NewCmdGet builds `s3pd get`.
+func NewCmdGet(f *Factory) *cobra.Command {
+	opts := &getOptions{}
+	c := &cobra.Command{
+		Use:   "get [flags] s3://bucket[/prefix] DEST",
+		Short: "Download an object or a prefix from S3",
+		Long: `Download an object or every object under a prefix.
+
+s3://b/p names the object p if it exists, else the prefix p/; s3://b/p/ and
+s3://b/p/* always name the prefix. Under a prefix, key p/a/b lands at
+DEST/a/b. A single object lands at DEST/<basename> when DEST is an existing
+directory or ends in /, else at DEST itself. DEST "-" writes one object to
+stdout in order. With --benchmark no DEST is needed: bytes are counted and
+dropped.`,
+		Args: func(c *cobra.Command, args []string) error {
+			want := 2
+			if opts.benchmark {
+				want = 1
+			}
+			if len(args) < want || len(args) > 2 {
+				return usageErrorf("get takes SRC and DEST (SRC alone with --benchmark), got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runGet(c.Context(), f, c.Flags(), opts, args)
+		},
+	}
+	fs := c.Flags()
+	addSettingsFlags(fs)
+	opts.output.register(fs)
+	opts.rules.register(fs)
+	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
+	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
+	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
+	fs.StringVar(&opts.req.SSECKey, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes")
+	fs.StringVar(&opts.versionID, "version-id", "", "version of a single object")
+	return c
+}
+
+func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions, args []string) error {
+	u, err := s3store.ParseURL(args[0])
+	if err != nil {
+		return usageError(err)
+	}
+	dest := ""
+	if len(args) == 2 {
+		dest = args[1]
+	}
+	if opts.benchmark && dest != "" {
+		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
+	}
+	if opts.versionID != "" && u.Prefix {
+		return usageErrorf("--version-id names one object; %s is a prefix", args[0])
+	}
+	if opts.req.SSECKey != "" && len(opts.req.SSECKey) != 32 {
+		return usageErrorf("--sse-c-key must be 32 bytes, got %d", len(opts.req.SSECKey))
+	}
+	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
+		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
+	}
+	settings, _, err := loadSettings(f, fs)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
+	if err != nil {
+		return err
+	}
+	f.Logger = log
+	if dest != "" && dest != "-" {
+		if err := checkWritable(dest); err != nil {
+			return usageError(err)
+		}
+	}
+
+	lanes, err := newLanes(ctx, settings, u.Bucket)
+	if err != nil {
+		return usageError(err)
+	}
+	src := lanes[0].Source.(*s3store.Source)
+	for _, l := range lanes {
+		s := l.Source.(*s3store.Source)
+		s.Req, s.Version = opts.req, opts.versionID
+	}
+
+	var sk transfer.Sink
+	switch {
+	case opts.benchmark:
+		sk = sink.Discard{}
+	case dest == "-":
+		sk = sink.NewOrdered(f.IO.Out, int(settings.PartSize)*settings.Threads+1<<20)
+	}
+	root, name := dest, ""
+	single := false
+	if !u.Prefix {
+		name = filepath.Base(u.Key)
+		if dest != "" && dest != "-" && !isDirDest(dest) {
+			root, name = filepath.Dir(dest), filepath.Base(dest)
+		}
+		single, err = src.Resolve(ctx, u.Key, name, settings.PartSize)
+		if err != nil {
+			return startError(ctx, err)
+		}
+		if single {
+			for _, l := range lanes[1:] {
+				s := l.Source.(*s3store.Source)
+				s.Key, s.Name = src.Key, src.Name
+			}
+		} else {
+			u.Key += "/"
+			root = dest
+		}
+	}
+	if !single {
+		if dest == "-" {
+			return usageErrorf("DEST - takes a single object; %s is a prefix", args[0])
+		}
+		for _, l := range lanes {
+			l.Source.(*s3store.Source).Prefix = u.Key
+		}
+	}
+	if sk == nil {
+		ls, err := local.NewSink(root)
+		if err != nil {
+			return usageError(err)
+		}
+		defer ls.Close()
+		sk = ls
+	}
+	return runEngine(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false)
+}
+
+// runEngine runs one transfer and renders its outcome.
+func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
+	rep := newReporter(f, f.Logger, out.asJSON, out.quiet)
+	eopts := engineOptions(settings)
+	eopts.Observer = rep
+	eopts.Filter = rules.Filter()
+	eng, err := transfer.New(lanes, sk, eopts)
+	if err != nil {
+		return err
+	}
+	sum, err := eng.Run(ctx)
+	rep.close()
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
+		return startError(ctx, err)
+	}
+	printSummary(f.IO.Out, sum, out.asJSON, latency)
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case err != nil:
+		return err
+	case sum.Failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d objects failed", sum.Failed, sum.Failed+sum.Objects+sum.Skipped)}
+	}
+	return nil
+}
+
+// startError reports an error before anything was transferred: a missing
+// bucket, no credentials, access denied. It is a configuration error.
+func startError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &ExitError{Code: ExitInterrupted}
+	}
+	return usageError(err)
+}
+
+// engineOptions turns validated settings into the engine's options.
+func engineOptions(s config.Settings) transfer.Options {
+	o := transfer.Options{
+		Workers:     s.Workers,
+		Threads:     s.Threads,
+		MaxRequests: s.MaxConcurrentRequests,
+		PartSize:    s.PartSize,
+		Threshold:   s.MultipartThreshold,
+		QueueSize:   s.MaxQueueSize,
+	}
+	if s.MaxBandwidth > 0 {
+		o.Limiter = transfer.NewRateLimiter(s.MaxBandwidth)
+	}
+	return o
+}
+
+// newLanes builds one S3 source per network card (one in all without
+// --nics), each with its own HTTP client and connection pool.
+func newLanes(ctx context.Context, s config.Settings, bucket string) ([]transfer.Lane, error) {
+	copts := s3store.ClientOptions{
+		Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
+		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests,
+	}
+	client, err := s3store.NewClient(ctx, bucket, copts)
+	if err != nil {
+		return nil, err
+	}
+	return []transfer.Lane{{Name: "default", Source: s3store.NewSource(client, bucket)}}, nil
+}
+
+// isDirDest reports whether dest names a directory to put objects in.
+func isDirDest(dest string) bool {
+	if strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, string(filepath.Separator)) {
+		return true
+	}
+	st, err := os.Stat(dest)
+	return err == nil && st.IsDir()
+}
+
+// checkWritable finds the nearest existing directory at or above dest
+// and checks that a file can be created there, before any request.
+func checkWritable(dest string) error {
+	dir := filepath.Clean(dest)
+	for {
+		st, err := os.Stat(dir)
+		if err == nil {
+			if !st.IsDir() {
+				if dir == filepath.Clean(dest) {
+					dir = filepath.Dir(dir) // an existing file is replaced
+					continue
+				}
+				return fmt.Errorf("destination %s: %s is not a directory", dest, dir)
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("destination %s: %w", dest, err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	f, err := os.CreateTemp(dir, ".s3pd-probe-*")
+	if err != nil {
+		return fmt.Errorf("destination %s is not writable: %w", dest, errors.Unwrap(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}

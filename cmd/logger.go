@@ -1,0 +1,30 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// newLogger builds the zap logger that writes to w (stderr).
+func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, usageErrorf("log level %q: want debug, info, warn or error", level)
+	}
+	cfg := zap.NewProductionEncoderConfig()
+	cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	switch format {
+	case "json":
+		enc = zapcore.NewJSONEncoder(cfg)
+	case "console", "":
+		cfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(cfg)
+	default:
+		return nil, usageError(fmt.Errorf("log format %q: want console or json", format))
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
+}

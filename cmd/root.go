@@ -1,0 +1,102 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCmdRoot builds the s3pd command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "s3pd",
+		Short: "Move data out of S3 as fast as the hardware allows",
+		Long: `s3pd downloads from Amazon S3 and S3-compatible stores with many ranged
+GETs in parallel, verified, resumable and in bounded memory.
+
+The original s3pd's form without a subcommand, s3pd [flags] SRC DEST, runs
+get when SRC is an s3:// URL.`,
+		Version:       f.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(
+		NewCmdGet(f),
+		NewCmdBench(f),
+	)
+	return root
+}
+
+// Execute runs s3pd with args and returns the process's exit code. Every
+// error becomes one line on stderr here, and nowhere else.
+func Execute(ctx context.Context, io *IOStreams, version string, args []string) int {
+	f := &Factory{IO: io, Version: version, Getenv: os.Getenv}
+	root := NewCmdRoot(f)
+	root.SetArgs(legacyArgs(root, args))
+	err := root.ExecuteContext(ctx)
+	if f.Logger != nil {
+		f.Logger.Sync()
+	}
+	if err == nil {
+		return ExitOK
+	}
+	if ctx.Err() != nil && !isUsage(err) {
+		fmt.Fprintln(io.ErrOut, "s3pd: interrupted")
+		return ExitInterrupted
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Err != nil {
+		fmt.Fprintln(io.ErrOut, "s3pd: "+oneLine(err.Error()))
+	}
+	code := exitCode(err)
+	if code == ExitOK {
+		code = ExitFailed
+	}
+	if isUnknownCommand(err) {
+		code = ExitUsage
+	}
+	return code
+}
+
+func isUsage(err error) bool { return exitCode(err) == ExitUsage }
+
+func isUnknownCommand(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.HasPrefix(s, "unknown flag") ||
+		strings.Contains(s, "accepts") && strings.Contains(s, "arg(s)")
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// legacyArgs maps the original s3pd's form without a subcommand,
+// `s3pd [flags] SRC DEST`, onto `s3pd get`.
+func legacyArgs(root *cobra.Command, args []string) []string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			if c, _, err := root.Find([]string{a}); err == nil && c != root {
+				return args // a subcommand is named
+			}
+			break
+		}
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "--version" {
+			return args
+		}
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "s3://") {
+			return append([]string{"get"}, args...)
+		}
+	}
+	return args
+}

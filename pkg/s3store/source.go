@@ -1,0 +1,227 @@
+package s3store
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Request holds what every request may need to carry for a real bucket.
+type Request struct {
+	RequestPayer        string // "requester"
+	ExpectedBucketOwner string
+	SSECKey             string // raw customer key (32 bytes) for SSE-C
+}
+
+// Source reads objects from one bucket. Its zero Key means a prefix
+// listing; a Key means that single object.
+type Source struct {
+	client  *s3.Client
+	Bucket  string
+	Prefix  string // list keys under it; names are relative to it
+	Key     string // a single object, when set
+	Name    string // the single object's destination name
+	Version string // the single object's version, when set
+	Req     Request
+	// PageSize is ListObjectsV2's max-keys (0: the server's default).
+	PageSize int32
+
+	resolved *transfer.Object // the single object, as Resolve found it
+}
+
+// NewSource returns a source over client.
+func NewSource(client *s3.Client, bucket string) *Source {
+	return &Source{client: client, Bucket: bucket}
+}
+
+// WithClient returns a copy of s that sends its requests through client
+// (one lane per network card).
+func (s *Source) WithClient(client *s3.Client) *Source {
+	c := *s
+	c.client = client
+	return &c
+}
+
+// URL names what s reads, for messages.
+func (s *Source) URL() string {
+	if s.Key != "" {
+		return "s3://" + s.Bucket + "/" + s.Key
+	}
+	return "s3://" + s.Bucket + "/" + s.Prefix
+}
+
+// List implements transfer.Source: it streams ListObjectsV2 pages, so
+// the first object is emitted before the second page is requested.
+func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) error {
+	if s.resolved != nil {
+		o := *s.resolved
+		s.resolved = nil
+		return emit(o)
+	}
+	if s.Key != "" {
+		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
+	}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket)}
+	if s.Prefix != "" {
+		in.Prefix = aws.String(s.Prefix)
+	}
+	if s.PageSize > 0 {
+		in.MaxKeys = aws.Int32(s.PageSize)
+	}
+	if s.Req.RequestPayer != "" {
+		in.RequestPayer = types.RequestPayer(s.Req.RequestPayer)
+	}
+	if s.Req.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(s.Req.ExpectedBucketOwner)
+	}
+	pages := s3.NewListObjectsV2Paginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", s.URL(), statusError(err))
+		}
+		for _, c := range page.Contents {
+			key := aws.ToString(c.Key)
+			name := strings.TrimPrefix(key, s.Prefix)
+			if name == "" || strings.HasSuffix(key, "/") {
+				continue // a directory marker carries no data
+			}
+			o := transfer.Object{
+				Key:          key,
+				Name:         name,
+				Size:         aws.ToInt64(c.Size),
+				ETag:         aws.ToString(c.ETag),
+				StorageClass: string(c.StorageClass),
+			}
+			if c.LastModified != nil {
+				o.ModTime = *c.LastModified
+			}
+			if len(c.ChecksumAlgorithm) > 0 {
+				o.ChecksumAlgorithm = string(c.ChecksumAlgorithm[0])
+			}
+			if err := emit(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Open implements transfer.Source with one GetObject: ranged when n >= 0,
+// else for the whole object. It sends If-Match with the pinned ETag.
+func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key)}
+	if n >= 0 {
+		in.Range = aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10))
+	}
+	if obj.ETag != "" {
+		in.IfMatch = aws.String(obj.ETag)
+	}
+	if obj.VersionID != "" {
+		in.VersionId = aws.String(obj.VersionID)
+	}
+	s.Req.applyGet(in)
+	out, err := s.client.GetObject(ctx, in, noRetry)
+	if err != nil {
+		err = statusError(err)
+		var se *transfer.StatusError
+		if errors.As(err, &se) && se.Status == 416 && off == 0 {
+			// S3 answers a ranged GET of an empty object with 416.
+			return &transfer.Body{ReadCloser: io.NopCloser(strings.NewReader("")), Size: 0}, nil
+		}
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
+	}
+	b := &transfer.Body{ReadCloser: out.Body, ETag: aws.ToString(out.ETag), Size: -1}
+	length := aws.ToInt64(out.ContentLength)
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		start, end, total, perr := parseContentRange(cr)
+		if perr != nil {
+			out.Body.Close()
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, perr)
+		}
+		b.Off, b.Len, b.Size = start, end-start+1, total
+		if length != b.Len {
+			out.Body.Close()
+			return nil, fmt.Errorf("get s3://%s/%s: content-length %d disagrees with content-range %q", s.Bucket, obj.Key, length, cr)
+		}
+	} else {
+		b.Off, b.Len, b.Size = 0, length, length
+	}
+	return b, nil
+}
+
+// noRetry turns off the SDK's retries for one call: the engine retries
+// and resumes ranges itself, with a budget per range.
+func noRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
+
+// parseContentRange parses "bytes START-END/TOTAL".
+func parseContentRange(s string) (start, end, total int64, err error) {
+	bad := fmt.Errorf("malformed content-range %q", s)
+	rest, ok := strings.CutPrefix(s, "bytes ")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	rng, tot, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	a, b, ok := strings.Cut(rng, "-")
+	if !ok {
+		return 0, 0, 0, bad
+	}
+	if start, err = strconv.ParseInt(a, 10, 64); err != nil {
+		return 0, 0, 0, bad
+	}
+	if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < start {
+		return 0, 0, 0, bad
+	}
+	if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total <= end {
+		return 0, 0, 0, bad
+	}
+	return start, end, total, nil
+}
+
+func (r Request) applyGet(in *s3.GetObjectInput) {
+	if r.RequestPayer != "" {
+		in.RequestPayer = types.RequestPayer(r.RequestPayer)
+	}
+	if r.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(r.ExpectedBucketOwner)
+	}
+	if r.SSECKey != "" {
+		sum := md5.Sum([]byte(r.SSECKey))
+		in.SSECustomerAlgorithm = aws.String("AES256")
+		in.SSECustomerKey = aws.String(base64.StdEncoding.EncodeToString([]byte(r.SSECKey)))
+		in.SSECustomerKeyMD5 = aws.String(base64.StdEncoding.EncodeToString(sum[:]))
+	}
+}
+
+// Resolve decides what s3://bucket/key names: the object key if it
+// exists (then s names that object and reports true), else the prefix
+// key/. It probes with the first range of the object (no HeadObject), and
+// hands that body to the engine so it is not fetched twice. name is the
+// single object's destination name.
+func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64) (bool, error) {
+	obj := &transfer.Object{Key: key, Name: name, Size: -1, VersionID: s.Version}
+	b, err := s.Open(ctx, obj, 0, firstPart)
+	if errors.Is(err, transfer.ErrNotFound) && s.Version == "" {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	obj.Size, obj.ETag, obj.First = b.Size, b.ETag, b
+	s.Key, s.Name, s.resolved = key, name, obj
+	return true, nil
+}
