@@ -74,8 +74,8 @@ func (r *reporter) close() {
 	}
 }
 
-func (r *reporter) ObjectStarted(transfer.Object)         {}
-func (r *reporter) Bytes(n int64)                         { r.bytes.Add(n) }
+func (r *reporter) ObjectStarted(transfer.Object)          {}
+func (r *reporter) Bytes(n int64)                          { r.bytes.Add(n) }
 func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 
 func (r *reporter) Retry(o transfer.Object, off int64, err error) {
@@ -84,14 +84,14 @@ func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 
 // objectLine is one --json line per finished object.
 type objectLine struct {
-	Type     string `json:"type"`
-	Key      string `json:"key"`
-	Name     string `json:"name"`
-	Bytes    int64  `json:"bytes"`
-	Status   string `json:"status"`
-	Error    string `json:"error,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Verified string `json:"verified,omitempty"`
+	Type     string  `json:"type"`
+	Key      string  `json:"key"`
+	Name     string  `json:"name"`
+	Bytes    int64   `json:"bytes"`
+	Status   string  `json:"status"`
+	Error    string  `json:"error,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Verified string  `json:"verified,omitempty"`
 	Seconds  float64 `json:"seconds"`
 }
 

@@ -76,7 +76,9 @@ type memSink struct {
 	committed map[string][]byte
 }
 
-func newMemSink() *memSink { return &memSink{files: map[string]*memFile{}, committed: map[string][]byte{}} }
+func newMemSink() *memSink {
+	return &memSink{files: map[string]*memFile{}, committed: map[string][]byte{}}
+}
 
 type memFile struct {
 	s    *memSink
