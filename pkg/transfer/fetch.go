@@ -56,8 +56,11 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 	body := first
 	for attempt := 1; ; attempt++ {
 		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp)
-		body, ask = nil, n-done-got // a retry asks for what is missing only
-		done += got
+		body = nil
+		if _, whole := f.(PartWriter); !whole || err == nil {
+			done += got
+			ask = n - done // a retry asks for what is missing only
+		}
 		if err == nil {
 			return done, nil
 		}
@@ -96,6 +99,15 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	skip, err := e.check(o, body, off, n)
 	if err != nil {
 		return 0, err
+	}
+	if pw, ok := f.(PartWriter); ok && skip == 0 {
+		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
+			clock.touch()
+			e.bytes.Add(k)
+			l.bytes.Add(k)
+			e.opts.Observer.Bytes(k)
+		})
+		return got, stallCause(rctx, err)
 	}
 	got, err := e.copy(rctx, body, f, off, n, skip, buf, l, clock)
 	return got, stallCause(rctx, err)

@@ -86,3 +86,15 @@ type Lane struct {
 	Name   string
 	Source Source
 }
+
+// PartWriter is implemented by files that take a whole part at once
+// instead of a stream of WriteAt calls: an upload part, or a local copy
+// that lets the kernel move the bytes (copy_file_range). The engine hands
+// such a file the open body of each part; a part that fails is retried
+// from its start, since a part is written whole or not at all.
+type PartWriter interface {
+	// WritePart writes bytes [off, off+n) of the object, read from body,
+	// calls progress as bytes move (it counts them and keeps the stall
+	// watch quiet), and returns how many bytes it moved.
+	WritePart(ctx context.Context, off, n int64, body *Body, progress func(int64)) (int64, error)
+}
