@@ -4,7 +4,7 @@
 // It never prints; callers render plans, reports and errors.
 package raid
 
-import "fmt"
+import "strings"
 
 // Kind says what a block device is on EC2.
 type Kind string
@@ -93,10 +93,10 @@ func (d Device) reasons() []string {
 		r = append(r, "mounted at "+m)
 	}
 	if len(d.Partitions) > 0 {
-		r = append(r, fmt.Sprintf("partitioned (%d partitions)", len(d.Partitions)))
+		r = append(r, "partitioned ("+strings.Join(d.Partitions, ", ")+")")
 	}
 	if d.Signature != "" {
-		r = append(r, "holds a "+d.Signature+" signature")
+		r = append(r, "holds data ("+d.Signature+" signature)")
 	}
 	for _, h := range d.Holders {
 		r = append(r, "member of "+h)
