@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -367,10 +368,29 @@ func mdMembers(ctx context.Context, r Runner, array string) (members []string, f
 	} else if err != nil {
 		return nil, false, fmt.Errorf("probe %s: %w", array, err)
 	}
-	for k, v := range parseExport(out) {
+	kv := parseExport(out)
+	type member struct {
+		dev  string
+		role int
+	}
+	var ms []member
+	for k, v := range kv {
 		if strings.HasPrefix(k, "MD_DEVICE_") && strings.HasSuffix(k, "_DEV") {
-			members = append(members, v)
+			role, err := strconv.Atoi(kv[strings.TrimSuffix(k, "_DEV")+"_ROLE"])
+			if err != nil {
+				role = len(kv) // spares and unknown roles go last
+			}
+			ms = append(ms, member{v, role})
 		}
+	}
+	sort.Slice(ms, func(i, j int) bool {
+		if ms[i].role != ms[j].role {
+			return ms[i].role < ms[j].role
+		}
+		return ms[i].dev < ms[j].dev
+	})
+	for _, m := range ms {
+		members = append(members, m.dev)
 	}
 	return members, true, nil
 }
