@@ -1,0 +1,113 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/spf13/cobra"
+)
+
+// NewCmdConfig builds `s3pd config`, whose `show` subcommand prints every
+// effective setting and where it came from.
+func NewCmdConfig(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Inspect s3pd's configuration",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCmdConfigShow(f))
+	return cmd
+}
+
+func newCmdConfigShow(f *Factory) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [flags]",
+		Short: "Print every effective setting and where it came from",
+		Long: `Print every effective setting and its origin: default, aws-config (the s3
+section of the AWS profile), preset, file (the s3pd config file), profile
+(its profiles entry for the AWS profile), env (S3PD_*), flag, or derived
+(computed from max_concurrent_requests or target_bandwidth).
+
+Takes the same settings flags as get and bench, so
+  s3pd config show --preset m6in.32xlarge --partsize 32MB
+shows what a get with those flags would run with. See docs/CONFIG.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := resolveSettings(f, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeConfigJSON(f, l)
+			}
+			return writeConfigText(f, l)
+		},
+	}
+	addSettingsFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// shownSetting is one line of `config show --json`.
+type shownSetting struct {
+	Name   string `json:"name"`
+	Value  any    `json:"value"`
+	Text   string `json:"text"`
+	Source string `json:"source"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// shownConfig is the document `config show --json` prints.
+type shownConfig struct {
+	Profile       string         `json:"profile"`
+	AWSConfigFile string         `json:"aws_config_file"`
+	Preset        string         `json:"preset,omitempty"`
+	ConfigFile    string         `json:"config_file,omitempty"`
+	Settings      []shownSetting `json:"settings"`
+}
+
+func showConfig(l *loaded) shownConfig {
+	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile}
+	for _, name := range config.Names() {
+		or := l.origins.Get(name)
+		out.Settings = append(out.Settings, shownSetting{
+			Name: name, Value: l.settings.Value(name), Text: l.settings.Format(name),
+			Source: string(or.Source), Detail: or.Detail,
+		})
+	}
+	return out
+}
+
+func writeConfigJSON(f *Factory, l *loaded) error {
+	enc := json.NewEncoder(f.IO.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(showConfig(l))
+}
+
+func writeConfigText(f *Factory, l *loaded) error {
+	sc := showConfig(l)
+	out := f.IO.Out
+	fmt.Fprintf(out, "profile: %s (%s)\n", sc.Profile, l.origins.Get("profile"))
+	fmt.Fprintf(out, "aws config file: %s\n", sc.AWSConfigFile)
+	if sc.Preset != "" {
+		fmt.Fprintf(out, "preset: %s (%s)\n", sc.Preset, l.presetOrigin)
+	}
+	if sc.ConfigFile != "" {
+		fmt.Fprintf(out, "config file: %s\n", sc.ConfigFile)
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SETTING\tVALUE\tORIGIN")
+	for _, s := range sc.Settings {
+		text := s.Text
+		if text == "" {
+			text = "-"
+		}
+		or := config.Origin{Source: config.Source(s.Source), Detail: s.Detail}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, text, or)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func runConfigShow(t *testing.T, e *settingsEnv, args ...string) (string, error) {
+	t.Helper()
+	f := e.factory()
+	out := f.IO.Out.(*bytes.Buffer)
+	cmd := NewCmdConfig(f)
+	cmd.SetArgs(append([]string{"show"}, args...))
+	cmd.SetOut(out)
+	cmd.SetErr(f.IO.ErrOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestConfigShowJSON(t *testing.T) {
+	e := newSettingsEnv(t)
+	e.awsSet(t, "default.s3.max_queue_size", "77")
+	e.vars["S3PD_LOG_LEVEL"] = "info"
+	out, err := runConfigShow(t, e, "--json", "--preset", "m6in.32xlarge", "--partsize", "32MB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got shownConfig
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("decode %q: %v", out, err)
+	}
+	if got.Preset != "m6in.32xlarge" || got.Profile != "default" || got.AWSConfigFile != e.vars["AWS_CONFIG_FILE"] {
+		t.Errorf("got preset %q profile %q aws file %q", got.Preset, got.Profile, got.AWSConfigFile)
+	}
+	byName := map[string]shownSetting{}
+	for _, s := range got.Settings {
+		byName[s.Name] = s
+	}
+	tests := []struct {
+		name   string
+		value  any // as JSON decodes it
+		source string
+	}{
+		{"multipart_chunksize", float64(32 << 20), "flag"},
+		{"target_bandwidth", float64(50 << 30), "preset"},
+		{"max_queue_size", float64(77), "aws-config"},
+		{"log_level", "info", "env"},
+		{"workers", float64(72), "derived"},
+		{"threads", float64(8), "derived"},
+		{"max_bandwidth", float64(0), "default"},
+		{"nics", nil, "default"},
+		{"no_sign_request", false, "default"},
+	}
+	for _, tt := range tests {
+		s, ok := byName[tt.name]
+		if !ok {
+			t.Errorf("%s missing from %s", tt.name, out)
+			continue
+		}
+		if s.Value != tt.value && !(tt.value == nil && s.Value == nil) {
+			if _, isSlice := s.Value.([]any); !(tt.value == nil && isSlice) {
+				t.Errorf("%s = %#v, want %#v", tt.name, s.Value, tt.value)
+			}
+		}
+		if s.Source != tt.source {
+			t.Errorf("%s source = %q, want %q", tt.name, s.Source, tt.source)
+		}
+	}
+	if len(got.Settings) != 15 {
+		t.Errorf("got %d settings, want 15", len(got.Settings))
+	}
+}
+
+func TestConfigShowText(t *testing.T) {
+	e := newSettingsEnv(t)
+	file := e.writeFile(t, "home/.config/s3pd/config.yaml", "nics: eth0,eth1\n")
+	out, err := runConfigShow(t, e, "--workers", "40", "--threads", "32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range [][]string{
+		{"config file", file},
+		{"workers", "40", "flag --workers"},
+		{"max_concurrent_requests", "1280", "derived from workers*threads"},
+		{"multipart_chunksize", "8MiB", "default"},
+		{"nics", "eth0,eth1", "file " + file},
+		{"region", "-", "default"},
+	} {
+		if !hasLine(out, line) {
+			t.Errorf("no line with %q in:\n%s", line, out)
+		}
+	}
+}
+
+func TestConfigShowBadInput(t *testing.T) {
+	e := newSettingsEnv(t)
+	_, err := runConfigShow(t, e, "--partsize", "16XB")
+	if err == nil || exitCode(err) != ExitUsage || !strings.Contains(err.Error(), "flag --partsize") {
+		t.Errorf("got %v, want a usage error naming flag --partsize", err)
+	}
+}
+
+// hasLine reports whether some line of out holds all fields in order.
+func hasLine(out string, fields []string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		rest, ok := l, true
+		for _, f := range fields {
+			i := strings.Index(rest, f)
+			if i < 0 {
+				ok = false
+				break
+			}
+			rest = rest[i+len(f):]
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
