@@ -63,6 +63,16 @@ func (ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte,
 	}
 	return stdout.Bytes(), &CommandError{
 		Cmd: append([]string{name}, args...), ExitCode: code,
-		Stderr: strings.TrimSpace(stderr.String()), Err: err,
+		Stderr: firstLines(strings.TrimSpace(stderr.String()), 6), Err: err,
 	}
+}
+
+// firstLines keeps the first n lines of s (mkfs prints its whole usage
+// after the one line that matters).
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines[n] = "..."
+	}
+	return strings.Join(lines, "\n")
 }
