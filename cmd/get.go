@@ -22,6 +22,8 @@ import (
 // loadSettings.
 type getOptions struct {
 	benchmark bool
+	sink      local.Options
+	delete    bool
 	output    outputFlags
 	rules     ruleFlags
 	req       s3store.Request
@@ -30,12 +32,13 @@ type getOptions struct {
 
 // outputFlags are the flags every transferring command shares.
 type outputFlags struct {
-	asJSON, quiet bool
+	asJSON, quiet, dryRun bool
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 }
 
 // NewCmdGet builds `s3pd get`.
@@ -71,6 +74,11 @@ dropped.`,
 	opts.output.register(fs)
 	opts.rules.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
+	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
+	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
+	fs.StringVar(&opts.sink.ConflictSuffix, "conflict-suffix", "", `when a key is both an object and a prefix ("a" and "a/b"), save the object as "a"+SUFFIX instead of failing it`)
+	fs.BoolVar(&opts.sink.NoResume, "no-resume", false, "start partial files of interrupted runs over instead of resuming them")
+	fs.BoolVar(&opts.delete, "delete", false, "remove local files under DEST whose keys no longer exist (after a run without failures)")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
 	fs.StringVar(&opts.req.SSECKey, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes")
@@ -89,6 +97,12 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	if opts.benchmark && dest != "" {
 		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
+	}
+	if opts.sink.Overwrite && opts.sink.NoClobber {
+		return usageErrorf("--overwrite and --no-clobber contradict each other")
+	}
+	if opts.delete && (opts.benchmark || dest == "-") {
+		return usageErrorf("--delete needs a directory DEST")
 	}
 	if opts.versionID != "" && u.Prefix {
 		return usageErrorf("--version-id names one object; %s is a prefix", args[0])
@@ -160,23 +174,61 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 			l.Source.(*s3store.Source).Prefix = u.Key
 		}
 	}
+	var ls *local.Sink
 	if sk == nil {
-		ls, err := local.NewSink(root)
-		if err != nil {
+		if ls, err = local.NewSink(root, opts.sink); err != nil {
 			return usageError(err)
 		}
 		defer ls.Close()
 		sk = ls
 	}
-	return runEngine(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false)
+	var listed *listedNames
+	if opts.delete && !single {
+		listed = newListedNames(lanes[0].Source)
+		lanes[0].Source = listed
+	}
+	err = runEngine(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false)
+	if listed == nil || err != nil {
+		return err
+	}
+	return prune(f, ls, listed, opts.rules.rules, opts.output)
+}
+
+// prune removes local files whose keys no longer exist, leaving alone
+// names that the include/exclude rules keep out of the transfer.
+func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules, out outputFlags) error {
+	var n, bytes int64
+	err := ls.Prune(func(name string) bool {
+		return rules.Match(name) && !listed.has(name)
+	}, out.dryRun, func(name string, size int64) {
+		n++
+		bytes += size
+		if out.asJSON {
+			writeJSONLine(f.IO.Out, deleteLine{Type: "delete", Name: name, Bytes: size, DryRun: out.dryRun})
+		} else if out.dryRun {
+			fmt.Fprintf(f.IO.Out, "would delete: %s (%d bytes)\n", name, size)
+		}
+	})
+	if !out.asJSON && n > 0 {
+		verb := "deleted"
+		if out.dryRun {
+			verb = "would delete"
+		}
+		fmt.Fprintf(f.IO.Out, "%s: %d files, %d bytes\n", verb, n, bytes)
+	}
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	return nil
 }
 
 // runEngine runs one transfer and renders its outcome.
 func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
-	rep := newReporter(f, f.Logger, out.asJSON, out.quiet)
+	rep := newReporter(f, f.Logger, out)
 	eopts := engineOptions(settings)
 	eopts.Observer = rep
 	eopts.Filter = rules.Filter()
+	eopts.DryRun = out.dryRun
 	eng, err := transfer.New(lanes, sk, eopts)
 	if err != nil {
 		return err
@@ -186,7 +238,11 @@ func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transf
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
 		return startError(ctx, err)
 	}
-	printSummary(f.IO.Out, sum, out.asJSON, latency)
+	if out.dryRun {
+		rep.printDryRun()
+	} else {
+		printSummary(f.IO.Out, sum, out.asJSON, latency)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

@@ -17,6 +17,8 @@ import (
 // reporter renders the engine's events: a progress bar on a terminal,
 // one zap line per failed object, and JSON lines with --json.
 type reporter struct {
+	out   io.Writer
+	dry   bool // --dry-run: list what would happen
 	log   *zap.Logger
 	json  *json.Encoder // nil without --json
 	mu    sync.Mutex    // serialises JSON lines
@@ -26,14 +28,16 @@ type reporter struct {
 	bar   *progressbar.ProgressBar
 
 	failures atomic.Int64
+	// what a dry run would do, under mu
+	wouldFetch, wouldSkip, fetchBytes int64
 }
 
-func newReporter(f *Factory, log *zap.Logger, asJSON, quiet bool) *reporter {
-	r := &reporter{log: log}
-	if asJSON {
+func newReporter(f *Factory, log *zap.Logger, out outputFlags) *reporter {
+	r := &reporter{log: log, out: f.IO.Out, dry: out.dryRun}
+	if out.asJSON {
 		r.json = json.NewEncoder(f.IO.Out)
 	}
-	if f.IO.ErrTTY && !quiet {
+	if f.IO.ErrTTY && !out.quiet && !out.dryRun {
 		r.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(f.IO.ErrOut),
 			progressbar.OptionShowBytes(true),
@@ -106,6 +110,9 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 		status = "skipped"
 		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
 	}
+	if r.dry {
+		r.dryRun(res)
+	}
 	if r.json == nil {
 		return
 	}
@@ -117,6 +124,48 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	r.mu.Lock()
 	r.json.Encode(line)
 	r.mu.Unlock()
+}
+
+// deleteLine is one --json line per file removed by --delete.
+type deleteLine struct {
+	Type   string `json:"type"`
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	DryRun bool   `json:"dry_run,omitempty"`
+}
+
+func writeJSONLine(w io.Writer, v any) { json.NewEncoder(w).Encode(v) }
+
+func (r *reporter) dryRun(res transfer.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fetch := res.Skipped == transfer.DryRunReason
+	if fetch {
+		r.wouldFetch++
+		r.fetchBytes += max(res.Object.Size, 0)
+	} else if res.Skipped != "" {
+		r.wouldSkip++
+	}
+	if r.json != nil {
+		return
+	}
+	switch {
+	case fetch:
+		fmt.Fprintf(r.out, "would fetch: %s (%d bytes)\n", res.Object.Key, res.Object.Size)
+	case res.Skipped != "":
+		fmt.Fprintf(r.out, "would skip: %s (%s)\n", res.Object.Key, res.Skipped)
+	}
+}
+
+// printDryRun writes the totals of a dry run.
+func (r *reporter) printDryRun() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json != nil {
+		r.json.Encode(map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip})
+		return
+	}
+	fmt.Fprintf(r.out, "dry run: would fetch %d objects (%d bytes), skip %d\n", r.wouldFetch, r.fetchBytes, r.wouldSkip)
 }
 
 // summaryLine is the last --json line.

@@ -23,6 +23,9 @@ func RelPath(name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty name", ErrUnsafeName)
 	}
+	if strings.HasSuffix(name, "/") {
+		return "", fmt.Errorf("%w %q: ends in \"/\"", ErrUnsafeName, name)
+	}
 	if strings.HasPrefix(name, "/") {
 		return "", fmt.Errorf("%w %q: absolute path", ErrUnsafeName, name)
 	}

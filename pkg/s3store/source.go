@@ -94,8 +94,8 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 		for _, c := range page.Contents {
 			key := aws.ToString(c.Key)
 			name := strings.TrimPrefix(key, s.Prefix)
-			if name == "" || strings.HasSuffix(key, "/") {
-				continue // a directory marker carries no data
+			if name == "" {
+				continue // the prefix's own directory marker
 			}
 			o := transfer.Object{
 				Key:          key,
@@ -143,6 +143,9 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
 	b := &transfer.Body{ReadCloser: out.Body, ETag: aws.ToString(out.ETag), Size: -1}
+	if out.LastModified != nil {
+		b.ModTime = *out.LastModified
+	}
 	length := aws.ToInt64(out.ContentLength)
 	if cr := aws.ToString(out.ContentRange); cr != "" {
 		start, end, total, perr := parseContentRange(cr)
@@ -221,7 +224,7 @@ func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64)
 	if err != nil {
 		return false, err
 	}
-	obj.Size, obj.ETag, obj.First = b.Size, b.ETag, b
+	obj.Size, obj.ETag, obj.ModTime, obj.First = b.Size, b.ETag, b.ModTime, b
 	s.Key, s.Name, s.resolved = key, name, obj
 	return true, nil
 }

@@ -42,6 +42,9 @@ type Options struct {
 	Limiter *RateLimiter
 	// Observer receives progress (default NopObserver).
 	Observer Observer
+	// DryRun lists and checks objects but transfers nothing: each object
+	// that would be transferred is reported skipped with that reason.
+	DryRun bool
 }
 
 func (o Options) withDefaults() Options {
@@ -201,9 +204,13 @@ func (e *Engine) object(ctx context.Context, o Object) {
 	n, err := e.transferObject(ctx, &o)
 	r := Result{Object: o, Bytes: n, Err: err, Elapsed: time.Since(start)}
 	var skip *SkipError
+	var why interface{ SkipReason() string }
 	switch {
 	case errors.As(err, &skip):
 		r.Err, r.Skipped = nil, skip.Reason
+		e.skipped.Add(1)
+	case errors.As(err, &why) && why.SkipReason() != "":
+		r.Err, r.Skipped = nil, why.SkipReason()
 		e.skipped.Add(1)
 	case err != nil:
 		e.failed.Add(1)
@@ -212,6 +219,9 @@ func (e *Engine) object(ctx context.Context, o Object) {
 	}
 	e.opts.Observer.ObjectDone(r)
 }
+
+// DryRunReason is the skip reason of every object a dry run would transfer.
+const DryRunReason = "dry run: would transfer"
 
 // SkipError tells the engine that an object is deliberately not
 // transferred (unchanged, archived, ...), with the reason.
@@ -222,6 +232,16 @@ func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
 	first := o.First
 	o.First = nil
+	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
+		if err := c.Check(*o); err != nil {
+			closeBody(first)
+			return 0, err
+		}
+	}
+	if e.opts.DryRun {
+		closeBody(first)
+		return 0, &SkipError{Reason: DryRunReason}
+	}
 	if o.Size < 0 {
 		// The size is unknown: fetch the first part and learn it from
 		// the response before planning the rest.
@@ -235,6 +255,9 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
 		o.Size = first.Size
 		if o.ETag == "" {
 			o.ETag = first.ETag
+		}
+		if o.ModTime.IsZero() {
+			o.ModTime = first.ModTime
 		}
 	}
 	f, err := e.sink.Create(ctx, *o)
@@ -250,7 +273,11 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
 		}
 	}
 	if err != nil {
-		if aerr := f.Abort(); aerr != nil {
+		if j, ok := f.(Journal); ok && ctx.Err() != nil {
+			if serr := j.Suspend(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
+			}
+		} else if aerr := f.Abort(); aerr != nil {
 			err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 		}
 	}
@@ -276,12 +303,21 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Threads)
+	journal, _ := f.(Journal)
 	launch := func(off, n int64, b *Body) {
+		if journal != nil && b == nil && journal.Completed(off, n) {
+			return // durable from an earlier run
+		}
 		g.Go(func() error {
 			got, err := e.fetch(gctx, o, f, off, n, n, b)
 			moved.Add(got)
 			if err != nil {
 				return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
+			}
+			if journal != nil {
+				if err := journal.PartDone(off, n); err != nil {
+					return fmt.Errorf("journal bytes=%d-%d: %w", off, off+n-1, err)
+				}
 			}
 			e.opts.Observer.PartDone(*o, off, n)
 			return nil

@@ -52,6 +52,15 @@ func (e *StatusError) Retriable() bool {
 	return false
 }
 
+// SkipReason says why an object is skipped rather than failed: one in an
+// archive storage class must be restored before it can be read.
+func (e *StatusError) SkipReason() string {
+	if e.Code == "InvalidObjectState" {
+		return "archived (InvalidObjectState): restore the object first"
+	}
+	return ""
+}
+
 // Throttle reports whether the server asked the client to slow down.
 func (e *StatusError) Throttle() bool {
 	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429

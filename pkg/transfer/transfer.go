@@ -49,6 +49,8 @@ type Body struct {
 	Size int64
 	// ETag is the object's ETag as the response declared it.
 	ETag string
+	// ModTime is the object's last-modified time, when declared.
+	ModTime time.Time
 	// Checksums are full-object checksums the response carried, by
 	// algorithm name (only on whole-object responses).
 	Checksums map[string]string
@@ -97,4 +99,25 @@ type PartWriter interface {
 	// calls progress as bytes move (it counts them and keeps the stall
 	// watch quiet), and returns how many bytes it moved.
 	WritePart(ctx context.Context, off, n int64, body *Body, progress func(int64)) (int64, error)
+}
+
+// Checker is implemented by sinks that can tell, before any request,
+// that an object needs no transfer (it is already complete and
+// unchanged, or must not be replaced): Check then returns a *SkipError.
+type Checker interface {
+	Check(obj Object) error
+}
+
+// Journal is implemented by files that remember durable parts across
+// runs, so an interrupted transfer resumes where it stopped.
+type Journal interface {
+	// Completed reports whether bytes [off, off+n) were made durable by
+	// an earlier run of the same object version.
+	Completed(off, n int64) bool
+	// PartDone records that bytes [off, off+n) are written; the file
+	// makes the data durable before it journals them.
+	PartDone(off, n int64) error
+	// Suspend keeps what was written for a later run, instead of
+	// Abort's removal; the engine calls it when the run is interrupted.
+	Suspend() error
 }

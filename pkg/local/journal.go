@@ -1,0 +1,168 @@
+package local
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// journal records the parts of a partial file that are durable, so an
+// interrupted run resumes where it stopped. It lives beside the partial
+// file as NAME.journal: a header that pins the object's version, then one
+// "OFFSET LENGTH" line per part. Parts are journaled in batches, at most
+// once a second, each batch only after the data file was synced: the
+// journal never claims bytes that a power loss could take away.
+type journal struct {
+	root *os.Root
+	name string
+	f    *os.File
+
+	mu        sync.Mutex
+	done      map[int64]int64
+	pending   [][2]int64
+	lastFlush time.Time
+}
+
+const journalMagic = "s3pd-journal-1"
+
+// journalInterval bounds how often a file is synced for its journal.
+const journalInterval = time.Second
+
+func journalHeader(obj transfer.Object) string {
+	return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\n", journalMagic, obj.Size, strconv.Quote(obj.ETag), strconv.Quote(obj.VersionID), strconv.Quote(obj.Key))
+}
+
+func newJournal(root *os.Root, tmp string, obj transfer.Object) (*journal, error) {
+	if obj.ETag == "" && obj.VersionID == "" {
+		return nil, nil // nothing pins the version: no resume
+	}
+	name := tmp + ".journal"
+	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("create journal %s: %w", name, unwrapPath(err))
+	}
+	if _, err := f.WriteString(journalHeader(obj)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write journal %s: %w", name, err)
+	}
+	return &journal{root: root, name: name, f: f, done: map[int64]int64{}, lastFlush: time.Now()}, nil
+}
+
+// resume reopens the partial file and journal of an earlier run of the
+// same object version. Anything that does not match is removed.
+func (s *Sink) resume(tmp string, obj transfer.Object) (*journal, *os.File) {
+	name := tmp + ".journal"
+	jf, err := s.root.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil
+	}
+	j := &journal{root: s.root, name: name, f: jf, done: map[int64]int64{}, lastFlush: time.Now()}
+	sc := bufio.NewScanner(jf)
+	ok := sc.Scan() && sc.Text()+"\n" == journalHeader(obj) && (obj.ETag != "" || obj.VersionID != "")
+	for ok && sc.Scan() {
+		a, b, found := strings.Cut(sc.Text(), " ")
+		off, err1 := strconv.ParseInt(a, 10, 64)
+		n, err2 := strconv.ParseInt(b, 10, 64)
+		if !found || err1 != nil || err2 != nil || off < 0 || n <= 0 || off+n > obj.Size {
+			break // a torn last line: what came before still holds
+		}
+		j.done[off] = n
+	}
+	var data *os.File
+	if ok {
+		data, err = s.root.OpenFile(tmp, os.O_RDWR, 0)
+		if err == nil {
+			if st, serr := data.Stat(); serr != nil || st.Size() != obj.Size {
+				data.Close()
+				data, ok = nil, false
+			}
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		jf.Close()
+		s.root.Remove(name)
+		s.root.Remove(tmp)
+		return nil, nil
+	}
+	// Rewrite the journal so that a torn tail does not hide new lines.
+	if err := j.rewrite(obj); err != nil {
+		data.Close()
+		jf.Close()
+		return nil, nil
+	}
+	return j, data
+}
+
+func (j *journal) rewrite(obj transfer.Object) error {
+	var b strings.Builder
+	b.WriteString(journalHeader(obj))
+	for off, n := range j.done {
+		fmt.Fprintf(&b, "%d %d\n", off, n)
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := j.f.WriteAt([]byte(b.String()), 0); err != nil {
+		return err
+	}
+	_, err := j.f.Seek(int64(b.Len()), 0)
+	return err
+}
+
+func (j *journal) completed(off, n int64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[off] == n
+}
+
+// add records a finished part, flushing a batch at most once a second.
+func (j *journal) add(data *os.File, off, n int64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.pending = append(j.pending, [2]int64{off, n})
+	if time.Since(j.lastFlush) < journalInterval {
+		return nil
+	}
+	return j.flushLocked(data)
+}
+
+func (j *journal) flush(data *os.File) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.flushLocked(data)
+}
+
+func (j *journal) flushLocked(data *os.File) error {
+	j.lastFlush = time.Now()
+	if len(j.pending) == 0 {
+		return nil
+	}
+	if err := data.Sync(); err != nil {
+		return fmt.Errorf("sync data: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range j.pending {
+		fmt.Fprintf(&b, "%d %d\n", p[0], p[1])
+		j.done[p[0]] = p[1]
+	}
+	j.pending = j.pending[:0]
+	if _, err := j.f.WriteString(b.String()); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	return j.f.Sync()
+}
+
+func (j *journal) close() { j.f.Close() }
+
+func (j *journal) remove() {
+	j.f.Close()
+	j.root.Remove(j.name)
+}

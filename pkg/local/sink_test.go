@@ -1,0 +1,227 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+func newTestSink(t *testing.T, opts Options) (*Sink, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := NewSink(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func write(t *testing.T, s *Sink, obj transfer.Object, data []byte) error {
+	t.Helper()
+	if err := s.Check(obj); err != nil {
+		return err
+	}
+	f, err := s.Create(context.Background(), obj)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		f.Abort()
+		return err
+	}
+	return nil
+}
+
+func TestSinkWritesAtFinalNameOnlyWhenWhole(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	obj := transfer.Object{Key: "p/a/b", Name: "a/b", Size: 5, ETag: `"e1"`}
+	f, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("hello"), 0)
+	if _, err := os.Stat(filepath.Join(dir, "a/b")); !os.IsNotExist(err) {
+		t.Fatalf("file at final name before commit: %v", err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "a/b"))
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("got %q, %v; want hello", got, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "a", ".s3pd-*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestSinkSkipsUnchangedFiles(t *testing.T) {
+	mtime := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	obj := transfer.Object{Key: "k", Name: "k", Size: 3, ETag: `"e1"`, ModTime: mtime}
+	tests := []struct {
+		name   string
+		opts   Options
+		change func(o *transfer.Object)
+		skip   bool
+	}{
+		{"unchanged", Options{}, func(*transfer.Object) {}, true},
+		{"new etag and mtime", Options{}, func(o *transfer.Object) { o.ETag = `"e2"`; o.ModTime = mtime.Add(time.Hour) }, false},
+		{"new size", Options{}, func(o *transfer.Object) { o.Size = 4 }, false},
+		{"overwrite", Options{Overwrite: true}, func(*transfer.Object) {}, false},
+		{"no-clobber changed", Options{NoClobber: true}, func(o *transfer.Object) { o.Size = 4 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestSink(t, tt.opts)
+			if err := write(t, s, obj, []byte("abc")); err != nil {
+				t.Fatal(err)
+			}
+			o := obj
+			tt.change(&o)
+			err := s.Check(o)
+			var skip *transfer.SkipError
+			if got := errors.As(err, &skip); got != tt.skip {
+				t.Fatalf("Check: %v, want skip=%v", err, tt.skip)
+			}
+		})
+	}
+}
+
+func TestSinkNoClobberNeverReplaces(t *testing.T) {
+	s, dir := newTestSink(t, Options{NoClobber: true})
+	obj := transfer.Object{Key: "k", Name: "k", Size: 3}
+	f, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("new"), 0)
+	// The file appears during the run.
+	os.WriteFile(filepath.Join(dir, "k"), []byte("old"), 0o644)
+	err = f.Commit()
+	var skip *transfer.SkipError
+	if !errors.As(err, &skip) {
+		t.Fatalf("Commit: %v, want a skip", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "k")); string(got) != "old" {
+		t.Fatalf("existing file replaced: %q", got)
+	}
+}
+
+func TestSinkConflicts(t *testing.T) {
+	for _, order := range [][]string{{"a", "a/b"}, {"a/b", "a"}} {
+		t.Run(strings.Join(order, " then "), func(t *testing.T) {
+			s, _ := newTestSink(t, Options{})
+			if err := write(t, s, transfer.Object{Key: order[0], Name: order[0], Size: 1}, []byte("1")); err != nil {
+				t.Fatal(err)
+			}
+			err := write(t, s, transfer.Object{Key: order[1], Name: order[1], Size: 1}, []byte("2"))
+			if err == nil || !strings.Contains(err.Error(), "conflict") {
+				t.Fatalf("second write: %v, want a conflict", err)
+			}
+			s2, dir := newTestSink(t, Options{ConflictSuffix: ".s3pd-object"})
+			for _, k := range order {
+				if err := write(t, s2, transfer.Object{Key: k, Name: k, Size: 1}, []byte(k[len(k)-1:])); err != nil {
+					t.Fatalf("write %s: %v", k, err)
+				}
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "a.s3pd-object")); string(got) != "a" {
+				t.Errorf("object a at a.s3pd-object = %q, want a", got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "a/b")); string(got) != "b" {
+				t.Errorf("a/b = %q, want b", got)
+			}
+		})
+	}
+}
+
+func TestSinkRefusesSymlinkEscape(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	err := write(t, s, transfer.Object{Key: "link/x", Name: "link/x", Size: 1}, []byte("x"))
+	if err == nil {
+		t.Fatal("write through a symlink out of the root succeeded")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("files written outside the root: %v", entries)
+	}
+}
+
+func TestSinkResumesJournaledParts(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	obj := transfer.Object{Key: "k", Name: "k", Size: 30, ETag: `"v1"`}
+	f, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := f.(transfer.Journal)
+	f.WriteAt(bytes.Repeat([]byte("a"), 10), 0)
+	f.WriteAt(bytes.Repeat([]byte("c"), 10), 20)
+	j.PartDone(0, 10)
+	j.PartDone(20, 10)
+	if err := j.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	// The same version resumes with both parts done.
+	f2, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2 := f2.(transfer.Journal)
+	for _, p := range []struct {
+		off  int64
+		want bool
+	}{{0, true}, {10, false}, {20, true}} {
+		if got := j2.Completed(p.off, 10); got != p.want {
+			t.Errorf("Completed(%d) = %v, want %v", p.off, got, p.want)
+		}
+	}
+	f2.WriteAt(bytes.Repeat([]byte("b"), 10), 10)
+	if err := f2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "k"))
+	if want := strings.Repeat("a", 10) + strings.Repeat("b", 10) + strings.Repeat("c", 10); string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".s3pd-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	// A new version starts over.
+	f3, _ := s.Create(context.Background(), obj)
+	f3.(transfer.Journal).PartDone(0, 10)
+	f3.(transfer.Journal).Suspend()
+	obj.ETag = `"v2"`
+	f4, _ := s.Create(context.Background(), obj)
+	if f4.(transfer.Journal).Completed(0, 10) {
+		t.Errorf("a changed object resumed from the old version's parts")
+	}
+	f4.Abort()
+}
+
+func TestSinkDirectoryMarkers(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	err := s.Check(transfer.Object{Key: "p/d/", Name: "d/", Size: 0})
+	var skip *transfer.SkipError
+	if !errors.As(err, &skip) {
+		t.Fatalf("Check(marker) = %v, want a skip", err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "d")); err != nil || !st.IsDir() {
+		t.Fatalf("marker did not create its directory: %v", err)
+	}
+}

@@ -1,0 +1,236 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// ErrSymlink marks a symbolic link that a Source did not follow.
+var ErrSymlink = errors.New("symbolic link not followed")
+
+// ErrSpecial marks a device, socket or named pipe, which a Source skips.
+var ErrSpecial = errors.New("not a regular file")
+
+// ErrLoop marks a followed symbolic link that leads back to a directory
+// being walked.
+var ErrLoop = errors.New("symbolic link loop")
+
+// SourceOptions tune a Source.
+type SourceOptions struct {
+	// FollowSymlinks copies what symbolic links point to; without it each
+	// link found is reported (ErrSymlink) and skipped.
+	FollowSymlinks bool
+	// Name is the destination name of a single-file source (default: the
+	// file's base name).
+	Name string
+	// Report, when set, is called for each entry that is not listed: a
+	// symbolic link (ErrSymlink), a special file (ErrSpecial), a link loop
+	// (ErrLoop), or a directory or file that could not be read. It is
+	// called from List's goroutine.
+	Report func(path string, err error)
+}
+
+// Source lists the files under a local path and opens sections of them.
+// A directory's contents land under the destination (DIR/a lands at a).
+type Source struct {
+	root   string
+	single bool
+	opts   SourceOptions
+}
+
+// NewSource checks that path exists and can be read, and returns a source
+// over it: the file itself, or every regular file under the directory.
+// The path itself is followed if it is a symbolic link.
+func NewSource(p string, opts SourceOptions) (*Source, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", p, unwrapPath(err))
+	}
+	s := &Source{root: filepath.Clean(p), opts: opts}
+	switch {
+	case st.Mode().IsRegular():
+		s.single = true
+		if s.opts.Name == "" {
+			s.opts.Name = filepath.Base(s.root)
+		}
+	case st.IsDir():
+	default:
+		return nil, fmt.Errorf("source %s: %w", p, ErrSpecial)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", p, unwrapPath(err))
+	}
+	f.Close()
+	return s, nil
+}
+
+// Root is the source's path, cleaned.
+func (s *Source) Root() string { return s.root }
+
+// Single reports whether the source is one file.
+func (s *Source) Single() bool { return s.single }
+
+func (s *Source) report(p string, err error) {
+	if s.opts.Report != nil {
+		s.opts.Report(p, err)
+	}
+}
+
+// List implements transfer.Source. It walks the tree depth first, reading
+// each directory in batches, so memory does not grow with the number of
+// files; every object's Key is its path, its Name the slash-separated
+// path below the root.
+func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) error {
+	if s.single {
+		st, err := os.Stat(s.root)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", s.root, unwrapPath(err))
+		}
+		return emit(object(s.root, s.opts.Name, st))
+	}
+	st, err := os.Stat(s.root)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", s.root, unwrapPath(err))
+	}
+	return s.walk(ctx, s.root, "", []fileID{idOf(st)}, emit)
+}
+
+// fileID identifies a directory, to detect loops through followed links.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(st fs.FileInfo) fileID {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(sys.Dev), sys.Ino}
+	}
+	return fileID{}
+}
+
+func object(key, name string, st fs.FileInfo) transfer.Object {
+	return transfer.Object{Key: key, Name: name, Size: st.Size(), ModTime: st.ModTime()}
+}
+
+// walkBatch is how many directory entries are read at a time.
+const walkBatch = 512
+
+// walk lists dir, whose name below the root is rel; ancestors are the
+// directories on the way down, to stop loops through followed links.
+func (s *Source) walk(ctx context.Context, dir, rel string, ancestors []fileID, emit func(transfer.Object) error) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		s.report(dir, unwrapPath(err))
+		return nil
+	}
+	defer d.Close()
+	for {
+		ents, rerr := d.ReadDir(walkBatch)
+		for _, e := range ents {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := s.entry(ctx, dir, rel, e, ancestors, emit); err != nil {
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) || rerr == nil && len(ents) == 0 {
+			return nil
+		}
+		if rerr != nil {
+			s.report(dir, unwrapPath(rerr))
+			return nil
+		}
+	}
+}
+
+// entry lists one directory entry: emits a file, descends into a
+// directory, reports anything else.
+func (s *Source) entry(ctx context.Context, dir, rel string, e fs.DirEntry, ancestors []fileID, emit func(transfer.Object) error) error {
+	p := filepath.Join(dir, e.Name())
+	name := path.Join(rel, e.Name())
+	t := e.Type()
+	var st fs.FileInfo
+	var err error
+	if t&fs.ModeSymlink != 0 {
+		if !s.opts.FollowSymlinks {
+			target, _ := os.Readlink(p)
+			s.report(p, fmt.Errorf("%w (-> %s)", ErrSymlink, target))
+			return nil
+		}
+		st, err = os.Stat(p)
+	} else {
+		st, err = e.Info()
+	}
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) || t&fs.ModeSymlink != 0 {
+			s.report(p, unwrapPath(err)) // a broken link, or unreadable
+		}
+		return nil
+	}
+	switch {
+	case st.Mode().IsRegular():
+		return emit(object(p, name, st))
+	case st.IsDir():
+		id := idOf(st)
+		for _, a := range ancestors {
+			if a == id {
+				s.report(p, ErrLoop)
+				return nil
+			}
+		}
+		return s.walk(ctx, p, name, append(ancestors, id), emit)
+	default:
+		s.report(p, ErrSpecial)
+		return nil
+	}
+}
+
+// Open implements transfer.Source: it opens obj's file and returns a body
+// over bytes [off, off+n) (n < 0: to the end). The body is an
+// io.ReadSeeker and io.ReaderAt over that section, and a local sink moves
+// its bytes with copy_file_range. A file whose size changed since it was
+// listed is reported modified.
+func (s *Source) Open(_ context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
+	f, err := os.Open(obj.Key)
+	if err != nil {
+		return nil, transfer.Permanent(fmt.Errorf("open %s: %w", obj.Key, unwrapPath(err)))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", obj.Key, unwrapPath(err))
+	}
+	size := st.Size()
+	if obj.Size >= 0 && size != obj.Size {
+		f.Close()
+		return nil, transfer.Permanent(fmt.Errorf("%s: size %d, listed %d: %w", obj.Key, size, obj.Size, transfer.ErrModified))
+	}
+	if n < 0 || off+n > size {
+		n = max(size-off, 0)
+	}
+	fb := &FileBody{SectionReader: io.NewSectionReader(f, off, n), f: f, off: off}
+	return &transfer.Body{ReadCloser: fb, Off: off, Len: n, Size: size}, nil
+}
+
+// FileBody is the body of a section of a local file. It is seekable, so
+// an upload can send it with a checksum computed beforehand, and a local
+// sink copies it in the kernel.
+type FileBody struct {
+	*io.SectionReader
+	f   *os.File
+	off int64
+}
+
+// Close closes the file.
+func (b *FileBody) Close() error { return b.f.Close() }
+
+// File returns the open file and the offset the section starts at.
+func (b *FileBody) File() (*os.File, int64) { return b.f, b.off }
