@@ -1,0 +1,210 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// randomFile writes n pseudo-random bytes to p with mode and mtime.
+func randomFile(t testing.TB, p string, n int, mode fs.FileMode, mtime time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), uint64(len(p))))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sum(t testing.TB, p string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// copyTree runs the engine from src to dst with a CopySink.
+func copyTree(t *testing.T, src, dst string, sopts SourceOptions, overwrite bool, kernel bool, partSize int64) transfer.Summary {
+	t.Helper()
+	s, err := NewSource(src, sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := NewSink(dst, Options{Overwrite: overwrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close()
+	cs := NewCopySink(sk)
+	cs.noKernel.Store(!kernel)
+	eng, err := transfer.New([]transfer.Lane{{Name: "local", Source: s}}, cs,
+		transfer.Options{Workers: 4, Threads: 4, PartSize: partSize, Threshold: partSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := eng.Run(context.Background())
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if kernel && got.Bytes > 0 && cs.noKernel.Load() {
+		t.Errorf("copy_file_range was refused on %s: the kernel path went untested", dst)
+	}
+	return got
+}
+
+func TestCopyTree(t *testing.T) {
+	const part = 64 << 10
+	mtime := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	files := []struct {
+		name string
+		size int
+		mode fs.FileMode
+	}{
+		{"empty", 0, 0o600},
+		{"one", 1, 0o644},
+		{"part", part, 0o755},
+		{"part+1", part + 1, 0o640},
+		{"d/e/big", 5*part + 123, 0o444},
+		{"d/x", 1000, 0o700},
+	}
+	for _, kernel := range []bool{true, false} {
+		name := "pread"
+		if kernel {
+			name = "copy_file_range"
+		}
+		t.Run(name, func(t *testing.T) {
+			src, dst := t.TempDir(), filepath.Join(t.TempDir(), "out")
+			for i, f := range files {
+				randomFile(t, filepath.Join(src, f.name), f.size, f.mode, mtime.Add(time.Duration(i)*time.Second))
+			}
+			if err := os.Symlink("one", filepath.Join(src, "link")); err != nil {
+				t.Fatal(err)
+			}
+			var rep reported
+			got := copyTree(t, src, dst, SourceOptions{Report: rep.add}, false, kernel, part)
+			if got.Objects != int64(len(files)) || got.Failed != 0 {
+				t.Fatalf("summary: got %d objects, %d failed, want %d, 0", got.Objects, got.Failed, len(files))
+			}
+			for i, f := range files {
+				sp, dp := filepath.Join(src, f.name), filepath.Join(dst, f.name)
+				if sum(t, sp) != sum(t, dp) {
+					t.Errorf("%s: content differs", f.name)
+				}
+				st, err := os.Stat(dp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.Mode().Perm() != f.mode {
+					t.Errorf("%s: mode got %v, want %v", f.name, st.Mode().Perm(), f.mode)
+				}
+				if want := mtime.Add(time.Duration(i) * time.Second); !st.ModTime().Equal(want) {
+					t.Errorf("%s: mtime got %v, want %v", f.name, st.ModTime(), want)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dst, "link")); !os.IsNotExist(err) {
+				t.Errorf("symlink copied: got %v, want not exist", err)
+			}
+			if len(rep.errs) != 1 {
+				t.Errorf("reports: got %v, want the symlink", rep.errs)
+			}
+			assertNoPartials(t, dst)
+
+			// A second run skips everything; --overwrite copies again.
+			if again := copyTree(t, src, dst, SourceOptions{}, false, kernel, part); again.Skipped != int64(len(files)) || again.Objects != 0 {
+				t.Errorf("rerun: got %d skipped, %d copied, want %d, 0", again.Skipped, again.Objects, len(files))
+			}
+			if over := copyTree(t, src, dst, SourceOptions{}, true, kernel, part); over.Objects != int64(len(files)) {
+				t.Errorf("overwrite: got %d copied, want %d", over.Objects, len(files))
+			}
+		})
+	}
+}
+
+func assertNoPartials(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".s3pd-") {
+			t.Errorf("leftover %s", p)
+		}
+		return nil
+	})
+}
+
+func TestCopyUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file: the unreadable case needs an unprivileged user")
+	}
+	src, dst := t.TempDir(), t.TempDir()
+	randomFile(t, filepath.Join(src, "ok"), 10, 0o644, time.Now())
+	randomFile(t, filepath.Join(src, "secret"), 10, 0, time.Now())
+	got := copyTree(t, src, dst, SourceOptions{}, false, true, 1<<20)
+	if got.Objects != 1 || got.Failed != 1 {
+		t.Errorf("got %d copied, %d failed, want 1, 1", got.Objects, got.Failed)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "secret")); !os.IsNotExist(err) {
+		t.Errorf("unreadable file: got %v at the final name, want nothing", err)
+	}
+	assertNoPartials(t, dst)
+}
+
+// TestWritePartStream covers bodies that are not local files (an S3
+// download through the copy sink): they are streamed.
+func TestWritePartStream(t *testing.T) {
+	sk, err := NewSink(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close()
+	cs := NewCopySink(sk)
+	data := bytes.Repeat([]byte("abcdefgh"), 300_000)
+	f, err := cs.Create(context.Background(), transfer.Object{Key: "/nonexistent", Name: "s", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := f.(transfer.PartWriter)
+	var moved int64
+	half := int64(len(data) / 2)
+	for _, off := range []int64{half, 0} {
+		end := min(off+half, int64(len(data)))
+		body := &transfer.Body{ReadCloser: io.NopCloser(bytes.NewReader(data[off:end])), Off: off, Len: end - off}
+		n, err := pw.WritePart(context.Background(), off, end-off, body, func(k int64) { moved += k })
+		if err != nil || n != end-off {
+			t.Fatalf("WritePart(%d): got %d, %v, want %d, nil", off, n, err, end-off)
+		}
+	}
+	short := &transfer.Body{ReadCloser: io.NopCloser(bytes.NewReader(data[:10])), Off: 0, Len: 20}
+	if _, err := pw.WritePart(context.Background(), 0, 20, short, func(k int64) { moved += k }); !transfer.Retriable(err) {
+		t.Errorf("short body: got %v, want a retriable error", err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(sk.dir, "s"))
+	if !bytes.Equal(got, data) || moved != int64(len(data))+10 {
+		t.Errorf("got %d bytes (equal %v), progress %d, want %d bytes equal, progress %d", len(got), bytes.Equal(got, data), moved, len(data), len(data)+10)
+	}
+}
