@@ -30,6 +30,9 @@ get when SRC is an s3:// URL.`,
 	root.AddCommand(
 		NewCmdGet(f),
 		NewCmdBench(f),
+		NewCmdNics(f),
+		NewCmdRaidSetup(f),
+		NewCmdConfig(f),
 	)
 	return root
 }
