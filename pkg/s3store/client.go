@@ -36,8 +36,14 @@ type ClientOptions struct {
 // one pool sized to the concurrency, no transparent decompression, and
 // Accept-Encoding: identity on every request, so bytes are saved as stored.
 func HTTPClient(opts ClientOptions) aws.HTTPClient {
+	return identity{buildableClient(opts)}
+}
+
+// buildableClient is the tuned client before decoration; the SDK needs
+// its builder methods to add a custom CA bundle (AWS_CA_BUNDLE).
+func buildableClient(opts ClientOptions) *awshttp.BuildableClient {
 	conns := max(opts.Conns, 16)
-	c := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConns = conns * 2
 		t.MaxIdleConnsPerHost = conns * 2
 		t.MaxConnsPerHost = 0
@@ -49,7 +55,6 @@ func HTTPClient(opts ClientOptions) aws.HTTPClient {
 			t.DialContext = opts.DialContext
 		}
 	})
-	return identity{c}
 }
 
 // identity asks for bytes as stored.
@@ -72,8 +77,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if opts.Region != "" {
 		load = append(load, config.WithRegion(opts.Region))
 	}
-	httpClient := HTTPClient(opts)
-	load = append(load, config.WithHTTPClient(httpClient))
+	load = append(load, config.WithHTTPClient(buildableClient(opts)))
 	if opts.NoSignRequest {
 		load = append(load, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
@@ -81,6 +85,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	cfg.HTTPClient = identity{cfg.HTTPClient}
 	configure := func(o *s3.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
