@@ -110,6 +110,9 @@ func TestRateCapsAndPolicyRouting(t *testing.T) {
 // namespace, where nic2 has no policy rule.
 func TestDiscoveryFlagsMissingPolicyRule(t *testing.T) {
 	e := New(t, Config{Links: []Link{{}, {}, {NoPolicy: true}}})
+	// A rule that looks in main but ignores its default route must not hide
+	// the per-address rules behind it.
+	e.ip(e.Client, "rule", "add", "priority", "500", "lookup", "main", "suppress_prefixlength", "0")
 	var rep *nics.Report
 	err := e.Do(e.Client, func() error {
 		var err error

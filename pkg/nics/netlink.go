@@ -24,6 +24,10 @@ type Rule struct {
 	IIf    string
 	OIf    string
 	Mark   uint32
+	// SuppressPrefixLen skips a route the table returns whose prefix is this
+	// long or shorter ("suppress_prefixlength 0" skips the default route);
+	// -1 when not set.
+	SuppressPrefixLen int
 }
 
 // Route is one route of any table (`ip route show table all`).
@@ -132,7 +136,7 @@ func parseRule(b []byte) (Rule, bool) {
 	if len(b) < hdr {
 		return Rule{}, false
 	}
-	r := Rule{Family: int(b[0]), Table: int(b[4]), Action: int(b[7])}
+	r := Rule{Family: int(b[0]), Table: int(b[4]), Action: int(b[7]), SuppressPrefixLen: -1}
 	r.Invert = binary.NativeEndian.Uint32(b[8:12])&unix.FIB_RULE_INVERT != 0
 	a := attrs(b[hdr:])
 	r.Src = prefix(a[unix.FRA_SRC], int(b[2]))
@@ -145,6 +149,9 @@ func parseRule(b []byte) (Rule, bool) {
 	}
 	if m, ok := u32(a[unix.FRA_FWMARK]); ok {
 		r.Mark = uint32(m)
+	}
+	if n, ok := u32(a[unix.FRA_SUPPRESS_PREFIXLEN]); ok {
+		r.SuppressPrefixLen = int(int32(n))
 	}
 	r.IIf = cstring(a[unix.FRA_IIFNAME])
 	r.OIf = cstring(a[unix.FRA_OIFNAME])

@@ -14,7 +14,7 @@ import (
 // that holds a default route wins. names maps interface indexes to names.
 // Rules that select on a mark, an output interface, an input interface other
 // than lo, or a destination prefix are ignored: they do not apply to a plain
-// connection to S3.
+// connection to S3. So are rules that suppress default routes.
 func (rt *Routing) Lookup(src netip.Addr, names map[int]string) SourceRoute {
 	fam := unix.AF_INET
 	if src.Is6() && !src.Is4In6() {
@@ -25,6 +25,11 @@ func (rt *Routing) Lookup(src netip.Addr, names map[int]string) SourceRoute {
 	for _, r := range rules {
 		if r.Family != fam || r.Mark != 0 || r.OIf != "" || (r.IIf != "" && r.IIf != "lo") ||
 			(r.Dst.IsValid() && r.Dst.Bits() > 0) {
+			continue
+		}
+		// "lookup main suppress_prefixlength 0" (used by some EC2 and VPN
+		// set-ups) never yields a default route: the lookup goes on.
+		if r.SuppressPrefixLen >= 0 {
 			continue
 		}
 		specific := r.Src.IsValid() && r.Src.Bits() > 0

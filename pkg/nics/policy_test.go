@@ -13,10 +13,10 @@ import (
 // any per-address rules: main holds a default route through each.
 func ec2Routing(extra ...Rule) *Routing {
 	rules := []Rule{
-		{Family: unix.AF_INET, Priority: 0, Table: 255, Action: unix.FR_ACT_TO_TBL},
-		{Family: unix.AF_INET, Priority: 32766, Table: 254, Action: unix.FR_ACT_TO_TBL},
-		{Family: unix.AF_INET, Priority: 32767, Table: 253, Action: unix.FR_ACT_TO_TBL},
-		{Family: unix.AF_INET6, Priority: 32766, Table: 254, Action: unix.FR_ACT_TO_TBL},
+		{Family: unix.AF_INET, Priority: 0, Table: 255, Action: unix.FR_ACT_TO_TBL, SuppressPrefixLen: -1},
+		{Family: unix.AF_INET, Priority: 32766, Table: 254, Action: unix.FR_ACT_TO_TBL, SuppressPrefixLen: -1},
+		{Family: unix.AF_INET, Priority: 32767, Table: 253, Action: unix.FR_ACT_TO_TBL, SuppressPrefixLen: -1},
+		{Family: unix.AF_INET6, Priority: 32766, Table: 254, Action: unix.FR_ACT_TO_TBL, SuppressPrefixLen: -1},
 	}
 	return &Routing{
 		Rules: append(rules, extra...),
@@ -33,7 +33,7 @@ func ec2Routing(extra ...Rule) *Routing {
 }
 
 func rule(prio int, from string, table int) Rule {
-	return Rule{Family: unix.AF_INET, Priority: prio, Src: netip.MustParsePrefix(from), Table: table, Action: unix.FR_ACT_TO_TBL}
+	return Rule{Family: unix.AF_INET, Priority: prio, Src: netip.MustParsePrefix(from), Table: table, Action: unix.FR_ACT_TO_TBL, SuppressPrefixLen: -1}
 }
 
 func TestLookup(t *testing.T) {
@@ -45,6 +45,8 @@ func TestLookup(t *testing.T) {
 	marked.Src, marked.Mark = netip.Prefix{}, 7
 	inverted := rule(100, "10.0.0.10/32", 103)
 	inverted.Invert = true
+	suppressed := rule(10, "0.0.0.0/0", 254)
+	suppressed.Src, suppressed.SuppressPrefixLen = netip.Prefix{}, 0
 	tests := []struct {
 		name string
 		rt   *Routing
@@ -59,6 +61,7 @@ func TestLookup(t *testing.T) {
 		{"rule after main", ec2Routing(rule(40000, "10.0.0.20/32", 103)), src, SourceRoute{Source: src, Rule: -1, Table: 254, Via: "ens5"}},
 		{"fwmark rule ignored", ec2Routing(marked), src, SourceRoute{Source: src, Rule: -1, Table: 254, Via: "ens5"}},
 		{"unreachable", ec2Routing(unreachable), src, SourceRoute{Source: src, Rule: 100}},
+		{"main suppressing defaults first", ec2Routing(suppressed, rule(10001, "10.0.0.20/32", 103)), src, SourceRoute{Source: src, Rule: 10001, Table: 103, Via: "ens6"}},
 		{"inverted", ec2Routing(inverted), src, SourceRoute{Source: src, Rule: 100, Table: 103, Via: "ens6"}},
 		{"ipv6 main", ec2Routing(), netip.MustParseAddr("2600::1"), SourceRoute{Source: netip.MustParseAddr("2600::1"), Rule: -1, Table: 254, Via: "ens6"}},
 		{"no rules at all", &Routing{}, src, SourceRoute{Source: src, Rule: -1}},
