@@ -68,7 +68,7 @@ type Env struct {
 	t       testing.TB
 }
 
-// Skip skips (or, with S3PD_NETNS_REQUIRED=1, fails) the test.
+// skip skips (or, with S3PD_NETNS_REQUIRED=1, fails) the test.
 func skip(t testing.TB, format string, a ...any) {
 	t.Helper()
 	if os.Getenv("S3PD_NETNS_REQUIRED") == "1" {
