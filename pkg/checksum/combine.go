@@ -7,9 +7,10 @@ package checksum
 //
 // in GF(2)[x], the same identity zlib's crc32_combine uses. x^(8n) mod P is
 // assembled from a table of x^(2^k) mod P by repeated squaring: one
-// polynomial multiplication per set bit of n, each at most w shift-and-xor
-// steps for a w-bit CRC. A CRC-64 combine of an arbitrary length is at most
-// 64 multiplications; a power-of-two part size costs one.
+// polynomial multiplication per non-zero hexadecimal digit of n (tables of
+// x^(8j*16^d) mod P), each at most w shift-and-xor steps for a w-bit CRC,
+// plus one to multiply crc(A). A combine of an arbitrary 64-bit length is at
+// most 17 multiplications; a power-of-two part size costs one.
 
 import "math/bits"
 
@@ -31,8 +32,11 @@ type crcParams struct {
 	top   uint64 // x^0 in the reflected representation: 1 << (width-1)
 	poly  uint64 // the reflected polynomial
 	mask  uint64 // the low width bits
+	shift uint   // width - 1
 	x2n   [67]uint64
-	valid bool
+	// x8n16[d][j] is x^(8 * j * 16^d) mod P, so x^(8n) is a product of at
+	// most 16 entries, one per hexadecimal digit of n.
+	x8n16 [16][16]uint64
 }
 
 // params holds the parameters of each kind, indexed by kind. Computed once
@@ -61,24 +65,29 @@ func kindOf(a Algorithm) kind {
 // x2n has 67 entries so that x^(8n) for any n < 2^64 needs no wrap-around:
 // k runs from 3 to 66.
 func makeParams(alg Algorithm, width uint, poly uint64) crcParams {
-	p := crcParams{alg: alg, size: int(width / 8), top: 1 << (width - 1), poly: poly, valid: true}
+	p := crcParams{alg: alg, size: int(width / 8), top: 1 << (width - 1), shift: width - 1, poly: poly}
 	p.mask = p.top<<1 - 1 // wraps to all ones for width 64
 	x := p.top >> 1       // x^1
 	for k := range p.x2n {
 		p.x2n[k] = x
 		x = p.mulmod(x, x)
 	}
+	for d := range p.x8n16 {
+		p.x8n16[d][0] = p.top
+		for j := 1; j < 16; j++ {
+			p.x8n16[d][j] = p.mulmod(p.x8n16[d][j-1], p.x2n[3+4*d])
+		}
+	}
 	return p
 }
 
 // mulmod returns a*b mod P, both operands in the reflected representation.
+// It is branch-free inside the loop (a data-dependent branch mispredicts on
+// half the bits) and stops when the remaining coefficients of a are zero.
 func (p *crcParams) mulmod(a, b uint64) uint64 {
 	var prod uint64
-	for m := p.top; a != 0; m >>= 1 {
-		if a&m != 0 {
-			prod ^= b
-			a ^= m
-		}
+	for ; a != 0; a = a << 1 & p.mask {
+		prod ^= b & -(a >> p.shift & 1) // the coefficient of the next power of x
 		// b *= x: in reflected form a right shift, reducing by P when the
 		// x^(width-1) coefficient falls off the low end.
 		b = b>>1 ^ p.poly&-(b&1)
@@ -86,14 +95,15 @@ func (p *crcParams) mulmod(a, b uint64) uint64 {
 	return prod
 }
 
-// x8nmod returns x^(8n) mod P for n >= 0.
+// x8nmod returns x^(8n) mod P for n >= 0, one multiplication per non-zero
+// hexadecimal digit of n (at most 16).
 func (p *crcParams) x8nmod(n uint64) uint64 {
 	r := p.top // x^0
-	for k := 3; n != 0; k++ {
-		if n&1 != 0 {
-			r = p.mulmod(p.x2n[k], r)
+	for d := 0; n != 0; d++ {
+		if n&15 != 0 {
+			r = p.mulmod(p.x8n16[d][n&15], r)
 		}
-		n >>= 1
+		n >>= 4
 	}
 	return r
 }
