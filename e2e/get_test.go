@@ -42,7 +42,7 @@ func TestGetPrefixEveryByte(t *testing.T) {
 		s.put(t, "other/outside", []byte("not under the prefix"))
 		for _, url := range []string{"data/", "data", "data/*"} {
 			dest := t.TempDir()
-			r := run(t, nil, append(s.args(), "get", "--partsize", "1MiB", "--threads", "4", "--workers", "3", s.url(url), dest)...)
+			r := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--threads", "4", "--workers", "3", s.url(url), dest)...)
 			if r.code != 0 {
 				t.Fatalf("get %s: exit %d\n%s", url, r.code, r.stderr)
 			}
@@ -71,7 +71,7 @@ func TestGetSingleObject(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				dir := t.TempDir()
-				r := run(t, nil, append(s.args(), "get", "--partsize", "1MiB", s.url("dir/model.bin"), tt.dest(dir))...)
+				r := run(t, nil, s.cmd("get", "--partsize", "1MiB", s.url("dir/model.bin"), tt.dest(dir))...)
 				if r.code != 0 {
 					t.Fatalf("exit %d\n%s", r.code, r.stderr)
 				}
@@ -79,7 +79,7 @@ func TestGetSingleObject(t *testing.T) {
 			})
 		}
 		t.Run("to stdout", func(t *testing.T) {
-			r := run(t, nil, append(s.args(), "get", "--partsize", "256KiB", "--threads", "8", s.url("dir/model.bin"), "-")...)
+			r := run(t, nil, s.cmd("get", "--partsize", "256KiB", "--threads", "8", s.url("dir/model.bin"), "-")...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
@@ -93,7 +93,7 @@ func TestGetSingleObject(t *testing.T) {
 func TestGetThousandsOfSmallObjects(t *testing.T) {
 	s := emuStore(t, s3emu.Options{Dataset: "small:3000:4KiB"})
 	dest := t.TempDir()
-	r := run(t, nil, append(s.args(), "get", "--json", s.url("small/"), dest)...)
+	r := run(t, nil, s.cmd("get", "--json", s.url("small/"), dest)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -125,7 +125,7 @@ func TestGetThousandsOfSmallObjects(t *testing.T) {
 
 func TestGetStartsBeforeListingEnds(t *testing.T) {
 	s := emuStore(t, s3emu.Options{Dataset: "k:2500:1KiB", LogRequests: true})
-	r := run(t, nil, append(s.args(), "get", "--benchmark", "--workers", "4", s.url("k/"))...)
+	r := run(t, nil, s.cmd("get", "--benchmark", "--workers", "4", s.url("k/"))...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -155,7 +155,7 @@ func TestGetListsInBoundedMemory(t *testing.T) {
 		t.Skip("lists 200,000 keys")
 	}
 	s := emuStore(t, s3emu.Options{Dataset: "many:200000:1"})
-	r := run(t, nil, append(s.args(), "get", "--benchmark", "--dry-run", "--json", s.url("many/"))...)
+	r := run(t, nil, s.cmd("get", "--benchmark", "--dry-run", "--json", s.url("many/"))...)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
@@ -197,7 +197,7 @@ func TestGetBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := run(t, nil, append(s.args(), tt.args...)...)
+			r := run(t, nil, s.cmd(tt.args[0], tt.args[1:]...)...)
 			if r.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, tt.code, r.stderr)
 			}

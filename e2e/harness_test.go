@@ -88,7 +88,8 @@ func baseEnv(t *testing.T) []string {
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"),
 		"AWS_CONFIG_FILE=" + filepath.Join(home, "config"),
 		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
-		"AWS_EC2_METADATA_DISABLED=true"}
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test"}
 	if ca := os.Getenv("AWS_CA_BUNDLE"); ca != "" {
 		env = append(env, "AWS_CA_BUNDLE="+ca)
 	}
@@ -102,6 +103,7 @@ type store struct {
 	bucket   string
 	client   *s3.Client
 	emu      *s3emu.Server // nil for moto
+	signed   bool          // requests are signed (moto wants credentials)
 }
 
 func newClient(t *testing.T, endpoint string) *s3.Client {
@@ -165,7 +167,7 @@ func motoStore(t *testing.T) *store {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s := &store{name: "moto", endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint)}
+	s := &store{name: "moto", endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint), signed: true}
 	if _, err := s.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,16 @@ func (s *store) put(t *testing.T, key string, data []byte) {
 
 // args are the flags that point s3pd at the store.
 func (s *store) args() []string {
-	return []string{"--endpoint-url", s.endpoint, "--no-sign-request", "--region", "us-east-1", "--quiet"}
+	a := []string{"--endpoint-url", s.endpoint, "--region", "us-east-1", "--quiet"}
+	if !s.signed {
+		a = append(a, "--no-sign-request")
+	}
+	return a
+}
+
+// cmd returns the arguments of subcommand sub pointed at the store.
+func (s *store) cmd(sub string, args ...string) []string {
+	return append(append([]string{sub}, s.args()...), args...)
 }
 
 func (s *store) url(key string) string { return "s3://" + s.bucket + "/" + key }

@@ -113,7 +113,15 @@ type Engine struct {
 
 	objects, failed, skipped atomic.Int64
 	bytes, requests, retries atomic.Int64
+
+	// begun is closed once the first object's first response arrived (or
+	// the object ended without one): the lister holds the rest of the
+	// first page until then, so data flows before the second page is asked.
+	begun     chan struct{}
+	beginOnce sync.Once
 }
+
+func (e *Engine) markBegun() { e.beginOnce.Do(func() { close(e.begun) }) }
 
 type lane struct {
 	Lane
@@ -128,7 +136,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 		return nil, errors.New("transfer: no source")
 	}
 	opts = opts.withDefaults()
-	e := &Engine{sink: sink, opts: opts, tokens: make(chan struct{}, opts.MaxRequests)}
+	e := &Engine{sink: sink, opts: opts, tokens: make(chan struct{}, opts.MaxRequests), begun: make(chan struct{})}
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}
@@ -152,9 +160,17 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	queue := make(chan Object, e.opts.QueueSize)
 	g.Go(func() error {
 		defer close(queue)
+		queued := 0
 		return e.lanes[0].Source.List(gctx, func(o Object) error {
 			if e.opts.Filter != nil && !e.opts.Filter(o) {
 				return nil
+			}
+			if queued++; queued == 2 {
+				select {
+				case <-e.begun:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
 			}
 			select {
 			case queue <- o:
@@ -202,6 +218,7 @@ func (e *Engine) object(ctx context.Context, o Object) {
 	start := time.Now()
 	e.opts.Observer.ObjectStarted(o)
 	n, err := e.transferObject(ctx, &o)
+	e.markBegun()
 	r := Result{Object: o, Bytes: n, Err: err, Elapsed: time.Since(start)}
 	var skip *SkipError
 	var why interface{ SkipReason() string }

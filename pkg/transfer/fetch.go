@@ -32,6 +32,7 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 	t0 := time.Now()
 	b, err := l.Source.Open(ctx, o, off, n)
 	e.ttfb.add(time.Since(t0))
+	e.markBegun()
 	if err == nil && b == nil {
 		err = errors.New("source returned no body")
 	}
