@@ -142,6 +142,9 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	if err := raidPreflight(deps, plan.Tools()); err != nil {
 		return err
 	}
+	if err := plan.Checked(); err != nil {
+		return fmt.Errorf("%w\nnothing was changed", err)
+	}
 	res, err := raid.Apply(ctx, plan, raid.Env{Runner: deps.runner, MountInfo: deps.system.MountInfo, Report: raidReporter(f.IO.ErrOut)})
 	var pe *raid.PartialError
 	if errors.As(err, &pe) {

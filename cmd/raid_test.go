@@ -374,3 +374,22 @@ func TestRaidBtrfsOnLoopDevices(t *testing.T) {
 		}
 	}
 }
+
+func TestRaidRefusesUncheckedDevicesUnlessForced(t *testing.T) {
+	fx := newRaidFixture(t)
+	if err := os.Remove(filepath.Join(fx.dir, "dev", "nvme2n1")); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--devices", "nvme1n1,nvme2n1", "--mount", filepath.Join(fx.dir, "s"), "--yes"}
+	err := fx.run(args...)
+	if err == nil || !strings.Contains(err.Error(), "cannot tell whether these hold data") {
+		t.Fatalf("got %v, want a refusal for the unreadable /dev/nvme2n1", err)
+	}
+	if !strings.Contains(fx.err.String(), "warning: /dev/nvme2n1 was not checked") || len(fx.runner.calls) != 0 {
+		t.Errorf("got stderr %q and commands %q, want a warning and no commands", fx.err, fx.runner.calls)
+	}
+	fx.err.Reset()
+	if err := fx.run(append(args, "--force")...); err != nil {
+		t.Fatalf("forced: %v\n%s", err, fx.err)
+	}
+}

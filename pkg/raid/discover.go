@@ -170,8 +170,10 @@ func markRoot(infos map[string]*blockInfo, mounts []Mount) {
 func (s System) probe(d *Device) {
 	sig, err := ProbeFile(filepath.Join(s.DevRoot, d.Name), d.Size)
 	switch {
-	case errors.Is(err, fs.ErrPermission):
+	case errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0:
 		d.Unchecked = "cannot read " + d.Path + " (not root)"
+	case errors.Is(err, fs.ErrPermission):
+		d.Unchecked = "cannot read " + d.Path + ": permission denied"
 	case err != nil:
 		d.Unchecked = err.Error()
 	default:

@@ -95,6 +95,22 @@ func NewPlan(spec Spec, inventory []Device) (*Plan, error) {
 	return p, nil
 }
 
+// Checked returns an error naming the members whose first bytes could not
+// be read, so whether they hold data is unknown; nil when all were read or
+// the spec forces. Callers check it before Apply (a dry run need not).
+func (p *Plan) Checked() error {
+	var un []string
+	for _, d := range p.Members {
+		if d.Unchecked != "" {
+			un = append(un, d.Unchecked)
+		}
+	}
+	if len(un) == 0 || p.Spec.Force {
+		return nil
+	}
+	return fmt.Errorf("plan: cannot tell whether these hold data: %s; pass --force to go ahead anyway", strings.Join(un, "; "))
+}
+
 // refusal says why d cannot join, or "" when it can; it counts members
 // already in place and collects forced ones to wipe.
 func refusal(d Device, spec Spec, inPlace *int, wipe *[]string) string {

@@ -194,3 +194,24 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanChecked(t *testing.T) {
+	inv := []Device{
+		{Name: "a", Path: "/dev/a", Size: 1 << 30, Unchecked: "cannot read /dev/a (not root)"},
+		{Name: "b", Path: "/dev/b", Size: 1 << 30},
+	}
+	p, err := NewPlan(Spec{Devices: []string{"/dev/a", "/dev/b"}, Mount: "/s"}, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "/dev/a was not checked") {
+		t.Errorf("got warnings %q, want one about /dev/a", p.Warnings)
+	}
+	if err := p.Checked(); err == nil || !strings.Contains(err.Error(), "cannot read /dev/a") {
+		t.Errorf("got %v, want an error naming /dev/a", err)
+	}
+	p.Spec.Force = true
+	if err := p.Checked(); err != nil {
+		t.Errorf("forced: got %v, want nil", err)
+	}
+}
