@@ -75,6 +75,9 @@ func NewPartsAt(alg Algorithm, offsets []int64, size int64) (*Parts, error) {
 	return p, nil
 }
 
+// Algorithm returns the algorithm the parts are combined with.
+func (p *Parts) Algorithm() Algorithm { return params[p.k].alg }
+
 // fail records the first misuse for Sum to report.
 func (p *Parts) fail(err error) { p.misuse.CompareAndSwap(nil, &err) }
 

@@ -57,6 +57,9 @@ func TestPartsUniform(t *testing.T) {
 	for _, alg := range algorithms {
 		for _, partSize := range []int64{64 << 10, 1 << 20, 100_003, size, 2 * size} {
 			p := NewParts(alg, size, partSize)
+			if p.Algorithm() != alg {
+				t.Fatalf("Parts.Algorithm: got %q, want %q", p.Algorithm(), alg)
+			}
 			setAll(t, p, alg, data, evenOffsets(size, min(partSize, size)))
 			got, err := p.Sum()
 			if want := crcOf(alg, data); err != nil || got != want {
