@@ -286,7 +286,7 @@ func TestRaidTeardownDryRun(t *testing.T) {
 	if err := fx.run("--teardown", "--mount", "/striped", "--name", "md5", "--wipe", "--dry-run"); err != nil {
 		t.Fatal(err)
 	}
-	want := "plan:\n  umount /striped\n  sed -i '\\# /striped #d' /etc/fstab\n  mdadm --stop /dev/md5\n  mdadm --zero-superblock /dev/nvme5n1\n"
+	want := "plan:\n  umount /striped\n  sed -i '\\#^[^#]*[[:space:]]/striped[[:space:]]#d' /etc/fstab\n  mdadm --stop /dev/md5\n  mdadm --zero-superblock /dev/nvme5n1\n"
 	if got := fx.out.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}

@@ -65,7 +65,7 @@ func TeardownSteps(spec TeardownSpec) ([]Step, error) {
 	}
 	steps := []Step{{Action: ActUnmount, Cmd: []string{"umount", spec.Mount}}}
 	if spec.FstabFile != "" {
-		steps = append(steps, Step{Action: ActFstabRemove, Cmd: []string{"sed", "-i", "\\# " + spec.Mount + " #d", spec.FstabFile}, File: spec.FstabFile})
+		steps = append(steps, Step{Action: ActFstabRemove, Cmd: []string{"sed", "-i", "\\#^[^#]*[[:space:]]" + spec.Mount + "[[:space:]]#d", spec.FstabFile}, File: spec.FstabFile})
 	}
 	if spec.Engine == EngineMD {
 		steps = append(steps, Step{Action: ActStop, Cmd: []string{"mdadm", "--stop", "/dev/" + spec.Name}})
