@@ -29,6 +29,14 @@ func mdPlan(t *testing.T, owner string) (*Plan, string) {
 	return p, dir
 }
 
+// otherUser is a user that does not own the test's temporary directories.
+func otherUser(t *testing.T) string {
+	if currentUser(t) == "nobody" {
+		return "root"
+	}
+	return "nobody"
+}
+
 func currentUser(t *testing.T) string {
 	u, err := user.Current()
 	if err != nil {
@@ -38,7 +46,8 @@ func currentUser(t *testing.T) string {
 }
 
 func TestApplyMDThenAgainChangesNothing(t *testing.T) {
-	p, _ := mdPlan(t, "nobody")
+	other := otherUser(t)
+	p, _ := mdPlan(t, other)
 	mnt := p.Spec.Mount
 	m := newFakeMachine(t)
 	res, err := Apply(context.Background(), p, m.env())
@@ -52,7 +61,7 @@ func TestApplyMDThenAgainChangesNothing(t *testing.T) {
 		"blkid -p -o export /dev/md0",
 		"mkdir -p " + mnt,
 		"mount -o noatime /dev/md0 " + mnt,
-		"chown nobody: " + mnt,
+		"chown " + other + ": " + mnt,
 	}
 	if !slices.Equal(m.calls, want) {
 		t.Errorf("got commands\n  %s\nwant\n  %s", strings.Join(m.calls, "\n  "), strings.Join(want, "\n  "))
@@ -118,7 +127,7 @@ func TestApplyFailureAtEachStep(t *testing.T) {
 			name += " after the work"
 		}
 		t.Run(name, func(t *testing.T) {
-			p, _ := mdPlan(t, "nobody")
+			p, _ := mdPlan(t, otherUser(t))
 			m := newFakeMachine(t)
 			m.failOn, m.failAfter = tt.failOn, tt.failAfter
 			_, err := Apply(context.Background(), p, m.env())
