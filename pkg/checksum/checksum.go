@@ -77,7 +77,7 @@ func Encode(alg Algorithm, v uint64) string {
 
 // Decode reads a checksum value as S3 sends it for algorithm alg.
 //
-// A value that ends in "-N" (N a positive decimal number) is a composite
+// A value that ends in "-N" (N a decimal part count) is a composite
 // checksum: the checksum of the N part checksums of a multipart upload, not
 // of the object's bytes. Decode then returns composite == true and v set to
 // that checksum-of-checksums, which must not be compared with a CRC of the

@@ -114,9 +114,9 @@ func (p *Parts) bounds(i int) (start, n int64) {
 
 // Set records r as the CRC of the whole part that starts at offset off,
 // replacing any earlier value for that part (a part that was retried from
-// scratch is simply Set again). It does not allocate. An offset that is not
-// the start of a part, or an r of another algorithm, is remembered and
-// reported by Sum; lengths are checked by Sum.
+// scratch is simply Set again). It does not allocate when used correctly.
+// An offset that is not the start of a part, or an r of another algorithm,
+// is remembered and reported by Sum; lengths are checked by Sum.
 func (p *Parts) Set(off int64, r Running) {
 	i := p.index(off)
 	switch {
