@@ -1,0 +1,224 @@
+package s3emu
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultBucket is the bucket every emulator serves; with the synthetic
+// backend it holds the dataset.
+const DefaultBucket = "bench"
+
+// minKeyDigits is the least number of digits in a synthetic key's index.
+const minKeyDigits = 8
+
+// Group is one family of equally sized synthetic objects: Count objects of
+// Size bytes, named "<Name>/<index>" with the index zero-padded to Digits.
+type Group struct {
+	Name  string
+	Count int64
+	Size  int64
+	// Digits is the width of the zero-padded index (at least 8).
+	Digits int
+}
+
+// Key returns the key of object i of the group, e.g. "model/00000007".
+func (g Group) Key(i int64) string {
+	s := strconv.FormatInt(i, 10)
+	var b strings.Builder
+	b.Grow(len(g.Name) + 1 + g.Digits)
+	b.WriteString(g.Name)
+	b.WriteByte('/')
+	for n := len(s); n < g.Digits; n++ {
+		b.WriteByte('0')
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// Dataset describes the objects of the synthetic backend. Its zero value
+// is an empty dataset.
+type Dataset struct {
+	Groups []Group
+	byName map[string]int
+}
+
+// ParseDataset parses a dataset spec: comma-separated "name:count:size"
+// groups, e.g. "model:163:4GiB,small:10000:64KiB". Sizes accept ParseSize's
+// forms. A name may contain '/' but not ':' or ',' and must not start or end
+// with '/'. An empty spec is an empty dataset.
+func ParseDataset(spec string) (Dataset, error) {
+	var d Dataset
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return d, nil
+	}
+	d.byName = map[string]int{}
+	for _, part := range strings.Split(spec, ",") {
+		fields := strings.Split(strings.TrimSpace(part), ":")
+		if len(fields) != 3 {
+			return Dataset{}, fmt.Errorf("parse dataset %q: group %q is not name:count:size", spec, part)
+		}
+		name := fields[0]
+		if name == "" || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") {
+			return Dataset{}, fmt.Errorf("parse dataset %q: bad group name %q", spec, name)
+		}
+		if _, dup := d.byName[name]; dup {
+			return Dataset{}, fmt.Errorf("parse dataset %q: group %q given twice", spec, name)
+		}
+		count, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil || count < 1 {
+			return Dataset{}, fmt.Errorf("parse dataset %q: bad count %q in group %q", spec, fields[1], name)
+		}
+		size, err := ParseSize(fields[2])
+		if err != nil {
+			return Dataset{}, fmt.Errorf("parse dataset %q: group %q: %w", spec, name, err)
+		}
+		digits := max(len(strconv.FormatInt(count-1, 10)), minKeyDigits)
+		d.byName[name] = len(d.Groups)
+		d.Groups = append(d.Groups, Group{Name: name, Count: count, Size: size, Digits: digits})
+	}
+	return d, nil
+}
+
+// String returns the dataset's spec in canonical form (sizes in bytes).
+func (d Dataset) String() string {
+	parts := make([]string, len(d.Groups))
+	for i, g := range d.Groups {
+		parts[i] = fmt.Sprintf("%s:%d:%d", g.Name, g.Count, g.Size)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Objects returns how many objects the dataset holds.
+func (d Dataset) Objects() int64 {
+	var n int64
+	for _, g := range d.Groups {
+		n += g.Count
+	}
+	return n
+}
+
+// Bytes returns the dataset's total size in bytes.
+func (d Dataset) Bytes() int64 {
+	var n int64
+	for _, g := range d.Groups {
+		n += g.Count * g.Size
+	}
+	return n
+}
+
+// Lookup returns the size of the object named key, and whether it exists.
+func (d Dataset) Lookup(key string) (size int64, ok bool) {
+	slash := strings.LastIndexByte(key, '/')
+	if slash < 0 {
+		return 0, false
+	}
+	gi, ok := d.byName[key[:slash]]
+	if !ok {
+		return 0, false
+	}
+	g := d.Groups[gi]
+	idx := key[slash+1:]
+	if len(idx) != g.Digits {
+		return 0, false
+	}
+	var i int64
+	for _, c := range []byte(idx) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		i = i*10 + int64(c-'0')
+	}
+	if i >= g.Count {
+		return 0, false
+	}
+	return g.Size, true
+}
+
+// ParseSize parses a byte count: a plain integer, or one followed by a
+// unit. B, KB, MB, GB and TB are powers of 1000; KiB, MiB, GiB and TiB, and
+// the single letters K, M, G and T, are powers of 1024. Units are case
+// insensitive ("16mib" is 16 MiB).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	if num == "" {
+		return 0, fmt.Errorf("parse size %q: no number", s)
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("parse size %q: unknown unit %q", s, t[i:])
+	}
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
+		if n > (1<<63-1)/mult {
+			return 0, fmt.Errorf("parse size %q: too large", s)
+		}
+		return n * mult, nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f*float64(mult) >= 1<<63 {
+		return 0, fmt.Errorf("parse size %q: bad number", s)
+	}
+	return int64(f * float64(mult)), nil
+}
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+}
+
+// keyIter walks a dataset's keys in lexical order without materialising
+// them: one cursor per group, merged.
+type keyIter struct {
+	groups []Group
+	pos    []int64  // next index per group
+	cur    []string // key at pos per group, "" when exhausted
+}
+
+func (d Dataset) iter() *keyIter {
+	it := &keyIter{groups: d.Groups, pos: make([]int64, len(d.Groups)), cur: make([]string, len(d.Groups))}
+	it.seekGE("")
+	return it
+}
+
+// seekGE positions every cursor at its group's first key >= target.
+func (it *keyIter) seekGE(target string) {
+	for gi, g := range it.groups {
+		i := int64(sort.Search(int(g.Count), func(i int) bool { return g.Key(int64(i)) >= target }))
+		it.pos[gi] = i
+		it.cur[gi] = ""
+		if i < g.Count {
+			it.cur[gi] = g.Key(i)
+		}
+	}
+}
+
+// next returns the smallest remaining key and the group it belongs to.
+func (it *keyIter) next() (key string, g Group, ok bool) {
+	best := -1
+	for gi, k := range it.cur {
+		if k != "" && (best < 0 || k < it.cur[best]) {
+			best = gi
+		}
+	}
+	if best < 0 {
+		return "", Group{}, false
+	}
+	key, g = it.cur[best], it.groups[best]
+	it.pos[best]++
+	it.cur[best] = ""
+	if it.pos[best] < g.Count {
+		it.cur[best] = g.Key(it.pos[best])
+	}
+	return key, g, true
+}

@@ -1,0 +1,142 @@
+package s3emu
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{in: "100", want: 100},
+		{in: "0", want: 0},
+		{in: "64KiB", want: 64 << 10},
+		{in: "1MiB", want: 1 << 20},
+		{in: "4GiB", want: 4 << 30},
+		{in: "16MB", want: 16_000_000},
+		{in: "90mb", want: 90_000_000},
+		{in: "16M", want: 16 << 20},
+		{in: "1.5KiB", want: 1536},
+		{in: "7B", want: 7},
+		{in: "", bad: true},
+		{in: "MiB", bad: true},
+		{in: "12XB", bad: true},
+		{in: "99999999999TiB", bad: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseSize(tt.in)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("ParseSize(%q) = %d, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestParseDataset(t *testing.T) {
+	d, err := ParseDataset("model:163:4GiB, small:10000:64KiB,deep/dir:3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.String(), "model:163:4294967296,small:10000:65536,deep/dir:3:0"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := d.Objects(), int64(10166); got != want {
+		t.Errorf("Objects() = %d, want %d", got, want)
+	}
+	if got, want := d.Bytes(), int64(163)<<32+10000*65536; got != want {
+		t.Errorf("Bytes() = %d, want %d", got, want)
+	}
+	lookups := []struct {
+		key  string
+		size int64
+		ok   bool
+	}{
+		{"model/00000000", 4 << 30, true},
+		{"model/00000162", 4 << 30, true},
+		{"model/00000163", 0, false},
+		{"model/0000001", 0, false},
+		{"small/00009999", 64 << 10, true},
+		{"deep/dir/00000002", 0, true},
+		{"deep/00000000", 0, false},
+		{"nope/00000000", 0, false},
+		{"model/0000000x", 0, false},
+	}
+	for _, l := range lookups {
+		size, ok := d.Lookup(l.key)
+		if size != l.size || ok != l.ok {
+			t.Errorf("Lookup(%q) = %d, %v, want %d, %v", l.key, size, ok, l.size, l.ok)
+		}
+	}
+	wide, err := ParseDataset("w:123456789:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := wide.Groups[0].Key(5), "w/000000005"; got != want {
+		t.Errorf("Key(5) = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"a:1", "a:0:1", "a:x:1", "a:1:1,a:2:2", "/a:1:1", "a/:1:1", "a:1:zz", ":1:1"} {
+		if _, err := ParseDataset(bad); err == nil {
+			t.Errorf("ParseDataset(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestKeyIterMergesGroupsInOrder(t *testing.T) {
+	// "a/1x" sorts inside group "a"'s keys: the merge must interleave.
+	d, err := ParseDataset("a:20000000:1,a/1x:2:1,A:1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := d.iter()
+	it.seekGE("a/19999998")
+	var got []string
+	for {
+		k, _, ok := it.next()
+		if !ok {
+			break
+		}
+		got = append(got, k)
+	}
+	want := []string{"a/19999998", "a/19999999", "a/1x/00000000", "a/1x/00000001"}
+	if len(got) != len(want) {
+		t.Fatalf("keys from a/19999998 = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("keys from a/19999998 = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestSyntheticBytesAnyOffset(t *testing.T) {
+	const n = 3*blockSize + 777
+	whole := synthetic("k/00000001", 0, n)
+	for _, c := range []struct{ off, len int64 }{
+		{0, 1}, {1, 7}, {5, 600}, {511, 2}, {512, 8}, {513, 1030}, {blockSize - 3, 10}, {2*blockSize + 1, blockSize}, {n - 1, 1},
+	} {
+		got := synthetic("k/00000001", c.off, c.len)
+		if !bytes.Equal(got, whole[c.off:c.off+c.len]) {
+			t.Errorf("SyntheticBytes at %d+%d differs from the whole object's bytes", c.off, c.len)
+		}
+	}
+	// Every 512-byte piece is distinct, within an object and across objects.
+	seen := map[string]bool{}
+	for off := 0; off+stampEvery <= len(whole); off += stampEvery {
+		seen[string(whole[off:off+stampEvery])] = true
+	}
+	if got, want := len(seen), len(whole)/stampEvery; got != want {
+		t.Errorf("distinct 512-byte pieces = %d, want %d", got, want)
+	}
+	other := synthetic("k/00000002", 0, 4096)
+	if bytes.Equal(other, whole[:4096]) {
+		t.Error("two keys have the same content")
+	}
+}

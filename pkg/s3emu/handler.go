@@ -1,0 +1,281 @@
+package s3emu
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/johannesboyne/gofakes3"
+)
+
+// statsPath serves the counters as JSON; "_" cannot start a bucket name.
+const statsPath = "/_s3emu/stats"
+
+// apiError is an S3 error the emulator answers itself.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+// respWriter counts the bytes of a response and remembers its status.
+type respWriter struct {
+	http.ResponseWriter
+	sent    *atomic.Int64
+	status  int
+	n       int64
+	capture *bytes.Buffer // when set, a copy of the body (small XML answers)
+}
+
+func (w *respWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *respWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	w.sent.Add(int64(n))
+	if w.capture != nil {
+		w.capture.Write(p[:n])
+	}
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countingBody counts the bytes read from a request body.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// ServeHTTP serves one S3 request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.c.requests.Add(1)
+	in := s.c.inFlight.Add(1)
+	defer s.c.inFlight.Add(-1)
+	for m := s.c.maxInFlight.Load(); in > m && !s.c.maxInFlight.CompareAndSwap(m, in); m = s.c.maxInFlight.Load() {
+	}
+	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &s.c.received}
+	}
+	bucket, key := splitPath(r.URL.Path)
+	logIdx := -1
+	var fault Action
+	if s.opts.LogRequests {
+		logIdx = s.logArrival(r, bucket, key)
+		if logIdx >= 0 {
+			defer func() {
+				f := ""
+				if fault != nil {
+					f = fault.String()
+				}
+				s.logDone(logIdx, rw.status, rw.n, f)
+			}()
+		}
+	}
+	if r.URL.Path == statsPath {
+		s.serveStats(rw, r)
+		return
+	}
+	sleepCtx(r.Context(), s.opts.TTFB)
+
+	q := r.URL.Query()
+	op := classify(r, bucket, key, q)
+	switch op {
+	case opGet:
+		s.c.gets.Add(1)
+	case opHead:
+		s.c.heads.Add(1)
+	case opList:
+		s.c.lists.Add(1)
+	case opPut, opUploadPart, opUploadPartCopy, opCopy:
+		s.c.puts.Add(1)
+	}
+	if s.faults != nil {
+		if m := op.faultMethod(); m != "" {
+			fault = s.faults.match(m, bucket, key, r.Header.Get("Range"))
+		}
+		if fault != nil {
+			s.c.faults.Add(1)
+			switch a := fault.(type) {
+			case Status:
+				s.writeError(rw, r, &apiError{a.Code, a.s3Code(), a.message()})
+				return
+			case Replace:
+				s.faults.replace(key)
+			case Delay:
+				sleepCtx(r.Context(), a.For)
+			}
+		}
+	}
+	if s.synth != nil && bucket == DefaultBucket && op.writes() {
+		s.writeError(rw, r, &apiError{http.StatusForbidden, "AccessDenied", "the synthetic bucket is read-only"})
+		return
+	}
+	var err error
+	switch op {
+	case opGet, opHead:
+		err = s.serveObject(rw, r, bucket, key, fault)
+	case opList:
+		err = s.serveList(rw, r, bucket, q)
+	case opPut:
+		err = s.putObject(rw, r, bucket, key)
+	case opUploadPart:
+		err = s.uploadPart(rw, r)
+	case opUploadPartCopy:
+		err = s.uploadPartCopy(rw, r, q)
+	case opComplete:
+		err = s.completeUpload(rw, r, bucket, key)
+	default:
+		s.fake.ServeHTTP(rw, r)
+	}
+	if err != nil {
+		s.writeError(rw, r, err)
+	}
+}
+
+type op int
+
+const (
+	opOther op = iota
+	opGet
+	opHead
+	opList
+	opPut
+	opUploadPart
+	opUploadPartCopy
+	opComplete
+	opCopy
+	opWrite // other writes (DELETE, bucket writes, multipart create/abort)
+)
+
+func classify(r *http.Request, bucket, key string, q url.Values) op {
+	_, upload := q["uploadId"]
+	copySrc := r.Header.Get("X-Amz-Copy-Source") != ""
+	switch {
+	case bucket == "":
+		return opOther
+	case key == "" && r.Method == http.MethodGet:
+		for _, sub := range []string{"location", "uploads", "versions", "versioning"} {
+			if _, ok := q[sub]; ok {
+				return opOther
+			}
+		}
+		return opList
+	case key == "" && r.Method == http.MethodPost:
+		return opWrite
+	case key == "":
+		return opOther
+	case r.Method == http.MethodGet && !upload:
+		return opGet
+	case r.Method == http.MethodHead:
+		return opHead
+	case r.Method == http.MethodPut && upload && copySrc:
+		return opUploadPartCopy
+	case r.Method == http.MethodPut && upload:
+		return opUploadPart
+	case r.Method == http.MethodPut && copySrc:
+		return opCopy
+	case r.Method == http.MethodPut:
+		return opPut
+	case r.Method == http.MethodPost && upload:
+		return opComplete
+	case r.Method == http.MethodPost || r.Method == http.MethodDelete:
+		return opWrite
+	}
+	return opOther
+}
+
+// writes reports whether the operation changes an object.
+func (o op) writes() bool {
+	switch o {
+	case opPut, opUploadPart, opUploadPartCopy, opComplete, opCopy, opWrite:
+		return true
+	}
+	return false
+}
+
+// faultMethod names the operation in fault rules ("" for none).
+func (o op) faultMethod() string {
+	switch o {
+	case opGet:
+		return http.MethodGet
+	case opHead:
+		return http.MethodHead
+	case opList:
+		return "LIST"
+	case opPut, opUploadPart, opUploadPartCopy, opCopy:
+		return http.MethodPut
+	}
+	return ""
+}
+
+// storeFor returns the store that serves bucket.
+func (s *Server) storeFor(bucket string) store {
+	if s.synth != nil && bucket == DefaultBucket {
+		return s.synth
+	}
+	return s.backend
+}
+
+// errorBody is S3's XML error document.
+type errorBody struct {
+	XMLName   xml.Name `xml:"Error"`
+	Code      string
+	Message   string
+	Resource  string `xml:",omitempty"`
+	RequestID string `xml:"RequestId"`
+}
+
+// writeError answers with err as S3 would: a status and an XML body.
+func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
+	status, code, msg := http.StatusInternalServerError, "InternalError", err.Error()
+	var ae *apiError
+	var ge interface{ ErrorCode() gofakes3.ErrorCode }
+	switch {
+	case errors.As(err, &ae):
+		status, code, msg = ae.status, ae.code, ae.message
+	case errors.As(err, &ge):
+		c := ge.ErrorCode()
+		status, code, msg = c.Status(), string(c), c.Message()
+		var er *gofakes3.ErrorResponse
+		if errors.As(err, &er) && er.Message != "" {
+			msg = er.Message
+		}
+	}
+	if w.status != 0 {
+		return // too late: the headers are out
+	}
+	h := w.Header()
+	for _, k := range []string{"ETag", "Last-Modified", "Content-Length", "Content-Range", "Accept-Ranges"} {
+		h.Del(k)
+	}
+	h.Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead || status == http.StatusNotModified {
+		return
+	}
+	io.WriteString(w, xml.Header)
+	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, RequestID: "s3emu"})
+}

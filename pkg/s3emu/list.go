@@ -1,0 +1,212 @@
+package s3emu
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+const maxListKeys = 1000
+
+type listContent struct {
+	Key, LastModified, ETag, ChecksumAlgorithm string
+	Size                                       int64
+}
+
+// listResult is a ListBucketResult (V1 or V2). It is written by hand:
+// encoding/xml's reflection costs more than everything else in a listing.
+type listResult struct {
+	Name, Prefix, Delimiter, EncodingType string
+	MaxKeys                               int
+	V2                                    bool
+	KeyCount                              int
+	IsTruncated                           bool
+	Marker, NextMarker                    string
+	ContinuationToken, NextToken          string
+	StartAfter                            string
+	Contents                              []listContent
+	CommonPrefixes                        []string
+}
+
+func (res *listResult) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	el := func(name, v string) {
+		bw.WriteString("<" + name + ">")
+		xml.EscapeText(bw, []byte(v))
+		bw.WriteString("</" + name + ">")
+	}
+	bw.WriteString(xml.Header)
+	bw.WriteString(`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+	el("Name", res.Name)
+	el("Prefix", res.Prefix)
+	if res.Delimiter != "" {
+		el("Delimiter", res.Delimiter)
+	}
+	el("MaxKeys", strconv.Itoa(res.MaxKeys))
+	if res.EncodingType != "" {
+		el("EncodingType", res.EncodingType)
+	}
+	el("IsTruncated", strconv.FormatBool(res.IsTruncated))
+	if res.V2 {
+		el("KeyCount", strconv.Itoa(res.KeyCount))
+		if res.ContinuationToken != "" {
+			el("ContinuationToken", res.ContinuationToken)
+		}
+		if res.NextToken != "" {
+			el("NextContinuationToken", res.NextToken)
+		}
+		if res.StartAfter != "" {
+			el("StartAfter", res.StartAfter)
+		}
+	} else {
+		el("Marker", res.Marker)
+		if res.NextMarker != "" {
+			el("NextMarker", res.NextMarker)
+		}
+	}
+	for _, c := range res.Contents {
+		bw.WriteString("<Contents>")
+		el("Key", c.Key)
+		el("LastModified", c.LastModified)
+		el("ETag", c.ETag)
+		if c.ChecksumAlgorithm != "" {
+			el("ChecksumAlgorithm", c.ChecksumAlgorithm)
+			el("ChecksumType", "FULL_OBJECT")
+		}
+		el("Size", strconv.FormatInt(c.Size, 10))
+		el("StorageClass", "STANDARD")
+		bw.WriteString("</Contents>")
+	}
+	for _, p := range res.CommonPrefixes {
+		bw.WriteString("<CommonPrefixes>")
+		el("Prefix", p)
+		bw.WriteString("</CommonPrefixes>")
+	}
+	bw.WriteString("</ListBucketResult>")
+	return bw.Flush()
+}
+
+// serveList answers ListObjects and ListObjectsV2. It walks the bucket's
+// keys from the marker and stops after max-keys entries, so a synthetic
+// listing costs O(page) whatever the dataset's size.
+func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.Values) error {
+	st := s.storeFor(bucket)
+	v2 := q.Get("list-type") == "2"
+	prefix, delim := q.Get("prefix"), q.Get("delimiter")
+	maxKeys := maxListKeys
+	if v := q.Get("max-keys"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return &apiError{http.StatusBadRequest, "InvalidArgument", "max-keys must be a non-negative integer"}
+		}
+		maxKeys = min(n, maxListKeys)
+	}
+	var marker string
+	if v2 {
+		marker = q.Get("start-after")
+		if tok := q.Get("continuation-token"); tok != "" {
+			b, err := base64.RawURLEncoding.DecodeString(tok)
+			if err != nil {
+				return &apiError{http.StatusBadRequest, "InvalidArgument", "The continuation token provided is incorrect"}
+			}
+			marker = string(b)
+		}
+	} else {
+		marker = q.Get("marker")
+	}
+	it, err := st.list(bucket, prefix)
+	if err != nil {
+		return err
+	}
+
+	res := listResult{Name: bucket, Prefix: prefix, Delimiter: delim, MaxKeys: maxKeys, V2: v2}
+	enc := func(s string) string { return s }
+	if q.Get("encoding-type") == "url" {
+		res.EncodingType = "url"
+		enc = func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+		res.Prefix, res.Delimiter = enc(prefix), enc(delim)
+	}
+
+	// Start after the marker; a marker inside a rolled-up common prefix
+	// skips the whole prefix.
+	from := prefix
+	if marker >= from {
+		from = marker + "\x00"
+		if delim != "" && strings.HasPrefix(marker, prefix) {
+			if i := strings.Index(marker[len(prefix):], delim); i >= 0 {
+				from = max(from, successor(marker[:len(prefix)+i+len(delim)]))
+			}
+		}
+	}
+	it.seekGE(from)
+	var last string
+	count := 0
+	for {
+		e, ok := it.next()
+		if !ok {
+			break
+		}
+		if !strings.HasPrefix(e.Key, prefix) {
+			if e.Key > prefix {
+				break
+			}
+			continue
+		}
+		if delim != "" {
+			if i := strings.Index(e.Key[len(prefix):], delim); i >= 0 {
+				cp := e.Key[:len(prefix)+i+len(delim)]
+				if count == maxKeys {
+					res.IsTruncated = true
+					break
+				}
+				res.CommonPrefixes = append(res.CommonPrefixes, enc(cp))
+				count++
+				last = cp
+				it.seekGE(successor(cp))
+				continue
+			}
+		}
+		if count == maxKeys {
+			res.IsTruncated = true
+			break
+		}
+		c := listContent{Key: enc(e.Key), LastModified: e.LastModified.UTC().Format("2006-01-02T15:04:05.000Z"),
+			ETag: e.ETag, Size: e.Size, ChecksumAlgorithm: e.Algorithm}
+		res.Contents = append(res.Contents, c)
+		count++
+		last = e.Key
+	}
+	if v2 {
+		res.KeyCount = count
+		res.ContinuationToken = q.Get("continuation-token")
+		res.StartAfter = enc(q.Get("start-after"))
+		if res.IsTruncated {
+			res.NextToken = base64.RawURLEncoding.EncodeToString([]byte(last))
+		}
+	} else {
+		res.Marker = enc(marker)
+		if res.IsTruncated {
+			res.NextMarker = enc(last)
+		}
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	return res.writeTo(w)
+}
+
+// successor returns the least string greater than every string that
+// starts with p.
+func successor(p string) string {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return "\xff\xff\xff\xff" // p is all 0xff: nothing follows in practice
+}

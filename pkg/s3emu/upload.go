@@ -1,0 +1,233 @@
+package s3emu
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/minio/crc64nvme"
+)
+
+// bodyCloser reads through r and closes the original body.
+type bodyCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// putObject handles PutObject: it verifies the body's checksum (BadDigest
+// on a mismatch, and nothing stored), stores the object and remembers the
+// checksum: the one the client sent, or a CRC64NVME, as S3 does by default.
+func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) error {
+	alg, want, err := requestedChecksum(r.Header)
+	if err != nil {
+		return err
+	}
+	body, size, err := uploadBody(r)
+	if err != nil {
+		return err
+	}
+	vr := newVerifyingReader(body, size, alg, want)
+	if s.discard != nil {
+		if _, err := io.Copy(io.Discard, vr); err != nil {
+			return err
+		}
+		hash := discardHash(vr.crc, vr.n)
+		if err := s.discard.store(bucket, key, vr.n, hash, requestMeta(r.Header)); err != nil {
+			return err
+		}
+		etag := gofakes3.FormatETag(hash)
+		s.backend.remember(bucket, key, &sideEntry{hashHex: hex.EncodeToString(hash), etag: etag, algorithm: vr.algorithm(), value: vr.value()})
+		w.Header().Set("ETag", etag)
+		w.Header().Set(ChecksumHeader(vr.algorithm()), vr.value())
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	r.Body = bodyCloser{vr, r.Body}
+	s.fake.ServeHTTP(w, r)
+	if w.status != 0 {
+		return nil // an error, already answered
+	}
+	obj, err := s.backend.b.HeadObject(bucket, key)
+	if err != nil {
+		return err
+	}
+	obj.Contents.Close()
+	hh := hex.EncodeToString(obj.Hash)
+	s.backend.remember(bucket, key, &sideEntry{hashHex: hh, etag: `"` + hh + `"`, algorithm: vr.algorithm(), value: vr.value()})
+	w.Header().Set(ChecksumHeader(vr.algorithm()), vr.value())
+	return nil
+}
+
+// requestMeta returns the headers of an upload that S3 stores.
+func requestMeta(h http.Header) map[string]string {
+	meta := map[string]string{}
+	for k, v := range h {
+		if replayedHeader(k) && len(v) > 0 {
+			meta[k] = v[0]
+		}
+	}
+	return meta
+}
+
+// uploadPart handles UploadPart: gofakes3 stores the part, the emulator
+// verifies its checksum on the way.
+func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
+	alg, want, err := requestedChecksum(r.Header)
+	if err != nil {
+		return err
+	}
+	body, size, err := uploadBody(r)
+	if err != nil {
+		return err
+	}
+	vr := newVerifyingReader(body, size, alg, want)
+	r.Body = bodyCloser{vr, r.Body}
+	s.fake.ServeHTTP(w, r)
+	if w.status == 0 && alg != "" {
+		w.Header().Set(ChecksumHeader(alg), vr.value())
+	}
+	return nil
+}
+
+// completeUpload handles CompleteMultipartUpload and, for the memory
+// backend, remembers the multipart ETag and the object's CRC64NVME.
+func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key string) error {
+	if s.discard != nil {
+		s.fake.ServeHTTP(w, r)
+		return nil
+	}
+	w.capture = &bytes.Buffer{}
+	s.fake.ServeHTTP(w, r)
+	if w.status != http.StatusOK {
+		return nil
+	}
+	var res struct{ ETag string }
+	if err := xml.Unmarshal(w.capture.Bytes(), &res); err != nil || res.ETag == "" {
+		return nil
+	}
+	obj, err := s.backend.b.GetObject(bucket, key, nil)
+	if err != nil {
+		return nil
+	}
+	defer obj.Contents.Close()
+	h := crc64nvme.New()
+	if _, err := io.Copy(h, obj.Contents); err != nil {
+		return nil
+	}
+	s.backend.remember(bucket, key, &sideEntry{hashHex: hex.EncodeToString(obj.Hash), etag: res.ETag, algorithm: AlgCRC64NVME, value: crc64Value(h.Sum64())})
+	return nil
+}
+
+// recorder is a ResponseWriter that keeps what gofakes3 answers to a
+// request the emulator made up.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (rec *recorder) Header() http.Header { return rec.header }
+func (rec *recorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+}
+func (rec *recorder) Write(p []byte) (int, error) {
+	rec.WriteHeader(http.StatusOK)
+	return rec.body.Write(p)
+}
+
+// uploadPartCopy handles UploadPartCopy, which gofakes3 lacks: it reads
+// the source range and hands it to gofakes3 as an UploadPart.
+func (s *Server) uploadPartCopy(w *respWriter, r *http.Request, q url.Values) error {
+	sb, sk, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return err
+	}
+	st := s.storeFor(sb)
+	m, err := st.stat(sb, sk)
+	if err != nil {
+		return err
+	}
+	if im := r.Header.Get("X-Amz-Copy-Source-If-Match"); im != "" && !etagMatches(im, m.ETag) {
+		return &apiError{http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold"}
+	}
+	off, n := int64(0), m.Size
+	if cr := r.Header.Get("X-Amz-Copy-Source-Range"); cr != "" {
+		start, length, ok, satisfiable := parseRange(cr, m.Size)
+		if !ok && satisfiable || strings.HasPrefix(strings.TrimPrefix(cr, "bytes="), "-") {
+			return &apiError{http.StatusBadRequest, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last"}
+		}
+		if !satisfiable || parseLast(cr) >= m.Size {
+			return &apiError{http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "The requested range is not satisfiable"}
+		}
+		off, n = start, length
+	}
+	if n == 0 {
+		return &apiError{http.StatusBadRequest, "InvalidRequest", "cannot copy an empty part"}
+	}
+	src, err := st.open(sb, sk, off, n)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	inner := r.Clone(r.Context())
+	for _, h := range []string{"X-Amz-Copy-Source", "X-Amz-Copy-Source-Range", "X-Amz-Copy-Source-If-Match"} {
+		inner.Header.Del(h)
+	}
+	inner.Body = io.NopCloser(src)
+	inner.ContentLength = n
+	inner.Header.Set("Content-Length", strconv.FormatInt(n, 10))
+	rec := &recorder{header: http.Header{}}
+	s.fake.ServeHTTP(rec, inner)
+	if rec.status != 0 && rec.status != http.StatusOK {
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	io.WriteString(w, xml.Header)
+	return xml.NewEncoder(w).Encode(struct {
+		XMLName      xml.Name `xml:"CopyPartResult"`
+		ETag         string
+		LastModified string
+	}{ETag: rec.header.Get("ETag"), LastModified: time.Now().UTC().Format("2006-01-02T15:04:05.000Z")})
+}
+
+// parseLast returns the last byte a "bytes=first-last" range names (-1 if
+// none).
+func parseLast(h string) int64 {
+	_, b, _ := strings.Cut(h, "-")
+	n, err := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// parseCopySource splits an x-amz-copy-source header ("/bucket/key" or
+// "bucket/key", URL-encoded, maybe with "?versionId=").
+func parseCopySource(v string) (bucket, key string, err error) {
+	v, _, _ = strings.Cut(v, "?")
+	v, uerr := url.PathUnescape(v)
+	bucket, key, ok := strings.Cut(strings.TrimPrefix(v, "/"), "/")
+	if uerr != nil || !ok || bucket == "" || key == "" {
+		return "", "", &apiError{http.StatusBadRequest, "InvalidArgument", "x-amz-copy-source must be bucket/key"}
+	}
+	return bucket, key, nil
+}
+
+// uploadBody returns the body of an upload and its length (-1 if unknown).
+func uploadBody(r *http.Request) (io.Reader, int64, error) {
+	return r.Body, r.ContentLength, nil
+}
