@@ -307,3 +307,51 @@ func TestLoopBtrfsEndToEnd(t *testing.T) {
 		t.Errorf("second teardown: got %v, changed %v; want no changes", err, res != nil && res.Changed())
 	}
 }
+
+// TestLoopRealMdadm runs the md engine with the real mdadm on two loop
+// devices. Where the kernel has no md driver (as on the machines that build
+// s3pd) mdadm --create fails, and the report must say nothing was changed;
+// where it has one, the array is made, used and torn down.
+func TestLoopRealMdadm(t *testing.T) {
+	needRoot(t, "mdadm", "mkfs.xfs")
+	const name = "md121"
+	node := "/dev/" + name
+	if _, err := os.Stat(node); err == nil {
+		t.Skipf("%s exists; not touching it", node)
+	}
+	t.Cleanup(func() { os.Remove(node) }) // mdadm leaves the node behind when the kernel has no md
+	dir := t.TempDir()
+	a, b := loopDevice(t, 1<<30), loopDevice(t, 1<<30)
+	mnt := filepath.Join(dir, "striped")
+	unmountAtEnd(t, mnt)
+	inv, err := DefaultSystem().Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(Spec{Devices: []string{a, b}, Name: name, Mount: mnt}, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Runner: ExecRunner{}, MountInfo: "/proc/self/mountinfo"}
+	_, err = Apply(context.Background(), p, env)
+	if err == nil {
+		t.Log("this kernel has md: the array was made; tearing it down")
+		if _, err := Teardown(context.Background(), TeardownSpec{Name: name, Mount: mnt, Wipe: true}, env); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	pe, ok := err.(*PartialError)
+	if !ok || pe.Step.Action != ActCreate {
+		t.Fatalf("got %v, want a failure at the create step", err)
+	}
+	t.Logf("as reported:\n%v", err)
+	if !strings.Contains(err.Error(), "nothing was changed by this run") || len(pe.Undo) != 0 {
+		t.Errorf("got\n%v\nwant nothing changed and nothing to undo", err)
+	}
+	for _, d := range []string{a, b} {
+		if typ, _, err := blkid(context.Background(), ExecRunner{}, d); err != nil || typ != "" {
+			t.Errorf("%s after the failed create: got %q (%v), want no signature", d, typ, err)
+		}
+	}
+}
