@@ -42,6 +42,9 @@ type Config struct {
 	// holds on its loopback, reachable from the client through every link,
 	// as an S3 endpoint is reachable through every card; default 1.
 	ServiceAddrs int
+	// MTU of every veth; default 9001, as on EC2 inside a VPC. Jumbo frames
+	// also keep the per-packet CPU cost down on a small test machine.
+	MTU int
 	// Hosts maps host names to addresses in /etc/netns/CLIENT/hosts, which
 	// `ip netns exec CLIENT` shows as /etc/hosts.
 	Hosts map[string][]netip.Addr
@@ -102,6 +105,9 @@ func New(t testing.TB, cfg Config) *Env {
 	if cfg.ServiceAddrs <= 0 {
 		cfg.ServiceAddrs = 1
 	}
+	if cfg.MTU <= 0 {
+		cfg.MTU = 9001
+	}
 	id := randomID(t)
 	e := &Env{Client: "s3pdt-" + id + "-c", Server: "s3pdt-" + id + "-s", t: t}
 
@@ -138,10 +144,10 @@ func New(t testing.TB, cfg Config) *Env {
 		} {
 			e.sysctls(end.ns, end.dev)
 			e.ip(end.ns, "addr", "add", end.addr+"/24", "dev", end.dev)
-			e.ip(end.ns, "link", "set", end.dev, "up")
+			e.ip(end.ns, "link", "set", end.dev, "mtu", strconv.Itoa(cfg.MTU), "up")
 			if l.RateMbit > 0 {
 				run(t, "tc", "-n", end.ns, "qdisc", "add", "dev", end.dev, "root", "tbf",
-					"rate", fmt.Sprintf("%dmbit", l.RateMbit), "burst", strconv.Itoa(burst(l.RateMbit)),
+					"rate", fmt.Sprintf("%dmbit", l.RateMbit), "burst", strconv.Itoa(burst(l.RateMbit, cfg.MTU)),
 					"latency", "50ms")
 			}
 		}
@@ -162,10 +168,10 @@ func New(t testing.TB, cfg Config) *Env {
 	return e
 }
 
-// burst is the tbf bucket for a rate: 10 ms of traffic, at least 32 KiB so
-// a full-size packet and small rates still pass smoothly.
-func burst(rateMbit int) int {
-	return max(rateMbit*1_000_000/8/100, 32<<10)
+// burst is the tbf bucket for a rate: 10 ms of traffic, and at least a few
+// full-size packets so small rates still pass smoothly.
+func burst(rateMbit, mtu int) int {
+	return max(rateMbit*1_000_000/8/100, 4*(mtu+100), 32<<10)
 }
 
 // sysctls turns rp_filter off for the given interfaces (all, default, or
