@@ -1,0 +1,77 @@
+package config
+
+import (
+	"encoding/json"
+	"os/exec"
+	"testing"
+)
+
+// awscliSizes is a Python program that converts each argument with the
+// AWS CLI's own code, as a size and as max_bandwidth; null means rejected.
+const awscliSizes = `
+import json, sys
+from awscli.customizations.s3.utils import human_readable_to_bytes
+from awscli.customizations.s3.transferconfig import RuntimeConfig
+out = {}
+for v in sys.argv[1:]:
+    r = {"size": None, "rate": None}
+    try:
+        r["size"] = human_readable_to_bytes(v)
+    except Exception:
+        pass
+    try:
+        r["rate"] = RuntimeConfig().build_config(max_bandwidth=v)["max_bandwidth"]
+    except Exception:
+        pass
+    out[v] = r
+print(json.dumps(out))
+`
+
+// TestSizesMatchAWSCLI converts sizes and byte rates with the AWS CLI's
+// own code and with ParseSize and ParseRate. Where s3pd differs on purpose,
+// the case says so.
+func TestSizesMatchAWSCLI(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if err := exec.Command(py, "-c", "import awscli.customizations.s3.utils").Run(); err != nil {
+		t.Skip("the AWS CLI's Python package is not installed")
+	}
+	inputs := []string{"1", "1024", "16MB", "16MiB", "16mb", "16mib", "16Mb", "8KB", "2GB", "1TB", "1TiB",
+		"16XB", "16M", "MB", "1.5MB", "16 MB", "10MB/s", "800KB/s", "1GiB/s", "10Mb/s", "50GB", "fastB/s"}
+	// Deliberate differences: s3pd reads "10Mb/s" (bits, as the AWS CLI v2
+	// does for target_bandwidth) and plain integers as bytes per second;
+	// the AWS CLI v1 rejects both for max_bandwidth.
+	rateOnlyS3pd := map[string]bool{"10Mb/s": true, "1": true, "1024": true}
+	args := append([]string{"-c", awscliSizes}, inputs...)
+	out, err := exec.Command(py, args...).Output()
+	if err != nil {
+		t.Fatalf("aws cli python: %v", err)
+	}
+	var want map[string]struct{ Size, Rate *int64 }
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	for _, in := range inputs {
+		w := want[in]
+		got, err := ParseSize(in)
+		switch {
+		case w.Size == nil && err == nil:
+			t.Errorf("ParseSize(%q) = %d, the AWS CLI rejects it", in, got)
+		case w.Size != nil && (err != nil || got != *w.Size):
+			t.Errorf("ParseSize(%q) = %d, %v; the AWS CLI reads %d", in, got, err, *w.Size)
+		}
+		got, err = ParseRate(in)
+		switch {
+		case rateOnlyS3pd[in]:
+			if err != nil {
+				t.Errorf("ParseRate(%q): %v, want bits per second", in, err)
+			}
+		case w.Rate == nil && err == nil:
+			t.Errorf("ParseRate(%q) = %d, the AWS CLI rejects it", in, got)
+		case w.Rate != nil && (err != nil || got != *w.Rate):
+			t.Errorf("ParseRate(%q) = %d, %v; the AWS CLI reads %d", in, got, err, *w.Rate)
+		}
+	}
+}
