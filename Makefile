@@ -1,0 +1,56 @@
+# s3pd's build, checks and benchmarks. `make check` is what CI runs.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+PKGS     := ./...
+FUZZTIME ?= 15s
+
+.PHONY: all build check fmt vet test test-short fuzz tidy lint bench clean
+
+all: build
+
+## build: the s3pd binary in ./s3pd
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o s3pd .
+
+## check: gofmt, vet, the tests with -race, a short fuzz run, module tidiness
+check: fmt vet tidy test fuzz
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## test: every test with the race detector
+test:
+	$(GO) test -race -timeout 20m $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+## fuzz: a short run of each fuzz target (seed corpora are committed)
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzRelPath$$' -fuzztime $(FUZZTIME) ./pkg/local
+	@if grep -qs 'func FuzzCombine' pkg/checksum/*_test.go; then \
+		$(GO) test -run '^$$' -fuzz '^FuzzCombine$$' -fuzztime $(FUZZTIME) ./pkg/checksum; fi
+
+## tidy: fail if go.mod or go.sum are not tidy
+tidy:
+	@cp go.mod /tmp/s3pd-go.mod.bak && cp go.sum /tmp/s3pd-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/s3pd-go.mod.bak || ! cmp -s go.sum /tmp/s3pd-go.sum.bak; then \
+		cp /tmp/s3pd-go.mod.bak go.mod; cp /tmp/s3pd-go.sum.bak go.sum; \
+		echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; fi
+
+## lint: gofmt and vet (what needs no extra tools)
+lint: fmt vet
+
+## bench: the throughput benchmarks of docs/BENCHMARKS.md
+bench: build
+	bash bench/run.sh
+
+clean:
+	rm -f s3pd
+	rm -rf dist
