@@ -279,20 +279,6 @@ func engineOptions(s config.Settings) transfer.Options {
 	return o
 }
 
-// newLanes builds one S3 source per network card (one in all without
-// --nics), each with its own HTTP client and connection pool.
-func newLanes(ctx context.Context, s config.Settings, bucket string) ([]transfer.Lane, error) {
-	copts := s3store.ClientOptions{
-		Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests,
-	}
-	client, err := s3store.NewClient(ctx, bucket, copts)
-	if err != nil {
-		return nil, err
-	}
-	return []transfer.Lane{{Name: "default", Source: s3store.NewSource(client, bucket)}}, nil
-}
-
 // isDirDest reports whether dest names a directory to put objects in.
 func isDirDest(dest string) bool {
 	if strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, string(filepath.Separator)) {

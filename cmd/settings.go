@@ -26,7 +26,13 @@ const (
 	flagConfig  = "config"
 	envPreset   = "S3PD_PRESET"
 	envConfig   = "S3PD_CONFIG"
+	// envTestPrefix starts variables read by s3pd's test suite, not by s3pd.
+	envTestPrefix = "S3PD_TEST_"
 )
+
+// testHarnessEnv are variables of s3pd's test suite that predate the
+// S3PD_TEST_ prefix; s3pd ignores them.
+var testHarnessEnv = []string{"S3PD_NETNS_REQUIRED"}
 
 // hiddenAliases are the original s3pd's flag names, kept for its users.
 var hiddenAliases = []struct{ flag, setting string }{
@@ -208,6 +214,9 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 
 	// Environment.
 	known := map[string]bool{envPreset: true, envConfig: true}
+	for _, name := range testHarnessEnv {
+		known[name] = true
+	}
 	for _, d := range config.All() {
 		known[d.Env()] = true
 		if v := getenv(d.Env()); v != "" {
@@ -221,7 +230,8 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 	var unknown []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, config.EnvPrefix) && !known[name] && getenv(name) != "" {
+		if strings.HasPrefix(name, config.EnvPrefix) && !strings.HasPrefix(name, envTestPrefix) &&
+			!known[name] && getenv(name) != "" {
 			unknown = append(unknown, name)
 		}
 	}

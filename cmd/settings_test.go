@@ -376,6 +376,17 @@ func TestLoadSettingsUnknownEnv(t *testing.T) {
 	}
 }
 
+func TestLoadSettingsIgnoresTestHarnessEnv(t *testing.T) {
+	for _, name := range []string{"S3PD_TEST_ANYTHING", "S3PD_NETNS_REQUIRED"} {
+		e := newSettingsEnv(t)
+		t.Setenv(name, "1")
+		e.vars[name] = "1"
+		if _, _, err := e.load(t); err != nil {
+			t.Errorf("%s set: %v, want it ignored", name, err)
+		}
+	}
+}
+
 // TestPresets loads every file in configs/, read from disk so that a file
 // the embedding misses fails too.
 func TestPresets(t *testing.T) {

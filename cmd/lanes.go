@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"context"
+	"net"
+	"strings"
+
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// newLanes builds one S3 source per network card named by --nics (one in
+// all without it), each with its own HTTP client and connection pool.
+// Every client spreads its connections over all the addresses the
+// endpoint resolves to.
+func newLanes(ctx context.Context, s config.Settings, bucket string) ([]transfer.Lane, error) {
+	type lane struct {
+		name   string
+		dialer *net.Dialer
+	}
+	lanes := []lane{{name: "default", dialer: &net.Dialer{}}}
+	if len(s.NICs) > 0 {
+		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
+		if err != nil {
+			return nil, err
+		}
+		lanes = lanes[:0]
+		for _, iface := range ifaces {
+			lanes = append(lanes, lane{name: iface.Name, dialer: nics.NewDialer(iface, nics.DialerOptions{})})
+		}
+	}
+	copts := s3store.ClientOptions{
+		Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
+		NoSignRequest: s.NoSignRequest,
+		Conns:         max(s.MaxConcurrentRequests/len(lanes), 1),
+	}
+	var out []transfer.Lane
+	for _, l := range lanes {
+		copts.DialContext = nics.NewSpreadDialer(l.dialer, 0, nil).DialContext
+		client, err := s3store.NewClient(ctx, bucket, copts)
+		if err != nil {
+			return nil, err
+		}
+		copts.Region = client.Options().Region // detected once
+		out = append(out, transfer.Lane{Name: l.name, Source: s3store.NewSource(client, bucket)})
+	}
+	return out, nil
+}
