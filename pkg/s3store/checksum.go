@@ -7,9 +7,11 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/minio/crc64nvme"
 
@@ -90,4 +92,23 @@ func ChecksumOf(ctx context.Context, src transfer.Source, obj transfer.Object, a
 		return "", fmt.Errorf("checksum %s: %w", obj.Key, &transfer.ShortBodyError{Got: n, Want: obj.Size})
 	}
 	return encodeSum(h), nil
+}
+
+// Checksum returns obj's full-object checksum in alg as the store keeps
+// it (HeadObject), without reading the object; "" when it has none in
+// alg. An upload sink uses it to skip objects already copied.
+func (s *Source) Checksum(ctx context.Context, obj transfer.Object, alg string) (string, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key), ChecksumMode: types.ChecksumModeEnabled}
+	if obj.VersionID != "" {
+		in.VersionId = aws.String(obj.VersionID)
+	}
+	s.Req.applyHead(in)
+	out, err := s.client.HeadObject(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, statusError(err))
+	}
+	if v := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C); !strings.Contains(v, "-") {
+		return v, nil
+	}
+	return "", nil
 }
