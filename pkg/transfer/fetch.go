@@ -82,7 +82,8 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 // attempt is one request: open (unless body is given), validate, copy.
 func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte) (int64, error) {
 	l := e.pickLane(n)
-	defer l.outstanding.Add(-n)
+	var arrived int64 // bytes already taken off the lane's outstanding count
+	defer func() { l.outstanding.Add(arrived - n) }()
 	rctx, clock := e.stalls.track(ctx)
 	defer e.stalls.done(clock)
 	if body == nil {
@@ -106,11 +107,14 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 			clock.touch()
 			e.bytes.Add(k)
 			l.bytes.Add(k)
+			l.outstanding.Add(-k)
+			arrived += k
 			e.opts.Observer.Bytes(k)
 		})
 		return got, stallCause(rctx, err)
 	}
 	got, err := e.copy(rctx, body, f, off, n, skip, buf, l, clock)
+	arrived = got
 	return got, stallCause(rctx, err)
 }
 
@@ -157,6 +161,7 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 			done += int64(k)
 			e.bytes.Add(int64(k))
 			l.bytes.Add(int64(k))
+			l.outstanding.Add(-int64(k))
 			e.opts.Observer.Bytes(int64(k))
 		}
 		if err != nil {
