@@ -1,0 +1,108 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+type benchServeOptions struct {
+	listen   string
+	dataset  string
+	backend  string
+	buckets  []string
+	ttfb     time.Duration
+	connRate string
+	faults   string
+	prepare  bool
+}
+
+// NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
+func NewCmdBenchServe(f *Factory) *cobra.Command {
+	opts := &benchServeOptions{}
+	c := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run the S3 emulator standalone",
+		Long: `Serve bucket "bench" from the embedded S3 emulator until interrupted.
+
+The synthetic backend generates a dataset on the fly: --dataset NAME:COUNT:SIZE,...
+makes COUNT objects of SIZE bytes named NAME/00000000, NAME/00000001, ...
+with deterministic content. The memory backend keeps uploads in RAM; the
+discard backend keeps only their size, ETag and checksum. --ttfb and
+--conn-rate model S3's latency and per-connection pace (default: none).
+--faults FILE injects scripted faults (see docs/EMULATOR.md).`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("bench serve takes no arguments, got %q", args)
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBenchServe(c.Context(), f, opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&opts.listen, "listen", "127.0.0.1:9000", "address to listen on (port 0 picks a free port)")
+	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset (NAME:COUNT:SIZE,...)")
+	fs.StringVar(&opts.backend, "backend", s3emu.BackendSynthetic, "synthetic, memory or discard")
+	fs.StringSliceVar(&opts.buckets, "bucket", nil, "extra bucket to create (repeatable)")
+	fs.DurationVar(&opts.ttfb, "ttfb", 0, "delay before each response")
+	fs.StringVar(&opts.connRate, "conn-rate", "0", "bytes per second per connection, e.g. 90MB (0: no cap)")
+	fs.StringVar(&opts.faults, "faults", "", "file of fault rules to inject (text or JSON)")
+	fs.BoolVar(&opts.prepare, "prepare", false, "compute every synthetic ETag and checksum before serving")
+	return c
+}
+
+func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) error {
+	rate, err := s3emu.ParseSize(opts.connRate)
+	if err != nil {
+		return usageErrorf("--conn-rate: %v", err)
+	}
+	if opts.ttfb < 0 {
+		return usageErrorf("--ttfb must not be negative")
+	}
+	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate}
+	if opts.backend == s3emu.BackendSynthetic || opts.backend == "" {
+		eo.Dataset = opts.dataset
+	}
+	if opts.faults != "" {
+		text, err := os.ReadFile(opts.faults)
+		if err != nil {
+			return usageErrorf("--faults: %v", err)
+		}
+		if eo.Faults, err = s3emu.ParseFaults(string(text)); err != nil {
+			return usageErrorf("--faults %s: %v", opts.faults, err)
+		}
+	}
+	emu, err := s3emu.New(eo)
+	if err != nil {
+		return usageError(err)
+	}
+	if opts.prepare {
+		if err := emu.Prepare(ctx); err != nil {
+			return err
+		}
+	}
+	endpoint, err := emu.Start(opts.listen)
+	if err != nil {
+		return err
+	}
+	defer emu.Close()
+	out := f.IO.Out
+	desc := opts.backend
+	if ds := emu.Dataset(); len(ds.Groups) > 0 {
+		desc = fmt.Sprintf("%s dataset %s (%d objects, %.2f GiB)", opts.backend, opts.dataset, ds.Objects(), float64(ds.Bytes())/(1<<30))
+	}
+	fmt.Fprintf(out, "s3pd emulator serving bucket %q at %s: %s\n", s3emu.DefaultBucket, endpoint, desc)
+	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request\n", s3emu.DefaultBucket, endpoint)
+	<-ctx.Done()
+	st := emu.Stats()
+	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected\n",
+		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected)
+	return nil
+}

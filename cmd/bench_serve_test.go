@@ -1,0 +1,125 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runServe runs `bench serve args` until the test ends and returns the
+// endpoint it printed and a function that stops it and returns its error
+// and remaining output.
+func runServe(t *testing.T, args ...string) (endpoint string, stop func() (error, string)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
+	c := NewCmdBenchServe(f)
+	c.SetArgs(args)
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := c.ExecuteContext(ctx)
+		pw.Close()
+		done <- err
+	}()
+	lines := bufio.NewScanner(pr)
+	var first, second string
+	if lines.Scan() {
+		first = lines.Text()
+	}
+	if lines.Scan() {
+		second = lines.Text()
+	}
+	stopped := false
+	stop = func() (error, string) {
+		if stopped {
+			return nil, ""
+		}
+		stopped = true
+		cancel()
+		var rest strings.Builder
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		return <-done, rest.String()
+	}
+	t.Cleanup(func() { stop() })
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+):`).FindStringSubmatch(first)
+	if m == nil {
+		err, _ := stop()
+		t.Fatalf("bench serve printed %q, then ended with %v; want its endpoint", first, err)
+	}
+	if want := "s3pd get s3://bench/ DEST --endpoint-url " + m[1] + " --no-sign-request"; strings.TrimSpace(second) != want {
+		t.Errorf("second line %q, want %q", second, want)
+	}
+	return m[1], stop
+}
+
+func TestBenchServeServesUntilCancelled(t *testing.T) {
+	faults := filepath.Join(t.TempDir(), "faults")
+	if err := os.WriteFile(faults, []byte("key=d/00000001 action=status:503:SlowDown\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ep, stop := runServe(t, "--listen", "127.0.0.1:0", "--dataset", "d:2:1KiB", "--ttfb", "50ms", "--conn-rate", "90MB", "--faults", faults)
+	t0 := time.Now()
+	resp, err := http.Get(ep + "/bench/d/00000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(body) != 1024 || time.Since(t0) < 50*time.Millisecond {
+		t.Errorf("GET: status %d, %d bytes in %v; want 200, 1024 bytes, after the 50ms TTFB", resp.StatusCode, len(body), time.Since(t0))
+	}
+	resp, err = http.Get(ep + "/bench/d/00000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("GET of the faulted key: status %d, want 503", resp.StatusCode)
+	}
+	err, rest := stop()
+	if err != nil {
+		t.Errorf("bench serve ended with %v, want nil after cancellation", err)
+	}
+	if !strings.Contains(rest, "served 2 requests (2 GET") || !strings.Contains(rest, "1 faults injected") {
+		t.Errorf("summary %q, want 2 GETs and 1 fault", rest)
+	}
+	if _, err := http.Get(ep + "/bench/d/00000000"); err == nil {
+		t.Error("the emulator still answers after cancellation")
+	}
+}
+
+func TestBenchServeRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--conn-rate", "fast"},
+		{"--dataset", "x"},
+		{"--backend", "tape"},
+		{"--faults", "/nonexistent/faults"},
+		{"extra-arg"},
+	} {
+		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
+		c := NewCmdBenchServe(f)
+		c.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, args...))
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.ExecuteContext(ctx)
+		cancel()
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage {
+			t.Errorf("bench serve %v: %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
