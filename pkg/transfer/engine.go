@@ -105,7 +105,7 @@ type Engine struct {
 	sink  Sink
 	opts  Options
 
-	tokens chan struct{} // ranges in flight overall
+	gate   *gate // ranges in flight overall
 	bufs   sync.Pool
 	start  time.Time
 	ttfb   latencyBuckets
@@ -136,7 +136,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 		return nil, errors.New("transfer: no source")
 	}
 	opts = opts.withDefaults()
-	e := &Engine{sink: sink, opts: opts, tokens: make(chan struct{}, opts.MaxRequests), begun: make(chan struct{})}
+	e := &Engine{sink: sink, opts: opts, gate: newGate(opts.MaxRequests), begun: make(chan struct{})}
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}

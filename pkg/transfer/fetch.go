@@ -43,20 +43,20 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
 func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body) (int64, error) {
-	select {
-	case e.tokens <- struct{}{}:
-	case <-ctx.Done():
-		closeBody(first)
-		return 0, ctx.Err()
-	}
-	defer func() { <-e.tokens }()
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
 
 	var done int64
 	body := first
+	throttles := 0
 	for attempt := 1; ; attempt++ {
+		if err := e.gate.acquire(ctx); err != nil {
+			closeBody(body)
+			return done, err
+		}
 		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp)
+		slow := err != nil && throttled(err)
+		e.gate.release(slow, err == nil)
 		body = nil
 		if _, whole := f.(PartWriter); !whole || err == nil {
 			done += got
@@ -65,15 +65,21 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		if err == nil {
 			return done, nil
 		}
-		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
-			if attempt > 1 {
-				err = fmt.Errorf("%w (after %d attempts)", err, attempt)
+		if slow {
+			// SlowDown slows the transfer (the gate) rather than failing
+			// the range: it has a budget of its own, three times larger.
+			throttles++
+			attempt--
+		}
+		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || throttles >= 3*e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
+			if tries := attempt + throttles; tries > 1 {
+				err = fmt.Errorf("%w (after %d attempts)", err, tries)
 			}
 			return done, err
 		}
 		e.retries.Add(1)
 		e.opts.Observer.Retry(*o, off+done, err)
-		if serr := sleep(ctx, e.opts.Backoff.Delay(attempt)); serr != nil {
+		if serr := sleep(ctx, e.opts.Backoff.Delay(max(attempt, throttles))); serr != nil {
 			return done, err
 		}
 	}
