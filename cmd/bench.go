@@ -58,6 +58,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
 	fs.DurationVar(&opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
+	c.AddCommand(NewCmdBenchServe(f))
 	return c
 }
 
