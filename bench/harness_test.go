@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startServer runs the emulator in a child process (so its CPU and
+// garbage are not the contender's) until tb ends, and returns its endpoint.
+func startServer(tb testing.TB, dataset string, ttfb time.Duration, rate int64) string {
+	tb.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), roleEnv+"=serve", "S3PD_BENCH_DATASET="+dataset,
+		"S3PD_BENCH_TTFB="+ttfb.String(), "S3PD_BENCH_RATE="+strconv.FormatInt(rate, 10))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	endpoint, ok := strings.CutPrefix(strings.TrimSpace(line), "endpoint ")
+	if err != nil || !ok {
+		tb.Fatalf("emulator did not start: %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	return endpoint
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// s3pdBinary returns $S3PD_BIN, or builds s3pd once into a directory that
+// lives as long as the test binary's temporary files.
+func s3pdBinary(tb testing.TB) string {
+	tb.Helper()
+	if bin := os.Getenv("S3PD_BIN"); bin != "" {
+		return bin
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "s3pd-bench-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "s3pd")
+		out, err := exec.Command("go", "build", "-o", builtBin, "github.com/s3pd/s3pd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build s3pd: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// cleanBuiltBinary removes a binary s3pdBinary built.
+func cleanBuiltBinary() {
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+}
+
+// childEnv is the environment of every contender: dummy credentials,
+// no shared AWS or s3pd config, no instance metadata lookups.
+func childEnv(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "S3PD_") || strings.HasPrefix(kv, "HOME=") {
+			if !strings.HasPrefix(kv, "AWS_CA_BUNDLE=") {
+				continue
+			}
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home, "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench",
+		"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+}
+
+// usage is what one child run cost.
+type usage struct {
+	wall, cpu time.Duration
+	maxRSS    int64 // bytes
+}
+
+// runChild runs argv (argv[0] "" means this test binary) with extra
+// environment and returns its cost; a failure ends the benchmark with the
+// child's output.
+func runChild(tb testing.TB, home string, extra []string, argv ...string) usage {
+	tb.Helper()
+	if argv[0] == "" {
+		self, err := os.Executable()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		argv[0] = self
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(childEnv(home), extra...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		tb.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return usage{
+		wall:   wall,
+		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		maxRSS: ru.Maxrss << 10,
+	}
+}
+
+// tmpfsRoot is where downloads land: a tmpfs, so the disk is not measured.
+func tmpfsRoot(tb testing.TB) string {
+	tb.Helper()
+	root := os.Getenv("S3PD_BENCH_TMPFS")
+	if root == "" {
+		root = "/dev/shm"
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(root, &st); err != nil {
+		tb.Skipf("no tmpfs at %s (set S3PD_BENCH_TMPFS): %v", root, err)
+	}
+	const tmpfsMagic = 0x01021994
+	if st.Type != tmpfsMagic {
+		tb.Skipf("%s is not a tmpfs (set S3PD_BENCH_TMPFS)", root)
+	}
+	dir, err := os.MkdirTemp(root, "s3pd-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// roleEnv selects what the test binary does when a benchmark re-executes
+// it: "serve" (the emulator) or "client" (one contender).
+const roleEnv = "S3PD_BENCH_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "serve":
+		exitOn(serve())
+	case "client":
+		exitOn(runClient(context.Background()))
+	default:
+		exitOn(fmt.Errorf("unknown %s %q", roleEnv, os.Getenv(roleEnv)))
+	}
+}
+
+func exitOn(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serve runs the emulator from S3PD_BENCH_DATASET, _TTFB and _RATE, prints
+// "endpoint URL" once its ETags are computed, and stops when stdin
+// closes (the benchmark that started it ended) or on a signal.
+func serve() error {
+	ttfb, err := time.ParseDuration(envOr("S3PD_BENCH_TTFB", "0s"))
+	if err != nil {
+		return fmt.Errorf("S3PD_BENCH_TTFB: %w", err)
+	}
+	rate, err := strconv.ParseInt(envOr("S3PD_BENCH_RATE", "0"), 10, 64)
+	if err != nil {
+		return fmt.Errorf("S3PD_BENCH_RATE: %w", err)
+	}
+	srv, err := s3emu.New(s3emu.Options{Dataset: os.Getenv("S3PD_BENCH_DATASET"), TTFB: ttfb, ConnRate: rate})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Prepare(ctx); err != nil {
+		return err
+	}
+	endpoint, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	fmt.Println("endpoint", endpoint)
+	go func() {
+		bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent ends
+		stop()
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
