@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/s3pd/s3pd/internal/bare"
+	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// BenchmarkInProcess runs s3pd's engine in this process, wired as `s3pd
+// get --benchmark` wires it (one lane from s3store.NewClient, the discard
+// sink, workers x threads from the set, s3pd's defaults otherwise), next
+// to the bare discard client, against the emulator in a child. It is the
+// one to profile: go test -bench InProcess -cpuprofile cpu.out ./bench.
+func BenchmarkInProcess(b *testing.B) {
+	endpoint := startServer(b, loopbackSpec, 0, 0)
+	b.Setenv("AWS_ACCESS_KEY_ID", "bench")
+	b.Setenv("AWS_SECRET_ACCESS_KEY", "bench")
+	b.Setenv("AWS_REGION", "us-east-1")
+	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	for _, d := range loopbackSets {
+		b.Run("set="+d.name+"/client=bare", func(b *testing.B) {
+			b.SetBytes(d.bytes())
+			for i := 0; i < b.N; i++ {
+				c := bare.New(bare.Options{Endpoint: endpoint, Bucket: s3emu.DefaultBucket, Credentials: credentials(),
+					Concurrency: d.workers * d.threads, PartSize: partSize})
+				objs, err := c.List(ctx, d.prefix)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := c.Discard(ctx, objs); err != nil || n != d.bytes() {
+					b.Fatalf("discarded %d bytes (%v), want %d", n, err, d.bytes())
+				}
+			}
+		})
+		b.Run("set="+d.name+"/client=s3pd-engine", func(b *testing.B) {
+			b.SetBytes(d.bytes())
+			for i := 0; i < b.N; i++ {
+				client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
+				if err != nil {
+					b.Fatal(err)
+				}
+				src := s3store.NewSource(client, s3emu.DefaultBucket)
+				src.Prefix = d.prefix
+				eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sink.Discard{}, transfer.Options{
+					Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
+					PartSize: partSize, Threshold: partSize,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum, err := eng.Run(ctx)
+				if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
+					b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The entry point of `make bench`. The Makefile target it expects:
+#
+#   bench:
+#   	bench/run.sh
+#
+# It builds s3pd, the benchmark binary and s5cmd v2.3.0 (bench/s5cmd.sh),
+# then runs the benchmarks of bench/bench_test.go COUNT times in turn
+# (each round runs every contender once more, so slow drifts of the
+# machine hit all of them alike), and summarises with benchstat, one
+# column per client. Results land in $OUT (default: a new directory under
+# /tmp), whose path it prints; docs/BENCHMARKS.md records a run.
+#
+# Settings (environment):
+#   COUNT=10          rounds
+#   BENCHTIME=2x      iterations of each contender per round
+#   BENCH='Loopback|RSS|S3Like'   which benchmarks (a go test -bench regexp)
+#   OUT=/tmp/...      where raw.txt and the summaries go
+#   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=${COUNT:-10}
+BENCHTIME=${BENCHTIME:-2x}
+BENCH=${BENCH:-Loopback|RSS|S3Like}
+OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-XXXXXX)}
+mkdir -p "$OUT"
+
+go build -o "$OUT/s3pd" .
+go test -c -o "$OUT/bench.test" ./bench
+export S3PD_BIN=$OUT/s3pd
+export S5CMD=${S5CMD:-$(bench/s5cmd.sh)}
+export PATH=$PATH:$(go env GOPATH)/bin
+command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
+
+{
+	echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo '+dirty')"
+	echo "# $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version)"
+	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$OUT/machine.txt"
+
+: >"$OUT/raw.txt"
+for i in $(seq 1 "$COUNT"); do
+	echo "round $i/$COUNT (load $(cut -d' ' -f1 /proc/loadavg))"
+	(cd bench && "$OUT/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.count 1) |
+		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+
+for b in Loopback RSS S3Like; do
+	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
+	grep -q "^Benchmark$b/" "$OUT/$b.txt" || continue
+	benchstat -col /client "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
+	echo "== $b"
+	cat "$OUT/$b.benchstat"
+done
+echo "results in $OUT"
