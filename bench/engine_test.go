@@ -2,9 +2,15 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/s3pd/s3pd/internal/bare"
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
@@ -59,6 +65,56 @@ func BenchmarkInProcess(b *testing.B) {
 					b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkInProcessS3Like runs the engine as `s3pd get` with no tuning
+// flags wires it (s3pd's default settings, the local sink) on the S3-like
+// sets, for profiling the latency-bound case.
+func BenchmarkInProcessS3Like(b *testing.B) {
+	endpoint := startServer(b, s3likeSpec, 30*time.Millisecond, 12_500_000)
+	root := tmpfsRoot(b)
+	b.Setenv("AWS_ACCESS_KEY_ID", "bench")
+	b.Setenv("AWS_SECRET_ACCESS_KEY", "bench")
+	b.Setenv("AWS_REGION", "us-east-1")
+	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	s := config.Defaults()
+	for _, d := range s3likeSets {
+		b.Run("set="+d.name+"/client=s3pd-engine", func(b *testing.B) {
+			b.SetBytes(d.bytes())
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dest := filepath.Join(root, strconv.Itoa(i))
+				b.StartTimer()
+				client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: s.MaxConcurrentRequests})
+				if err != nil {
+					b.Fatal(err)
+				}
+				src := s3store.NewSource(client, s3emu.DefaultBucket)
+				src.Prefix = d.prefix
+				sk, err := local.NewSink(dest, local.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sk, transfer.Options{
+					Workers: s.Workers, Threads: s.Threads, MaxRequests: s.MaxConcurrentRequests,
+					PartSize: s.PartSize, Threshold: s.MultipartThreshold, QueueSize: s.MaxQueueSize,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum, err := eng.Run(ctx)
+				sk.Close()
+				if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
+					b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
+				}
+				b.StopTimer()
+				os.RemoveAll(dest)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(d.objects)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
 		})
 	}
 }

@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"os"
+	"testing"
+)
+
+// TestContenders runs every contender once on a small dataset, into a
+// discard sink and into a directory, and checks that each moved every
+// byte: the benchmarks compare clients that did the same work.
+func TestContenders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds s3pd and starts child processes")
+	}
+	endpoint := startServer(t, "big:2:9MiB,small:8:64KiB", 0, 0)
+	t.Cleanup(cleanBuiltBinary)
+	sets := []dataset{
+		{name: "2x9MiB", prefix: "big/", objects: 2, size: 9 << 20, workers: 2, threads: 2, tmConc: 2},
+		{name: "8x64KiB", prefix: "small/", objects: 8, size: 64 << 10, workers: 4, threads: 1, tmConc: 4},
+	}
+	contenders := append([]contender{}, loopbackContenders...)
+	if s5 := os.Getenv("S5CMD"); s5 != "" {
+		contenders = append(contenders, contender{"s5cmd", func(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
+			return []string{s5, "--endpoint-url", endpoint, "--log", "error", "cp", "s3://bench/" + d.prefix + "*", dest + "/"}, nil
+		}})
+	}
+	home := t.TempDir()
+	for _, d := range sets {
+		for _, c := range contenders {
+			for _, sink := range []string{"discard", "dir"} {
+				if sink == "discard" && c.name == "s5cmd" {
+					continue
+				}
+				t.Run(d.name+"/"+c.name+"/"+sink, func(t *testing.T) {
+					dest := ""
+					if sink == "dir" {
+						dest = t.TempDir()
+					}
+					argv, env := c.cmd(t, endpoint, d, dest)
+					u := runChild(t, home, env, argv...)
+					if u.wall <= 0 || u.maxRSS <= 0 {
+						t.Errorf("got wall %v, peak RSS %d: want both positive", u.wall, u.maxRSS)
+					}
+					if dest == "" {
+						return
+					}
+					got, err := treeBytes(dest)
+					if err != nil || got != d.bytes() {
+						t.Errorf("landed %d bytes (%v), want %d", got, err, d.bytes())
+					}
+				})
+			}
+		}
+	}
+}
