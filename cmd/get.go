@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -33,12 +34,29 @@ type getOptions struct {
 // outputFlags are the flags every transferring command shares.
 type outputFlags struct {
 	asJSON, quiet, dryRun bool
+	verify                string
+	stall                 time.Duration
+}
+
+// verifyMode parses --verify.
+func (o outputFlags) verifyMode() (transfer.Verify, error) {
+	switch o.verify {
+	case "auto", "":
+		return transfer.VerifyAuto, nil
+	case "full":
+		return transfer.VerifyFull, nil
+	case "off":
+		return transfer.VerifyOff, nil
+	}
+	return 0, usageErrorf("--verify %q: want auto, full or off", o.verify)
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
+	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
+	fs.DurationVar(&o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
 }
 
 // NewCmdGet builds `s3pd get`.
@@ -132,10 +150,14 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if err != nil {
 		return usageError(err)
 	}
+	verify, err := opts.output.verifyMode()
+	if err != nil {
+		return err
+	}
 	src := lanes[0].Source.(*s3store.Source)
 	for _, l := range lanes {
 		s := l.Source.(*s3store.Source)
-		s.Req, s.Version = opts.req, opts.versionID
+		s.Req, s.Version, s.Verify = opts.req, opts.versionID, verify != transfer.VerifyOff
 	}
 
 	var sk transfer.Sink
@@ -224,8 +246,19 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 
 // runEngine runs one transfer and renders its outcome.
 func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
+	verify, err := out.verifyMode()
+	if err != nil {
+		return err
+	}
+	for _, l := range lanes {
+		if s, ok := l.Source.(*s3store.Source); ok {
+			s.Verify = verify != transfer.VerifyOff
+		}
+	}
 	rep := newReporter(f, f.Logger, out)
 	eopts := engineOptions(settings)
+	eopts.Verify = verify
+	eopts.StallTimeout = out.stall
 	eopts.Observer = rep
 	eopts.Filter = rules.Filter()
 	eopts.DryRun = out.dryRun

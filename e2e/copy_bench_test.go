@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +63,7 @@ func benchSource(b *testing.B, dir, name string, count int, size int64) string {
 // the two tools alternate.
 func BenchmarkCopyLocal(b *testing.B) {
 	dir := benchDir(b)
+	exe := copyBinary(b)
 	cases := []struct {
 		name  string
 		count int
@@ -78,7 +80,7 @@ func BenchmarkCopyLocal(b *testing.B) {
 			cmd  func(dst string) *exec.Cmd
 		}{
 			{"s3pd", func(dst string) *exec.Cmd {
-				return exec.Command(bin, "copy", "--quiet", "--overwrite", src, dst)
+				return exec.Command(exe, "copy", "--quiet", "--overwrite", src, dst)
 			}},
 			{"cp", func(dst string) *exec.Cmd { return exec.Command("cp", "-r", src, dst) }},
 		}
@@ -101,4 +103,17 @@ func BenchmarkCopyLocal(b *testing.B) {
 			})
 		}
 	}
+}
+
+// copyBinary is the s3pd to measure: COPYBENCH_BIN if set, else the one
+// TestMain built, provided it has the copy command.
+func copyBinary(b *testing.B) string {
+	exe := os.Getenv("COPYBENCH_BIN")
+	if exe == "" {
+		exe = bin
+	}
+	if out, err := exec.Command(exe, "copy", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "copy [flags] SRC DEST") {
+		b.Skipf("%s has no copy command: %v\n%s", exe, err, out)
+	}
+	return exe
 }

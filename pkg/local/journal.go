@@ -15,7 +15,8 @@ import (
 // journal records the parts of a partial file that are durable, so an
 // interrupted run resumes where it stopped. It lives beside the partial
 // file as NAME.journal: a header that pins the object's version, then one
-// "OFFSET LENGTH" line per part. Parts are journaled in batches, at most
+// "OFFSET LENGTH [SUM]" line per part, SUM being the engine's checksum
+// token of the part. Parts are journaled in batches, at most
 // once a second, each batch only after the data file was synced: the
 // journal never claims bytes that a power loss could take away.
 type journal struct {
@@ -24,18 +25,32 @@ type journal struct {
 	f    *os.File
 
 	mu        sync.Mutex
-	done      map[int64]int64
-	pending   [][2]int64
+	done      map[int64]journaled
+	pending   []journaled
 	lastFlush time.Time
 }
 
-const journalMagic = "s3pd-journal-1"
+const journalMagic = "s3pd-journal-2"
+
+// journaled is one part recorded in the journal.
+type journaled struct {
+	off, n int64
+	sum    string
+}
+
+func (p journaled) line() string {
+	if p.sum == "" {
+		return fmt.Sprintf("%d %d\n", p.off, p.n)
+	}
+	return fmt.Sprintf("%d %d %s\n", p.off, p.n, p.sum)
+}
 
 // journalInterval bounds how often a file is synced for its journal.
 const journalInterval = time.Second
 
 func journalHeader(obj transfer.Object) string {
-	return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\n", journalMagic, obj.Size, strconv.Quote(obj.ETag), strconv.Quote(obj.VersionID), strconv.Quote(obj.Key))
+	return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\n", journalMagic, obj.Size, strconv.Quote(obj.ETag),
+		strconv.Quote(obj.VersionID), strconv.Quote(obj.ChecksumAlgorithm), strconv.Quote(obj.Key))
 }
 
 func newJournal(root *os.Root, tmp string, obj transfer.Object) (*journal, error) {
@@ -51,7 +66,7 @@ func newJournal(root *os.Root, tmp string, obj transfer.Object) (*journal, error
 		f.Close()
 		return nil, fmt.Errorf("write journal %s: %w", name, err)
 	}
-	return &journal{root: root, name: name, f: f, done: map[int64]int64{}, lastFlush: time.Now()}, nil
+	return &journal{root: root, name: name, f: f, done: map[int64]journaled{}, lastFlush: time.Now()}, nil
 }
 
 // resume reopens the partial file and journal of an earlier run of the
@@ -62,17 +77,24 @@ func (s *Sink) resume(tmp string, obj transfer.Object) (*journal, *os.File) {
 	if err != nil {
 		return nil, nil
 	}
-	j := &journal{root: s.root, name: name, f: jf, done: map[int64]int64{}, lastFlush: time.Now()}
+	j := &journal{root: s.root, name: name, f: jf, done: map[int64]journaled{}, lastFlush: time.Now()}
 	sc := bufio.NewScanner(jf)
 	ok := sc.Scan() && sc.Text()+"\n" == journalHeader(obj) && (obj.ETag != "" || obj.VersionID != "")
 	for ok && sc.Scan() {
-		a, b, found := strings.Cut(sc.Text(), " ")
-		off, err1 := strconv.ParseInt(a, 10, 64)
-		n, err2 := strconv.ParseInt(b, 10, 64)
-		if !found || err1 != nil || err2 != nil || off < 0 || n <= 0 || off+n > obj.Size {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || len(fields) > 3 {
 			break // a torn last line: what came before still holds
 		}
-		j.done[off] = n
+		off, err1 := strconv.ParseInt(fields[0], 10, 64)
+		n, err2 := strconv.ParseInt(fields[1], 10, 64)
+		if err1 != nil || err2 != nil || off < 0 || n <= 0 || off+n > obj.Size {
+			break
+		}
+		p := journaled{off: off, n: n}
+		if len(fields) == 3 {
+			p.sum = fields[2]
+		}
+		j.done[off] = p
 	}
 	var data *os.File
 	if ok {
@@ -104,8 +126,8 @@ func (s *Sink) resume(tmp string, obj transfer.Object) (*journal, *os.File) {
 func (j *journal) rewrite(obj transfer.Object) error {
 	var b strings.Builder
 	b.WriteString(journalHeader(obj))
-	for off, n := range j.done {
-		fmt.Fprintf(&b, "%d %d\n", off, n)
+	for _, p := range j.done {
+		b.WriteString(p.line())
 	}
 	if err := j.f.Truncate(0); err != nil {
 		return err
@@ -117,17 +139,18 @@ func (j *journal) rewrite(obj transfer.Object) error {
 	return err
 }
 
-func (j *journal) completed(off, n int64) bool {
+func (j *journal) completed(off, n int64) (string, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.done[off] == n
+	p, ok := j.done[off]
+	return p.sum, ok && p.n == n
 }
 
 // add records a finished part, flushing a batch at most once a second.
-func (j *journal) add(data *os.File, off, n int64) error {
+func (j *journal) add(data *os.File, p journaled) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.pending = append(j.pending, [2]int64{off, n})
+	j.pending = append(j.pending, p)
 	if time.Since(j.lastFlush) < journalInterval {
 		return nil
 	}
@@ -150,8 +173,8 @@ func (j *journal) flushLocked(data *os.File) error {
 	}
 	var b strings.Builder
 	for _, p := range j.pending {
-		fmt.Fprintf(&b, "%d %d\n", p[0], p[1])
-		j.done[p[0]] = p[1]
+		b.WriteString(p.line())
+		j.done[p.off] = p
 	}
 	j.pending = j.pending[:0]
 	if _, err := j.f.WriteString(b.String()); err != nil {

@@ -235,16 +235,19 @@ type file struct {
 }
 
 // Completed implements transfer.Journal.
-func (f *file) Completed(off, n int64) bool {
-	return f.journal != nil && f.journal.completed(off, n)
+func (f *file) Completed(off, n int64) (string, bool) {
+	if f.journal == nil {
+		return "", false
+	}
+	return f.journal.completed(off, n)
 }
 
 // PartDone implements transfer.Journal.
-func (f *file) PartDone(off, n int64) error {
+func (f *file) PartDone(off, n int64, sum string) error {
 	if f.journal == nil {
 		return nil
 	}
-	return f.journal.add(f.File, off, n)
+	return f.journal.add(f.File, journaled{off: off, n: n, sum: sum})
 }
 
 // Suspend implements transfer.Journal: it makes the journal durable and

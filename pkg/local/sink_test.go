@@ -171,8 +171,8 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	j := f.(transfer.Journal)
 	f.WriteAt(bytes.Repeat([]byte("a"), 10), 0)
 	f.WriteAt(bytes.Repeat([]byte("c"), 10), 20)
-	j.PartDone(0, 10)
-	j.PartDone(20, 10)
+	j.PartDone(0, 10, "CRC32C=1a")
+	j.PartDone(20, 10, "")
 	if err := j.Suspend(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +185,10 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	for _, p := range []struct {
 		off  int64
 		want bool
-	}{{0, true}, {10, false}, {20, true}} {
-		if got := j2.Completed(p.off, 10); got != p.want {
-			t.Errorf("Completed(%d) = %v, want %v", p.off, got, p.want)
+		sum  string
+	}{{0, true, "CRC32C=1a"}, {10, false, ""}, {20, true, ""}} {
+		if sum, got := j2.Completed(p.off, 10); got != p.want || sum != p.sum {
+			t.Errorf("Completed(%d) = %q, %v, want %q, %v", p.off, sum, got, p.sum, p.want)
 		}
 	}
 	f2.WriteAt(bytes.Repeat([]byte("b"), 10), 10)
@@ -204,11 +205,11 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 
 	// A new version starts over.
 	f3, _ := s.Create(context.Background(), obj)
-	f3.(transfer.Journal).PartDone(0, 10)
+	f3.(transfer.Journal).PartDone(0, 10, "")
 	f3.(transfer.Journal).Suspend()
 	obj.ETag = `"v2"`
 	f4, _ := s.Create(context.Background(), obj)
-	if f4.(transfer.Journal).Completed(0, 10) {
+	if _, ok := f4.(transfer.Journal).Completed(0, 10); ok {
 		t.Errorf("a changed object resumed from the old version's parts")
 	}
 	f4.Abort()

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -36,6 +37,9 @@ type Source struct {
 	Req     Request
 	// PageSize is ListObjectsV2's max-keys (0: the server's default).
 	PageSize int32
+	// Verify asks whole-object GETs (and Resolve) for the object's
+	// full-object checksums, for the engine to verify.
+	Verify bool
 
 	resolved *transfer.Object // the single object, as Resolve found it
 }
@@ -132,7 +136,11 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		in.VersionId = aws.String(obj.VersionID)
 	}
 	s.Req.applyGet(in)
-	out, err := s.client.GetObject(ctx, in, noRetry)
+	opts := []func(*s3.Options){noRetry}
+	if n < 0 && s.Verify {
+		opts = append(opts, checksumMode)
+	}
+	out, err := s.client.GetObject(ctx, in, opts...)
 	if err != nil {
 		err = statusError(err)
 		var se *transfer.StatusError
@@ -142,7 +150,9 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
-	b := &transfer.Body{ReadCloser: out.Body, ETag: aws.ToString(out.ETag), Size: -1}
+	b := &transfer.Body{ReadCloser: out.Body, ETag: aws.ToString(out.ETag), Size: -1,
+		Checksums: checksums(out.ChecksumCRC64NVME, out.ChecksumCRC32C, out.ChecksumCRC32),
+		Encrypted: encrypted(out.ServerSideEncryption, out.SSECustomerAlgorithm)}
 	if out.LastModified != nil {
 		b.ModTime = *out.LastModified
 	}
@@ -162,6 +172,56 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		b.Off, b.Len, b.Size = 0, length, length
 	}
 	return b, nil
+}
+
+// checksumMode asks for the object's full-object checksums. It is sent as
+// a header rather than the input's ChecksumMode field, which would make
+// the SDK verify the body a second time with slower code.
+func checksumMode(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, smithyhttp.SetHeaderValue("x-amz-checksum-mode", "ENABLED"))
+}
+
+// checksums gathers the full-object checksums a response carried.
+func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
+	var m map[string]string
+	add := func(alg string, v *string) {
+		if v != nil && *v != "" {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[alg] = *v
+		}
+	}
+	add("CRC64NVME", crc64nvme)
+	add("CRC32C", crc32c)
+	add("CRC32", crc32)
+	return m
+}
+
+// encrypted reports SSE-KMS or SSE-C, whose ETag is not an MD5 of the data.
+func encrypted(sse types.ServerSideEncryption, ssec *string) bool {
+	return strings.HasPrefix(string(sse), "aws:kms") || aws.ToString(ssec) != ""
+}
+
+// Checksums implements transfer.Checksummer: one HeadObject with checksum
+// mode, for an object fetched in ranges (ranged GETs carry no checksum).
+func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key)}
+	if obj.ETag != "" {
+		in.IfMatch = aws.String(obj.ETag)
+	}
+	if obj.VersionID != "" {
+		in.VersionId = aws.String(obj.VersionID)
+	}
+	s.Req.applyHead(in)
+	if s.Req.SSECKey != "" {
+		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = s.Req.ssec()
+	}
+	out, err := s.client.HeadObject(ctx, in, checksumMode)
+	if err != nil {
+		return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, statusError(err))
+	}
+	return checksums(out.ChecksumCRC64NVME, out.ChecksumCRC32C, out.ChecksumCRC32), nil
 }
 
 // noRetry turns off the SDK's retries for one call: the engine retries
@@ -195,6 +255,13 @@ func parseContentRange(s string) (start, end, total int64, err error) {
 	return start, end, total, nil
 }
 
+// ssec returns the SSE-C algorithm, key and key MD5 headers' values.
+func (r Request) ssec() (*string, *string, *string) {
+	sum := md5.Sum([]byte(r.SSECKey))
+	return aws.String("AES256"), aws.String(base64.StdEncoding.EncodeToString([]byte(r.SSECKey))),
+		aws.String(base64.StdEncoding.EncodeToString(sum[:]))
+}
+
 func (r Request) applyGet(in *s3.GetObjectInput) {
 	if r.RequestPayer != "" {
 		in.RequestPayer = types.RequestPayer(r.RequestPayer)
@@ -203,10 +270,7 @@ func (r Request) applyGet(in *s3.GetObjectInput) {
 		in.ExpectedBucketOwner = aws.String(r.ExpectedBucketOwner)
 	}
 	if r.SSECKey != "" {
-		sum := md5.Sum([]byte(r.SSECKey))
-		in.SSECustomerAlgorithm = aws.String("AES256")
-		in.SSECustomerKey = aws.String(base64.StdEncoding.EncodeToString([]byte(r.SSECKey)))
-		in.SSECustomerKeyMD5 = aws.String(base64.StdEncoding.EncodeToString(sum[:]))
+		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = r.ssec()
 	}
 }
 
@@ -217,12 +281,38 @@ func (r Request) applyGet(in *s3.GetObjectInput) {
 // single object's destination name.
 func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64) (bool, error) {
 	obj := &transfer.Object{Key: key, Name: name, Size: -1, VersionID: s.Version}
+	type sums struct {
+		m   map[string]string
+		err error
+	}
+	var head chan sums
+	if s.Verify {
+		// The object's checksums, asked alongside the first range.
+		head = make(chan sums, 1)
+		go func() {
+			m, err := s.Checksums(ctx, &transfer.Object{Key: key, VersionID: s.Version})
+			head <- sums{m, err}
+		}()
+	}
 	b, err := s.Open(ctx, obj, 0, firstPart)
 	if errors.Is(err, transfer.ErrNotFound) && s.Version == "" {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if head != nil {
+		if h := <-head; h.err == nil {
+			obj.Checksums = h.m
+			if len(h.m) > 0 {
+				for _, alg := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
+					if _, ok := h.m[alg]; ok {
+						obj.ChecksumAlgorithm = alg
+						break
+					}
+				}
+			}
+		}
 	}
 	obj.Size, obj.ETag, obj.ModTime, obj.First = b.Size, b.ETag, b.ModTime, b
 	s.Key, s.Name, s.resolved = key, name, obj

@@ -42,6 +42,8 @@ type Options struct {
 	Limiter *RateLimiter
 	// Observer receives progress (default NopObserver).
 	Observer Observer
+	// Verify says what to verify of each object (default VerifyAuto).
+	Verify Verify
 	// DryRun lists and checks objects but transfers nothing: each object
 	// that would be transferred is reported skipped with that reason.
 	DryRun bool
@@ -217,9 +219,10 @@ func (e *Engine) summary() Summary {
 func (e *Engine) object(ctx context.Context, o Object) {
 	start := time.Now()
 	e.opts.Observer.ObjectStarted(o)
-	n, err := e.transferObject(ctx, &o)
+	var verified string
+	n, err := e.transferObject(ctx, &o, &verified)
 	e.markBegun()
-	r := Result{Object: o, Bytes: n, Err: err, Elapsed: time.Since(start)}
+	r := Result{Object: o, Bytes: n, Err: err, Verified: verified, Elapsed: time.Since(start)}
 	var skip *SkipError
 	var why interface{ SkipReason() string }
 	switch {
@@ -246,7 +249,7 @@ type SkipError struct{ Reason string }
 
 func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 
-func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
+func (e *Engine) transferObject(ctx context.Context, o *Object, how *string) (int64, error) {
 	first := o.First
 	o.First = nil
 	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
@@ -283,7 +286,8 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
 		return 0, err
 	}
 	var moved atomic.Int64
-	err = e.parts(ctx, o, f, first, &moved)
+	verified, err := e.parts(ctx, o, f, first, &moved)
+	*how = verified
 	if err == nil {
 		if err = f.Commit(); err != nil {
 			err = fmt.Errorf("commit: %w", err)
@@ -301,38 +305,66 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) (int64, error) {
 	return moved.Load(), err
 }
 
-// parts fetches every part of o into f, up to Threads at a time.
-func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) error {
+// parts fetches every part of o into f, up to Threads at a time, and
+// verifies the object; it returns how the object was verified.
+func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) (string, error) {
 	size := o.Size
 	if size == 0 {
 		closeBody(first)
-		return nil
+		return "unverified: empty object", nil
 	}
 	if first == nil && size < e.opts.Threshold {
-		n, err := e.fetch(ctx, o, f, 0, size, -1, nil)
+		c := e.newCheck(ctx, o, nil)
+		ps := c.partSum()
+		n, err := e.fetch(ctx, o, f, 0, size, -1, nil, c, ps)
 		moved.Add(n)
-		return err
+		if err != nil {
+			return "", err
+		}
+		return c.result(ps.whole(), f, size)
 	}
-	if first != nil && first.Off == 0 && first.Len >= size {
-		n, err := e.fetch(ctx, o, f, 0, size, first.Len, first)
-		moved.Add(n)
-		return err
+	offsets := []int64{0}
+	next := e.opts.PartSize
+	if first != nil {
+		// The first range was opened while resolving the object; the
+		// plan continues from where it ends.
+		next = max(first.Len, 1)
 	}
+	for ; next < size; next += e.opts.PartSize {
+		offsets = append(offsets, next)
+	}
+	c := e.newCheck(ctx, o, offsets)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Threads)
 	journal, _ := f.(Journal)
-	launch := func(off, n int64, b *Body) {
-		if journal != nil && b == nil && journal.Completed(off, n) {
-			return // durable from an earlier run
+	for i, off := range offsets {
+		n := size - off
+		if i+1 < len(offsets) {
+			n = offsets[i+1] - off
+		}
+		var b *Body
+		if i == 0 {
+			b = first
+		}
+		if gctx.Err() != nil {
+			closeBody(b)
+			break
+		}
+		if journal != nil && b == nil {
+			if sum, ok := journal.Completed(off, n); ok && c.restore(off, n, sum) {
+				continue // durable from an earlier run
+			}
 		}
 		g.Go(func() error {
-			got, err := e.fetch(gctx, o, f, off, n, n, b)
+			ps := c.partSum()
+			got, err := e.fetch(gctx, o, f, off, n, n, b, c, ps)
 			moved.Add(got)
 			if err != nil {
 				return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
 			}
+			sum := c.record(off, ps)
 			if journal != nil {
-				if err := journal.PartDone(off, n); err != nil {
+				if err := journal.PartDone(off, n, sum); err != nil {
 					return fmt.Errorf("journal bytes=%d-%d: %w", off, off+n-1, err)
 				}
 			}
@@ -340,17 +372,10 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 			return nil
 		})
 	}
-	off := int64(0)
-	if first != nil {
-		// The first range was opened while resolving the object; the
-		// plan continues from where it ends.
-		off = min(max(first.Len, 1), size)
-		launch(0, off, first)
+	if err := g.Wait(); err != nil {
+		return "", err
 	}
-	for ; off < size && gctx.Err() == nil; off += e.opts.PartSize {
-		launch(off, min(e.opts.PartSize, size-off), nil)
-	}
-	return g.Wait()
+	return c.result(nil, f, size)
 }
 
 func closeBody(b *Body) {

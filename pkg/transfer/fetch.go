@@ -42,7 +42,7 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // fetch moves bytes [off, off+n) of o into f, asking the source for ask
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body) (int64, error) {
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *check, ps *partSum) (int64, error) {
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
 
@@ -54,13 +54,15 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 			closeBody(body)
 			return done, err
 		}
-		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp)
+		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp, c, ps)
 		slow := err != nil && throttled(err)
 		e.gate.release(slow, err == nil)
 		body = nil
 		if _, whole := f.(PartWriter); !whole || err == nil {
 			done += got
-			ask = n - done // a retry asks for what is missing only
+			if ask >= 0 || done > 0 {
+				ask = n - done // a retry asks for what is missing only
+			}
 		}
 		if err == nil {
 			return done, nil
@@ -86,7 +88,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 }
 
 // attempt is one request: open (unless body is given), validate, copy.
-func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte) (int64, error) {
+func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *check, ps *partSum) (int64, error) {
 	l := e.pickLane(n)
 	var arrived int64 // bytes already taken off the lane's outstanding count
 	defer func() { l.outstanding.Add(arrived - n) }()
@@ -108,6 +110,8 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	if err != nil {
 		return 0, err
 	}
+	c.fromResponse(body)
+	ps.begin(c)
 	if pw, ok := f.(PartWriter); ok && skip == 0 {
 		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
 			clock.touch()
@@ -119,7 +123,7 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 		})
 		return got, stallCause(rctx, err)
 	}
-	got, err := e.copy(rctx, body, f, off, n, skip, buf, l, clock)
+	got, err := e.copy(rctx, body, f, off, n, skip, buf, l, clock, ps)
 	arrived = got
 	return got, stallCause(rctx, err)
 }
@@ -142,7 +146,7 @@ func (e *Engine) check(o *Object, b *Body, off, n int64) (int64, error) {
 
 // copy streams n bytes of body, after skipping skip bytes, to f at off
 // through buf. This is the hot path: no allocation, no lock.
-func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock) (int64, error) {
+func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum) (int64, error) {
 	for skip > 0 {
 		k, err := io.ReadFull(body, buf[:min(int64(len(buf)), skip)])
 		skip -= int64(k)
@@ -164,6 +168,7 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 			if _, werr := f.WriteAt(buf[:k], off+done); werr != nil {
 				return done, Permanent(fmt.Errorf("write at %d: %w", off+done, werr))
 			}
+			ps.update(buf[:k])
 			done += int64(k)
 			e.bytes.Add(int64(k))
 			l.bytes.Add(int64(k))

@@ -33,6 +33,9 @@ type Object struct {
 	ChecksumAlgorithm string
 	// StorageClass is the object's storage class, when listed.
 	StorageClass string
+	// Checksums are the object's full-object checksums by algorithm
+	// ("CRC64NVME": base64 value), when known before the transfer.
+	Checksums map[string]string
 	// First is a body for the object's first range that the source
 	// already opened while resolving it; the engine consumes it instead
 	// of opening that range again. Nil in the common case.
@@ -54,6 +57,9 @@ type Body struct {
 	// Checksums are full-object checksums the response carried, by
 	// algorithm name (only on whole-object responses).
 	Checksums map[string]string
+	// Encrypted says the object is stored with SSE-KMS or SSE-C, whose
+	// ETag is not the MD5 of its bytes.
+	Encrypted bool
 }
 
 // Source lists objects and opens ranges of them.
@@ -112,11 +118,13 @@ type Checker interface {
 // runs, so an interrupted transfer resumes where it stopped.
 type Journal interface {
 	// Completed reports whether bytes [off, off+n) were made durable by
-	// an earlier run of the same object version.
-	Completed(off, n int64) bool
-	// PartDone records that bytes [off, off+n) are written; the file
-	// makes the data durable before it journals them.
-	PartDone(off, n int64) error
+	// an earlier run of the same object version, with the sum given to
+	// PartDone.
+	Completed(off, n int64) (sum string, ok bool)
+	// PartDone records that bytes [off, off+n) are written, with sum, an
+	// opaque token of their checksum ("" when none was computed); the
+	// file makes the data durable before it journals them.
+	PartDone(off, n int64, sum string) error
 	// Suspend keeps what was written for a later run, instead of
 	// Abort's removal; the engine calls it when the run is interrupted.
 	Suspend() error

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// needCopy skips when the binary does not register the copy command yet.
+func needCopy(t *testing.T) {
+	t.Helper()
+	out, _ := exec.Command(bin, "copy", "--help").CombinedOutput()
+	if !strings.Contains(string(out), "copy [flags] SRC DEST") {
+		t.Skip("the s3pd binary has no copy command registered")
+	}
+}
+
+// writeFiles creates files under dir and returns dir.
+func writeFiles(t *testing.T, dir string, files map[string][]byte) string {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCopyBinaryEveryDirection runs the built binary local to local,
+// local to S3, S3 to S3 and S3 to local, and checks every byte of every
+// copy, with parts of exactly the part size and one byte more.
+func TestCopyBinaryEveryDirection(t *testing.T) {
+	needCopy(t)
+	want := map[string][]byte{
+		"empty":          {},
+		"one":            {42},
+		"exact-3-parts":  randomBytes(1, 3*mib),
+		"3-parts-plus-1": randomBytes(2, 3*mib+1),
+		"a/b/nested":     randomBytes(3, 100_000),
+	}
+	src := writeFiles(t, t.TempDir(), want)
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{"copy-dst"}})
+	flags := []string{"--partsize", "1MiB", "--multipart-threshold", "1MiB", "--threads", "4", "--workers", "3"}
+
+	local := filepath.Join(t.TempDir(), "local")
+	if r := run(t, nil, append(append([]string{"copy", "--quiet"}, flags...), src, local)...); r.code != 0 {
+		t.Fatalf("local to local: exit %d\n%s", r.code, r.stderr)
+	}
+	sameTree(t, local, want)
+
+	steps := [][]string{
+		s.cmd("copy", append(flags, src, s.url("up"))...),
+		s.cmd("copy", append(flags, "--copy-threshold", "1MiB", s.url("up/"), "s3://copy-dst/copied/")...),
+	}
+	for _, args := range steps {
+		if r := run(t, nil, args...); r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	out, err := s.client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(s.bucket)})
+	if err == nil && len(out.Uploads) != 0 {
+		t.Errorf("incomplete uploads: got %d, want 0", len(out.Uploads))
+	}
+	for _, url := range []string{s.url("up/"), "s3://copy-dst/copied/"} {
+		dest := t.TempDir()
+		if r := run(t, nil, s.cmd("copy", append(flags, url, dest)...)...); r.code != 0 {
+			t.Fatalf("copy %s to local: exit %d\n%s", url, r.code, r.stderr)
+		}
+		sameTree(t, dest, want)
+	}
+	// A rerun of the upload skips every object.
+	r := run(t, nil, s.cmd("copy", append(flags, src, s.url("up"))...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "0 transferred, 5 skipped") {
+		t.Errorf("upload rerun: exit %d, stdout %q, want 5 skipped", r.code, r.stdout)
+	}
+}
+
+func TestCopyBinaryBadInput(t *testing.T) {
+	needCopy(t)
+	src := writeFiles(t, t.TempDir(), map[string][]byte{"f": []byte("x")})
+	for _, args := range [][]string{
+		{"copy", src, src},
+		{"copy", src, filepath.Join(src, "inside")},
+		{"copy", filepath.Join(src, "missing"), t.TempDir()},
+	} {
+		r := run(t, nil, args...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want 2 and one line", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "inside")); !os.IsNotExist(err) {
+		t.Errorf("a refused copy created its destination")
+	}
+}

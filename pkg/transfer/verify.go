@@ -1,0 +1,292 @@
+package transfer
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/s3pd/s3pd/pkg/checksum"
+)
+
+// Verify says what the engine checks of each object's bytes.
+type Verify int
+
+const (
+	// VerifyAuto verifies every full-object CRC64NVME, CRC32C or CRC32
+	// checksum the object has, from per-range CRCs combined as the bytes
+	// stream past.
+	VerifyAuto Verify = iota
+	// VerifyFull also verifies an MD5 ETag where the ETag is one.
+	VerifyFull
+	// VerifyOff verifies nothing.
+	VerifyOff
+)
+
+// Checksummer is implemented by sources that can fetch an object's
+// full-object checksums (S3: one HeadObject with checksum mode), for
+// objects fetched in ranges, whose responses carry none.
+type Checksummer interface {
+	Checksums(ctx context.Context, obj *Object) (map[string]string, error)
+}
+
+// ErrChecksum reports bytes that do not match the object's checksum.
+var ErrChecksum = errors.New("checksum mismatch")
+
+// check is the verification of one object.
+type check struct {
+	alg   checksum.Algorithm // "" until known
+	parts *checksum.Parts    // per-part CRCs of a ranged fetch
+
+	mu        sync.Mutex
+	want      map[string]string // expected values by algorithm name
+	wantErr   error
+	head      chan struct{} // closed when a Checksummer call ended
+	etag      string        // an MD5 ETag to verify (--verify full), or ""
+	md5       hash.Hash     // MD5 of a whole-object fetch, in order
+	encrypted bool          // a response said SSE-KMS or SSE-C: no MD5 ETag
+}
+
+// pickAlgorithm chooses what to compute from the values on offer.
+func pickAlgorithm(values map[string]string) checksum.Algorithm {
+	for _, a := range []checksum.Algorithm{checksum.CRC64NVME, checksum.CRC32C, checksum.CRC32} {
+		if _, ok := values[string(a)]; ok {
+			return a
+		}
+	}
+	return ""
+}
+
+// newCheck prepares the verification of o. offsets are the starts of the
+// parts of a ranged fetch (nil for one whole-object GET).
+func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *check {
+	if e.opts.Verify == VerifyOff {
+		return nil
+	}
+	c := &check{want: o.Checksums}
+	if e.opts.Verify == VerifyFull && checksum.IsMD5ETag(o.ETag) {
+		c.etag = strings.Trim(o.ETag, `"`)
+	}
+	if offsets == nil {
+		if c.etag != "" {
+			c.md5 = md5.New()
+		}
+		return c // the algorithm comes with the response
+	}
+	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
+	if !ok && len(o.Checksums) > 0 {
+		alg, ok = pickAlgorithm(o.Checksums), true
+	}
+	if !ok || !alg.Supported() {
+		return c
+	}
+	c.alg = alg
+	c.parts, _ = checksum.NewPartsAt(alg, offsets, o.Size)
+	if _, known := o.Checksums[string(alg)]; !known {
+		if cs, ok := e.lanes[0].Source.(Checksummer); ok {
+			c.head = make(chan struct{})
+			go func() {
+				defer close(c.head)
+				want, err := cs.Checksums(ctx, o)
+				c.mu.Lock()
+				c.want, c.wantErr = want, err
+				c.mu.Unlock()
+			}()
+		}
+	}
+	return c
+}
+
+// fromResponse records what a whole-object response offers.
+func (c *check) fromResponse(b *Body) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.Encrypted {
+		c.encrypted = true
+	}
+	if c.parts == nil && c.alg == "" && len(b.Checksums) > 0 {
+		c.want = b.Checksums
+		c.alg = pickAlgorithm(b.Checksums)
+	}
+}
+
+// result compares what was computed with what the object declares, and
+// returns how the object was verified, or an error on a mismatch.
+func (c *check) result(whole *checksum.Running, f File, size int64) (string, error) {
+	if c == nil {
+		return "off", nil
+	}
+	if c.head != nil {
+		<-c.head
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var how []string
+	if c.alg != "" {
+		var got uint64
+		var err error
+		switch {
+		case c.parts != nil:
+			got, err = c.parts.Sum()
+		case whole != nil && whole.Algorithm() == c.alg:
+			got = whole.Sum()
+		default:
+			err = errors.New("not computed")
+		}
+		sent, ok := c.want[string(c.alg)]
+		switch {
+		case err != nil:
+			how = append(how, "unverified: "+err.Error())
+		case !ok:
+			reason := "no checksum returned"
+			if c.wantErr != nil {
+				reason = "checksum lookup failed: " + c.wantErr.Error()
+			}
+			how = append(how, "unverified: "+reason)
+		default:
+			verdict, cerr := checksum.Compare(c.alg, sent, got)
+			switch verdict {
+			case checksum.Match:
+				how = append(how, strings.ToLower(string(c.alg)))
+			case checksum.Mismatch:
+				return "", Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
+			default:
+				how = append(how, "unverified: "+cerr.Error())
+			}
+		}
+	}
+	if c.etag != "" {
+		m, err := c.verifyMD5(f, size)
+		if err != nil {
+			return "", err
+		}
+		how = append(how, m)
+	}
+	if len(how) == 0 {
+		return "unverified: the object has no checksum", nil
+	}
+	return strings.Join(how, ", "), nil
+}
+
+// verifyMD5 checks the MD5 ETag: from the hash computed in order for a
+// whole-object fetch, else by reading the written file back in order.
+func (c *check) verifyMD5(f File, size int64) (string, error) {
+	if c.encrypted {
+		return "unverified md5: the etag of an SSE-KMS or SSE-C object is not its md5", nil
+	}
+	var got string
+	switch r, ok := f.(io.ReaderAt); {
+	case c.md5 != nil:
+		got = hex.EncodeToString(c.md5.Sum(nil))
+	case ok:
+		var err error
+		if got, err = md5Of(r, size); err != nil {
+			return "", fmt.Errorf("read back for md5: %w", err)
+		}
+	default:
+		return "unverified md5: the destination cannot be read back in order", nil
+	}
+	if got != c.etag {
+		return "", Permanent(fmt.Errorf("%w: md5 etag %s, data has %s", ErrChecksum, c.etag, got))
+	}
+	return "md5", nil
+}
+
+// md5Of reads size bytes of r in order and returns their MD5.
+func md5Of(r io.ReaderAt, size int64) (string, error) {
+	h := md5.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// partSum is what one part computes as its bytes stream past: its CRC
+// and, for a whole-object fetch under --verify full, the MD5.
+type partSum struct {
+	run checksum.Running
+	on  bool
+	md5 hash.Hash
+}
+
+// partSum returns a fresh partSum for one part of the object, or nil when
+// nothing is verified.
+func (c *check) partSum() *partSum {
+	if c == nil {
+		return nil
+	}
+	ps := &partSum{md5: c.md5}
+	if c.alg != "" {
+		ps.run, ps.on = checksum.Start(c.alg), true
+	}
+	return ps
+}
+
+// begin starts the CRC once a whole-object response said which one.
+func (ps *partSum) begin(c *check) {
+	if ps == nil || ps.on {
+		return
+	}
+	c.mu.Lock()
+	alg := c.alg
+	c.mu.Unlock()
+	if alg != "" {
+		ps.run, ps.on = checksum.Start(alg), true
+	}
+}
+
+// update is called on the hot path with each buffer of data, in order.
+func (ps *partSum) update(p []byte) {
+	if ps == nil {
+		return
+	}
+	if ps.on {
+		ps.run.Update(p)
+	}
+	if ps.md5 != nil {
+		ps.md5.Write(p)
+	}
+}
+
+// whole returns the CRC of a whole-object fetch.
+func (ps *partSum) whole() *checksum.Running {
+	if ps == nil || !ps.on {
+		return nil
+	}
+	return &ps.run
+}
+
+// record stores a finished part's CRC and returns it as a journal token.
+func (c *check) record(off int64, ps *partSum) string {
+	if c == nil || c.parts == nil || ps == nil || !ps.on {
+		return ""
+	}
+	c.parts.Set(off, ps.run)
+	return fmt.Sprintf("%s=%x", c.alg, ps.run.Sum())
+}
+
+// restore takes a part journaled by an earlier run; it reports false when
+// the part must be fetched again because its CRC is needed and unknown.
+func (c *check) restore(off, n int64, sum string) bool {
+	if c == nil || c.parts == nil {
+		return true
+	}
+	alg, hexSum, ok := strings.Cut(sum, "=")
+	if !ok || alg != string(c.alg) {
+		return false
+	}
+	var v uint64
+	if _, err := fmt.Sscanf(hexSum, "%x", &v); err != nil {
+		return false
+	}
+	c.parts.Set(off, checksum.Restore(c.alg, v, n))
+	return true
+}
