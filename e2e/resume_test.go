@@ -44,7 +44,7 @@ func journaled(t *testing.T, dir string) int64 {
 			t.Fatal(err)
 		}
 		sc := bufio.NewScanner(f)
-		sc.Scan() // header
+		sc.Scan()       // header
 		for sc.Scan() { // OFFSET LENGTH [SUM]
 			fields := strings.Fields(sc.Text())
 			if len(fields) < 2 {
