@@ -85,7 +85,7 @@ func BenchmarkCopyLocal(b *testing.B) {
 			{"cp", func(dst string) *exec.Cmd { return exec.Command("cp", "-r", src, dst) }},
 		}
 		for _, tool := range tools {
-			b.Run(c.name+"/"+tool.name, func(b *testing.B) {
+			b.Run(c.name+"/tool="+tool.name, func(b *testing.B) {
 				b.SetBytes(total)
 				dst := filepath.Join(dir, "dst")
 				for range b.N {
