@@ -159,24 +159,27 @@ func BenchmarkRSS(b *testing.B) {
 }
 
 // The S3-like sets: latency-bound (many small objects) and
-// pace-bound (4 MiB objects at 12.5 MB/s per connection).
+// pace-bound (4 MiB objects at 12.5 MB/s per connection). The bare
+// client runs them with 256 requests in flight, as many as s3pd's and
+// s5cmd's defaults (one GET per object for both).
 var (
 	s3likeSpec = "m4:256:4MiB,k64:5000:64KiB"
 	s3likeSets = []dataset{
-		{name: "256x4MiB", prefix: "m4/", objects: 256, size: 4 << 20},
-		{name: "5000x64KiB", prefix: "k64/", objects: 5000, size: 64 << 10},
+		{name: "256x4MiB", prefix: "m4/", objects: 256, size: 4 << 20, workers: 256, threads: 1},
+		{name: "5000x64KiB", prefix: "k64/", objects: 5000, size: 64 << 10, workers: 256, threads: 1},
 	}
 )
 
 // BenchmarkS3Like compares s3pd with no tuning flags against s5cmd with
 // its defaults (256 workers) under S3's latency: 30 ms before each
-// response and 12.5 MB/s per connection. It needs $S5CMD (bench/s5cmd.sh
-// builds it).
+// response and 12.5 MB/s per connection, into tmpfs; the bare client
+// with 256 requests in flight shows the ceiling. It needs $S5CMD
+// (bench/s5cmd.sh builds it).
 func BenchmarkS3Like(b *testing.B) {
 	endpoint := startServer(b, s3likeSpec, 30*time.Millisecond, 12_500_000)
 	defer cleanBuiltBinary()
 	root := tmpfsRoot(b)
-	contenders := []contender{{"s3pd", s3pdGet()}}
+	contenders := []contender{{"bare", selfClient("bare")}, {"s3pd", s3pdGet()}}
 	if s5 := os.Getenv("S5CMD"); s5 != "" {
 		contenders = append(contenders, contender{"s5cmd", func(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
 			return []string{s5, "--endpoint-url", endpoint, "--log", "error", "cp", "s3://bench/" + d.prefix + "*", dest + "/"}, nil

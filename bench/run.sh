@@ -14,7 +14,7 @@
 # Settings (environment):
 #   COUNT=10          rounds
 #   BENCHTIME=2x      iterations of each contender per round
-#   BENCH='Loopback|RSS|S3Like'   which benchmarks (a go test -bench regexp)
+#   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp)
 #   OUT=/tmp/...      where raw.txt and the summaries go
 #   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
 set -euo pipefail
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-2x}
-BENCH=${BENCH:-Loopback|RSS|S3Like}
+BENCH=${BENCH:-^Benchmark(Loopback|RSS|S3Like)$}
 OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-XXXXXX)}
 mkdir -p "$OUT"
 
