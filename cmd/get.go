@@ -283,6 +283,8 @@ func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transf
 		return err
 	case sum.Failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d objects failed", sum.Failed, sum.Failed+sum.Objects+sum.Skipped)}
+	case rep.archived.Load() > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d objects are archived and were skipped: restore them first", rep.archived.Load())}
 	}
 	return nil
 }

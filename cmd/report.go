@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type reporter struct {
 	bar   *progressbar.ProgressBar
 
 	failures atomic.Int64
+	archived atomic.Int64 // skipped because they must be restored first
 	// what a dry run would do, under mu
 	wouldFetch, wouldSkip, fetchBytes int64
 }
@@ -108,6 +110,11 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 		r.log.Error("object failed", zap.String("key", res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
 	case res.Skipped != "":
 		status = "skipped"
+		if strings.HasPrefix(res.Skipped, "archived") {
+			r.archived.Add(1)
+			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+			break
+		}
 		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
 	}
 	if r.dry {

@@ -27,6 +27,9 @@ type Derivation struct {
 //     not classic: connections = ceil(min(target, max_bandwidth) /
 //     ConnectionBandwidth), bounded to [1, MaxTunedConnections], become
 //     max_concurrent_requests, and workers and threads follow as above.
+//   - multipart_chunksize set below multipart_threshold, which is not set:
+//     the threshold follows it down, so every object larger than one part
+//     is split, as the original s3pd's --partsize did.
 func (s *Settings) Derive(explicit map[string]bool) []Derivation {
 	const mcr = "max_concurrent_requests"
 	var out []Derivation
@@ -54,6 +57,11 @@ func (s *Settings) Derive(explicit map[string]bool) []Derivation {
 	case !setM && (setW || setT):
 		s.MaxConcurrentRequests = min(s.Workers*s.Threads, MaxRequests)
 		add(mcr, "workers*threads")
+	}
+	if explicit["multipart_chunksize"] && !explicit["multipart_threshold"] && s.PartSize < s.MultipartThreshold {
+		// The original s3pd splits every object larger than --partsize.
+		s.MultipartThreshold = s.PartSize
+		add("multipart_threshold", "multipart_chunksize")
 	}
 	return out
 }

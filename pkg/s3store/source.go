@@ -161,12 +161,13 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		start, end, total, perr := parseContentRange(cr)
 		if perr != nil {
 			out.Body.Close()
-			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, perr)
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, &transfer.BadResponseError{Msg: perr.Error()})
 		}
 		b.Off, b.Len, b.Size = start, end-start+1, total
 		if length != b.Len {
 			out.Body.Close()
-			return nil, fmt.Errorf("get s3://%s/%s: content-length %d disagrees with content-range %q", s.Bucket, obj.Key, length, cr)
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key,
+				&transfer.BadResponseError{Msg: fmt.Sprintf("content-length %d disagrees with content-range %q", length, cr)})
 		}
 	} else {
 		b.Off, b.Len, b.Size = 0, length, length

@@ -27,6 +27,8 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	switch {
+	case e.Status == 412 || e.Code == "PreconditionFailed":
+		return fmt.Sprintf("%s (%d %s)", ErrModified, e.Status, e.Code)
 	case e.Code != "" && e.Message != "":
 		return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
 	case e.Code != "":
@@ -86,6 +88,16 @@ func (e *ShortBodyError) Error() string {
 
 // Retriable implements the retriable contract: a broken body is resumed.
 func (e *ShortBodyError) Retriable() bool { return true }
+
+// BadResponseError is a response that does not carry what was asked (a
+// wrong Content-Range, a length that disagrees): retried, a bounded
+// number of times.
+type BadResponseError struct{ Msg string }
+
+func (e *BadResponseError) Error() string { return "bad response: " + e.Msg }
+
+// Retriable implements the retriable contract.
+func (e *BadResponseError) Retriable() bool { return true }
 
 // permanent marks an error as never retriable.
 type permanent struct{ err error }

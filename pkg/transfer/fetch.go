@@ -113,6 +113,12 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	c.fromResponse(body)
 	ps.begin(c)
 	if pw, ok := f.(PartWriter); ok && skip == 0 {
+		if _, ref := body.ReadCloser.(Dataless); ps.active() && !ref {
+			// The part writer reads the body itself: sum what it reads.
+			tee := *body
+			tee.ReadCloser = summingBody{body.ReadCloser, ps}
+			body = &tee
+		}
 		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
 			clock.touch()
 			e.bytes.Add(k)
@@ -139,7 +145,7 @@ func (e *Engine) check(o *Object, b *Body, off, n int64) (int64, error) {
 		return 0, Permanent(fmt.Errorf("size %d, want %d: %w", b.Size, o.Size, ErrModified))
 	}
 	if b.Off > off || b.Off+b.Len < off+n {
-		return 0, fmt.Errorf("response carries bytes %d-%d, want %d-%d", b.Off, b.Off+b.Len-1, off, off+n-1)
+		return 0, &BadResponseError{fmt.Sprintf("response carries bytes %d-%d, want %d-%d", b.Off, b.Off+b.Len-1, off, off+n-1)}
 	}
 	return off - b.Off, nil
 }

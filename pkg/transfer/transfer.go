@@ -129,3 +129,10 @@ type Journal interface {
 	// Abort's removal; the engine calls it when the run is interrupted.
 	Suspend() error
 }
+
+// Dataless is implemented by body readers that carry no data, only a
+// reference that a PartWriter acts on (a server-side copy): the engine
+// neither reads nor sums them.
+type Dataless interface {
+	Dataless()
+}

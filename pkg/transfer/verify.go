@@ -290,3 +290,18 @@ func (c *check) restore(off, n int64, sum string) bool {
 	c.parts.Set(off, checksum.Restore(c.alg, v, n))
 	return true
 }
+
+// active reports whether the part computes anything.
+func (ps *partSum) active() bool { return ps != nil && (ps.on || ps.md5 != nil) }
+
+// summingBody sums what a PartWriter reads from a body.
+type summingBody struct {
+	io.ReadCloser
+	ps *partSum
+}
+
+func (s summingBody) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	s.ps.update(p[:n])
+	return n, err
+}
