@@ -19,7 +19,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 GETs in parallel, verified, resumable and in bounded memory.
 
 The original s3pd's form without a subcommand, s3pd [flags] SRC DEST, runs
-get when SRC is an s3:// URL.`,
+get when SRC is an s3:// URL, and copy when SRC is a local path.`,
 		Version:       f.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -29,6 +29,7 @@ get when SRC is an s3:// URL.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(
 		NewCmdGet(f),
+		NewCmdCopy(f),
 		NewCmdBench(f),
 		NewCmdNics(f),
 		NewCmdRaidSetup(f),
@@ -96,10 +97,42 @@ func legacyArgs(root *cobra.Command, args []string) []string {
 			return args
 		}
 	}
-	for _, a := range args {
-		if strings.HasPrefix(a, "s3://") {
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case strings.HasPrefix(a, "s3://"):
 			return append([]string{"get"}, args...)
+		case strings.HasPrefix(a, "-"):
+			if !strings.Contains(a, "=") && i+1 < len(args) && !boolFlag(root, a) {
+				i++ // the flag's value
+			}
+		default:
+			positional = append(positional, a)
 		}
 	}
+	if len(positional) == 2 {
+		return append([]string{"copy"}, args...)
+	}
 	return args
+}
+
+// boolFlag reports whether flag (as written, "--name" or "-n") is a
+// boolean flag of get or copy, which takes no separate value.
+func boolFlag(root *cobra.Command, flag string) bool {
+	name := strings.TrimLeft(flag, "-")
+	for _, sub := range []string{"get", "copy"} {
+		c, _, err := root.Find([]string{sub})
+		if err != nil {
+			continue
+		}
+		fl := c.Flags().Lookup(name)
+		if fl == nil && len(name) == 1 {
+			fl = c.Flags().ShorthandLookup(name)
+		}
+		if fl != nil {
+			return fl.Value.Type() == "bool"
+		}
+	}
+	return false
 }
