@@ -118,3 +118,56 @@ func BenchmarkInProcessS3Like(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPerRequest measures the client's cost of one request: 1,024
+// objects of 1 KiB fetched one at a time, so the time and allocations
+// per object are nearly all request overhead (signing, SDK middleware,
+// engine bookkeeping), bare against s3pd's engine in-process.
+func BenchmarkPerRequest(b *testing.B) {
+	const objects = 1024
+	endpoint := startServer(b, "tiny:1024:1KiB", 0, 0)
+	b.Setenv("AWS_ACCESS_KEY_ID", "bench")
+	b.Setenv("AWS_SECRET_ACCESS_KEY", "bench")
+	b.Setenv("AWS_REGION", "us-east-1")
+	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	perObject := func(b *testing.B) {
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/objects, "µs/request")
+	}
+	b.Run("client=bare", func(b *testing.B) {
+		c := bare.New(bare.Options{Endpoint: endpoint, Bucket: s3emu.DefaultBucket, Credentials: credentials(), Concurrency: 1})
+		objs, err := c.List(ctx, "tiny/")
+		if err != nil || len(objs) != objects {
+			b.Fatalf("listed %d objects (%v), want %d", len(objs), err, objects)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if n, err := c.Discard(ctx, objs); err != nil || n != objects<<10 {
+				b.Fatalf("discarded %d bytes (%v)", n, err)
+			}
+		}
+		perObject(b)
+	})
+	b.Run("client=s3pd-engine", func(b *testing.B) {
+		client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := s3store.NewSource(client, s3emu.DefaultBucket)
+		src.Prefix = "tiny/"
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sink.Discard{}, transfer.Options{Workers: 1, Threads: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum, err := eng.Run(ctx)
+			if err != nil || sum.Objects != objects {
+				b.Fatalf("moved %d objects (%v), want %d", sum.Objects, err, objects)
+			}
+		}
+		perObject(b)
+	})
+}
