@@ -5,7 +5,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 FUZZTIME ?= 15s
 
-.PHONY: all build check fmt vet test test-short fuzz tidy lint bench clean
+.PHONY: all build check fmt vet test test-netns test-short fuzz tidy lint bench clean
 
 all: build
 
@@ -13,8 +13,9 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o s3pd .
 
-## check: gofmt, vet, the tests with -race, a short fuzz run, module tidiness
-check: fmt vet tidy test fuzz
+## check: gofmt, vet, the tests with -race, the network-namespace tests,
+## a short fuzz run, module tidiness
+check: fmt vet tidy test test-netns fuzz
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -26,6 +27,12 @@ vet:
 ## test: every test with the race detector
 test:
 	$(GO) test -race -timeout 20m $(PKGS)
+
+## test-netns: multi-NIC transfers over capped veth pairs in network
+## namespaces (root only; they skip otherwise). Without -race: they measure
+## throughput against caps, and the emulator runs in the test process.
+test-netns:
+	$(GO) test -count=1 -tags netns -timeout 10m ./internal/netnstest/
 
 test-short:
 	$(GO) test -short $(PKGS)

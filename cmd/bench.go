@@ -87,6 +87,10 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		if err != nil {
 			return usageErrorf("--dataset %q: %v", opts.dataset, err)
 		}
+		// Compute the dataset's ETags and checksums before the clock runs.
+		if err := emu.Prepare(ctx); err != nil {
+			return fmt.Errorf("prepare emulator: %w", err)
+		}
 		endpoint, err := emu.Start("127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("start emulator: %w", err)

@@ -8,16 +8,29 @@ import (
 	"time"
 )
 
-// pickLane returns the lane with the fewest bytes outstanding and charges
-// it n bytes; release gives them back. Balancing by outstanding bytes lets
-// a slower path carry less instead of holding the transfer back.
+// pickLane returns the lane that will drain its outstanding bytes, plus
+// n, soonest, and charges it n bytes. A lane's pace is what it carried so
+// far; until every lane has carried something, the fewest outstanding
+// bytes win. So a slower path is given less, in proportion, instead of
+// holding the transfer back, and all lanes finish together.
 func (e *Engine) pickLane(n int64) *lane {
 	best := e.lanes[0]
 	if len(e.lanes) > 1 {
-		low := best.outstanding.Load()
-		for _, l := range e.lanes[1:] {
-			if v := l.outstanding.Load(); v < low {
-				best, low = l, v
+		paced := true
+		for _, l := range e.lanes {
+			if l.bytes.Load() == 0 {
+				paced = false
+				break
+			}
+		}
+		bestCost := -1.0
+		for _, l := range e.lanes {
+			cost := float64(l.outstanding.Load() + n)
+			if paced {
+				cost /= float64(l.bytes.Load()) // seconds, in units of the shared elapsed time
+			}
+			if bestCost < 0 || cost < bestCost {
+				best, bestCost = l, cost
 			}
 		}
 	}
