@@ -30,6 +30,8 @@ type Options struct {
 	// NoResume discards partial files of earlier runs instead of
 	// resuming them.
 	NoResume bool
+	// DryRun makes Check free of side effects (no directory is made).
+	DryRun bool
 }
 
 // Sink writes objects as files under a root directory. Writes go through
@@ -92,6 +94,9 @@ func (s *Sink) Check(obj transfer.Object) error {
 		if dir != "" {
 			if _, err := RelPath(dir); err != nil {
 				return transfer.Permanent(err)
+			}
+			if s.opts.DryRun {
+				return &transfer.SkipError{Reason: "directory marker: would create directory"}
 			}
 			if err := s.mkdirAll(dir); err != nil {
 				return transfer.Permanent(err)
