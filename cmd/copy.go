@@ -220,7 +220,7 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := checkWritable(r.dst); err != nil {
 		return usageError(err)
 	}
-	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite})
+	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, DryRun: r.opts.output.dryRun})
 	if err != nil {
 		return usageError(err)
 	}
