@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,7 @@ type Request struct {
 // listing; a Key means that single object.
 type Source struct {
 	client  *s3.Client
+	get     *getter
 	Bucket  string
 	Prefix  string // list keys under it; names are relative to it
 	Key     string // a single object, when set
@@ -46,15 +48,7 @@ type Source struct {
 
 // NewSource returns a source over client.
 func NewSource(client *s3.Client, bucket string) *Source {
-	return &Source{client: client, Bucket: bucket}
-}
-
-// WithClient returns a copy of s that sends its requests through client
-// (one lane per network card).
-func (s *Source) WithClient(client *s3.Client) *Source {
-	c := *s
-	c.client = client
-	return &c
+	return &Source{client: client, get: newGetter(client, bucket), Bucket: bucket}
 }
 
 // URL names what s reads, for messages.
@@ -125,24 +119,8 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 // Open implements transfer.Source with one GetObject: ranged when n >= 0,
 // else for the whole object. It sends If-Match with the pinned ETag.
 func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key)}
-	if n >= 0 {
-		in.Range = aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+n-1, 10))
-	}
-	if obj.ETag != "" {
-		in.IfMatch = aws.String(obj.ETag)
-	}
-	if obj.VersionID != "" {
-		in.VersionId = aws.String(obj.VersionID)
-	}
-	s.Req.applyGet(in)
-	opts := []func(*s3.Options){noRetry}
-	if n < 0 && s.Verify {
-		opts = append(opts, checksumMode)
-	}
-	out, err := s.client.GetObject(ctx, in, opts...)
+	resp, err := s.get.get(ctx, obj, off, n, s.Req, n < 0 && s.Verify)
 	if err != nil {
-		err = statusError(err)
 		var se *transfer.StatusError
 		if errors.As(err, &se) && se.Status == 416 && off == 0 {
 			// S3 answers a ranged GET of an empty object with 416.
@@ -150,26 +128,34 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
-	b := &transfer.Body{ReadCloser: out.Body, ETag: aws.ToString(out.ETag), Size: -1,
-		Checksums: checksums(out.ChecksumCRC64NVME, out.ChecksumCRC32C, out.ChecksumCRC32),
-		Encrypted: encrypted(out.ServerSideEncryption, out.SSECustomerAlgorithm)}
-	if out.LastModified != nil {
-		b.ModTime = *out.LastModified
+	h := resp.Header
+	b := &transfer.Body{ReadCloser: resp.Body, ETag: h.Get("Etag"), Size: -1,
+		Checksums: headerChecksums(h),
+		Encrypted: strings.HasPrefix(h.Get("X-Amz-Server-Side-Encryption"), "aws:kms") ||
+			h.Get("X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""}
+	if lm := h.Get("Last-Modified"); lm != "" {
+		if t, err := http.ParseTime(lm); err == nil {
+			b.ModTime = t
+		}
 	}
-	length := aws.ToInt64(out.ContentLength)
-	if cr := aws.ToString(out.ContentRange); cr != "" {
+	length := resp.ContentLength
+	if cr := h.Get("Content-Range"); cr != "" && resp.StatusCode == http.StatusPartialContent {
 		start, end, total, perr := parseContentRange(cr)
 		if perr != nil {
-			out.Body.Close()
+			resp.Body.Close()
 			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, &transfer.BadResponseError{Msg: perr.Error()})
 		}
 		b.Off, b.Len, b.Size = start, end-start+1, total
 		if length != b.Len {
-			out.Body.Close()
+			resp.Body.Close()
 			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key,
 				&transfer.BadResponseError{Msg: fmt.Sprintf("content-length %d disagrees with content-range %q", length, cr)})
 		}
 	} else {
+		if length < 0 {
+			resp.Body.Close()
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, &transfer.BadResponseError{Msg: "no content-length"})
+		}
 		b.Off, b.Len, b.Size = 0, length, length
 	}
 	return b, nil

@@ -1,0 +1,152 @@
+package s3store
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// getter sends object GETs as plain signed HTTP requests over the
+// client's tuned HTTP client, without the SDK's middleware stack: a GET
+// is s3pd's hot request, and the stack costs more CPU than the signing
+// (see docs/BENCHMARKS.md). Listing, HEAD and uploads keep the SDK.
+type getter struct {
+	http   aws.HTTPClient
+	creds  aws.CredentialsProvider // nil: anonymous
+	signer *v4.Signer
+	region string
+	// prefix is the URL up to the key: "https://host/bucket/" (path
+	// style) or "https://bucket.host/" (virtual-hosted).
+	prefix string
+}
+
+const unsignedPayload = "UNSIGNED-PAYLOAD"
+
+// newGetter derives a getter from the SDK client's own options, so both
+// reach the same endpoint with the same credentials and HTTP client.
+func newGetter(client *s3.Client, bucket string) *getter {
+	o := client.Options()
+	g := &getter{http: o.HTTPClient, region: o.Region, signer: v4.NewSigner(func(so *v4.SignerOptions) {
+		so.DisableURIPathEscaping = true // S3 signs the path as sent
+	})}
+	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
+		g.creds = o.Credentials
+	}
+	if o.BaseEndpoint != nil && *o.BaseEndpoint != "" {
+		base, err := url.Parse(*o.BaseEndpoint)
+		if err != nil || o.UsePathStyle {
+			g.prefix = strings.TrimSuffix(*o.BaseEndpoint, "/") + "/" + bucket + "/"
+		} else {
+			g.prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
+		}
+		return g
+	}
+	host := "s3." + o.Region + ".amazonaws.com"
+	if strings.HasPrefix(o.Region, "cn-") {
+		host += ".cn"
+	}
+	if strings.Contains(bucket, ".") || o.UsePathStyle {
+		g.prefix = "https://" + host + "/" + bucket + "/"
+	} else {
+		g.prefix = "https://" + bucket + "." + host + "/"
+	}
+	return g
+}
+
+// escapeKey escapes a key for a URL path as S3 expects ("/" kept).
+func escapeKey(key string) string {
+	return strings.ReplaceAll(url.PathEscape(key), "%2F", "/")
+}
+
+// get sends one GetObject and returns the response, or the S3 error as a
+// *transfer.StatusError.
+func (g *getter) get(ctx context.Context, obj *transfer.Object, off, n int64, req Request, checksums bool) (*http.Response, error) {
+	u := g.prefix + escapeKey(obj.Key)
+	if obj.VersionID != "" {
+		u += "?versionId=" + url.QueryEscape(obj.VersionID)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := r.Header
+	if n >= 0 {
+		h.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(off+n-1, 10))
+	}
+	if obj.ETag != "" {
+		h.Set("If-Match", obj.ETag)
+	}
+	if checksums {
+		h.Set("X-Amz-Checksum-Mode", "ENABLED")
+	}
+	if req.RequestPayer != "" {
+		h.Set("X-Amz-Request-Payer", req.RequestPayer)
+	}
+	if req.ExpectedBucketOwner != "" {
+		h.Set("X-Amz-Expected-Bucket-Owner", req.ExpectedBucketOwner)
+	}
+	if req.SSECKey != "" {
+		alg, key, sum := req.ssec()
+		h.Set("X-Amz-Server-Side-Encryption-Customer-Algorithm", *alg)
+		h.Set("X-Amz-Server-Side-Encryption-Customer-Key", *key)
+		h.Set("X-Amz-Server-Side-Encryption-Customer-Key-Md5", *sum)
+	}
+	if g.creds != nil {
+		creds, err := g.creds.Retrieve(ctx)
+		if err != nil {
+			return nil, transfer.Permanent(fmt.Errorf("credentials: %w", err))
+		}
+		h.Set("X-Amz-Content-Sha256", unsignedPayload)
+		if err := g.signer.SignHTTP(ctx, creds, r, unsignedPayload, "s3", g.region, time.Now()); err != nil {
+			return nil, transfer.Permanent(fmt.Errorf("sign: %w", err))
+		}
+	}
+	resp, err := g.http.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, responseError(resp)
+}
+
+// responseError reads an S3 error answer.
+func responseError(resp *http.Response) error {
+	se := &transfer.StatusError{Status: resp.StatusCode}
+	var body struct {
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	if xml.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) == nil {
+		se.Code, se.Message = body.Code, body.Message
+	}
+	if se.Code == "" {
+		se.Code = codeOfStatus(se.Status)
+	}
+	return se
+}
+
+// headerChecksums gathers the full-object checksums of a response.
+func headerChecksums(h http.Header) map[string]string {
+	v := func(name string) *string {
+		if s := h.Get(name); s != "" {
+			return &s
+		}
+		return nil
+	}
+	return checksums(v("X-Amz-Checksum-Crc64nvme"), v("X-Amz-Checksum-Crc32c"), v("X-Amz-Checksum-Crc32"))
+}
