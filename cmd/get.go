@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -210,7 +211,13 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		listed = newListedNames(lanes[0].Source)
 		lanes[0].Source = listed
 	}
-	err = runEngine(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false)
+	var counted countingObserver
+	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted)
+	if err == nil && !u.Prefix && !single && counted.n.Load() == 0 {
+		// s3://b/p named neither an object nor a prefix: a typo must
+		// not look like success.
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: no object %q and nothing under %q", args[0], strings.TrimSuffix(u.Key, "/"), u.Key)}
+	}
 	if listed == nil || err != nil {
 		return err
 	}
@@ -247,6 +254,19 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 
 // runEngine runs one transfer and renders its outcome.
 func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
+	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil)
+}
+
+// countingObserver counts the objects that reached a verdict.
+type countingObserver struct {
+	transfer.NopObserver
+	n atomic.Int64
+}
+
+func (c *countingObserver) ObjectDone(transfer.Result) { c.n.Add(1) }
+
+// runEngineObserved is runEngine with one more observer of the events.
+func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer) error {
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -261,6 +281,9 @@ func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transf
 	eopts.Verify = verify
 	eopts.StallTimeout = out.stall
 	eopts.Observer = rep
+	if extra != nil {
+		eopts.Observer = transfer.Observers{rep, extra}
+	}
 	eopts.Filter = rules.Filter()
 	eopts.DryRun = out.dryRun
 	eng, err := transfer.New(lanes, sk, eopts)

@@ -223,3 +223,16 @@ func TestLegacyFormRunsGet(t *testing.T) {
 	}
 	sameTree(t, dest, map[string][]byte{"a": data})
 }
+
+func TestGetMissingObjectIsAnError(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s.put(t, "p/a", []byte("x"))
+	r := run(t, nil, s.cmd("get", s.url("p/typo"), t.TempDir())...)
+	if r.code != 1 || !strings.Contains(r.stderr, "no object") {
+		t.Fatalf("get of a missing object: exit %d, stderr %q; want 1 and a clear error", r.code, r.stderr)
+	}
+	r = run(t, nil, s.cmd("get", s.url("empty/"), t.TempDir())...)
+	if r.code != 0 || !strings.Contains(r.stdout, "objects: 0 transferred") {
+		t.Fatalf("get of an empty prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
@@ -91,6 +93,13 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
 			o.UsePathStyle = true
 		}
+		// Listing, HEAD and uploads go through the SDK: ten attempts,
+		// and no shared retry token bucket, which empties at high
+		// fan-out and then fails work that would have succeeded.
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 10
+			so.RateLimiter = ratelimit.None
+		})
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true

@@ -51,3 +51,41 @@ func (NopObserver) Retry(Object, int64, error) {}
 
 // ObjectDone implements Observer.
 func (NopObserver) ObjectDone(Result) {}
+
+// Observers fans events out to several observers, in order.
+type Observers []Observer
+
+// ObjectStarted implements Observer.
+func (os Observers) ObjectStarted(o Object) {
+	for _, x := range os {
+		x.ObjectStarted(o)
+	}
+}
+
+// Bytes implements Observer.
+func (os Observers) Bytes(n int64) {
+	for _, x := range os {
+		x.Bytes(n)
+	}
+}
+
+// PartDone implements Observer.
+func (os Observers) PartDone(o Object, off, n int64) {
+	for _, x := range os {
+		x.PartDone(o, off, n)
+	}
+}
+
+// Retry implements Observer.
+func (os Observers) Retry(o Object, off int64, err error) {
+	for _, x := range os {
+		x.Retry(o, off, err)
+	}
+}
+
+// ObjectDone implements Observer.
+func (os Observers) ObjectDone(r Result) {
+	for _, x := range os {
+		x.ObjectDone(r)
+	}
+}
