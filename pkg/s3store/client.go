@@ -51,7 +51,9 @@ func buildableClient(opts ClientOptions) *awshttp.BuildableClient {
 		t.MaxConnsPerHost = 0
 		t.DisableCompression = true
 		t.IdleConnTimeout = 90 * time.Second
-		t.ResponseHeaderTimeout = 0
+		// A safety net for the SDK's calls (listing, HEAD); object GETs
+		// are watched for stalls by the engine, much sooner.
+		t.ResponseHeaderTimeout = 2 * time.Minute
 		t.ExpectContinueTimeout = 0
 		if opts.DialContext != nil {
 			t.DialContext = opts.DialContext

@@ -90,9 +90,12 @@ func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *chec
 	if _, known := o.Checksums[string(alg)]; !known {
 		if cs, ok := e.lanes[0].Source.(Checksummer); ok {
 			c.head = make(chan struct{})
+			obj := *o
 			go func() {
 				defer close(c.head)
-				want, err := cs.Checksums(ctx, o)
+				hctx, cancel := context.WithTimeout(ctx, 2*e.opts.StallTimeout)
+				defer cancel()
+				want, err := cs.Checksums(hctx, &obj)
 				c.mu.Lock()
 				c.want, c.wantErr = want, err
 				c.mu.Unlock()
