@@ -169,7 +169,7 @@ func (r *reporter) printDryRun() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.json != nil {
-		r.json.Encode(map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip})
+		r.json.Encode(map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip, "peak_rss_kib": peakRSS()})
 		return
 	}
 	fmt.Fprintf(r.out, "dry run: would fetch %d objects (%d bytes), skip %d\n", r.wouldFetch, r.fetchBytes, r.wouldSkip)
@@ -189,6 +189,7 @@ type summaryLine struct {
 	Retries  int64         `json:"retries"`
 	TTFB50ms float64       `json:"ttfb_p50_ms"`
 	TTFB99ms float64       `json:"ttfb_p99_ms"`
+	PeakRSS  int64         `json:"peak_rss_kib"`
 	Lanes    []laneSummary `json:"nics,omitempty"`
 }
 
@@ -203,7 +204,7 @@ func newSummaryLine(s transfer.Summary) summaryLine {
 	line := summaryLine{Type: "summary", Objects: s.Objects, Failed: s.Failed, Skipped: s.Skipped,
 		Bytes: s.Bytes, Seconds: secs, Gibps: gibps(s.Bytes, secs), GiBps: gibPerSec(s.Bytes, secs),
 		Requests: s.Requests, Retries: s.Retries,
-		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99)}
+		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS()}
 	if len(s.Lanes) > 1 {
 		for _, l := range s.Lanes {
 			line.Lanes = append(line.Lanes, laneSummary{Name: l.Name, Bytes: l.Bytes, Gibps: gibps(l.Bytes, secs)})
@@ -241,6 +242,7 @@ func printSummary(w io.Writer, s transfer.Summary, asJSON, latency bool) {
 	if latency {
 		fmt.Fprintf(w, "requests: %d, retries: %d\n", line.Requests, line.Retries)
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
+		fmt.Fprintf(w, "peak memory: %.1f MiB\n", float64(line.PeakRSS)/1024)
 	}
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %d bytes, %.4f Gibps\n", l.Name, l.Bytes, l.Gibps)

@@ -55,7 +55,6 @@ func TestMain(m *testing.M) {
 type result struct {
 	stdout, stderr string
 	code           int
-	maxRSS         int64 // KiB
 }
 
 // run runs s3pd with args and a clean environment plus env.
@@ -75,9 +74,6 @@ func run(t *testing.T, env []string, args ...string) result {
 		r.code = ee.ExitCode()
 	case err != nil:
 		t.Fatalf("run s3pd %v: %v", args, err)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss
 	}
 	return r
 }
