@@ -207,12 +207,13 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		sk = ls
 	}
 	var listed *listedNames
+	var listing transfer.ListObserver
 	if opts.delete && !single {
-		listed = newListedNames(lanes[0].Source)
-		lanes[0].Source = listed
+		listed = newListedNames()
+		listing = listed
 	}
 	var counted countingObserver
-	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted)
+	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted, listing)
 	if err == nil && !u.Prefix && !single && counted.n.Load() == 0 {
 		// s3://b/p named neither an object nor a prefix: a typo must
 		// not look like success.
@@ -254,7 +255,7 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 
 // runEngine runs one transfer and renders its outcome.
 func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
-	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil)
+	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil, nil)
 }
 
 // countingObserver counts the objects that reached a verdict.
@@ -265,8 +266,9 @@ type countingObserver struct {
 
 func (c *countingObserver) ObjectDone(transfer.Result) { c.n.Add(1) }
 
-// runEngineObserved is runEngine with one more observer of the events.
-func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer) error {
+// runEngineObserved is runEngine with one more observer of the events
+// and of the listing (either may be nil).
+func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver) error {
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -276,7 +278,8 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 			s.Verify = verify != transfer.VerifyOff
 		}
 	}
-	rep := newReporter(f, f.Logger, out)
+	total := &listedBytes{}
+	rep := newReporter(f, f.Logger, out, total)
 	eopts := engineOptions(settings)
 	eopts.Verify = verify
 	eopts.StallTimeout = out.stall
@@ -286,6 +289,10 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	}
 	eopts.Filter = rules.Filter()
 	eopts.DryRun = out.dryRun
+	eopts.Listing = total
+	if listing != nil {
+		eopts.Listing = listings{total, listing}
+	}
 	eng, err := transfer.New(lanes, sk, eopts)
 	if err != nil {
 		return err

@@ -27,6 +27,8 @@ type reporter struct {
 	stop  chan struct{}
 	done  chan struct{}
 	bar   *progressbar.ProgressBar
+	// listed, when set, gives the bar its total once the listing ends.
+	listed *listedBytes
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -34,8 +36,10 @@ type reporter struct {
 	wouldFetch, wouldSkip, fetchBytes int64
 }
 
-func newReporter(f *Factory, log *zap.Logger, out outputFlags) *reporter {
-	r := &reporter{log: log, out: f.IO.Out, dry: out.dryRun}
+// newReporter returns the renderer of one run; listed, when not nil, is
+// the decorated source whose listing gives the progress bar its total.
+func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
+	r := &reporter{log: log, out: f.IO.Out, dry: out.dryRun, listed: listed}
 	if out.asJSON {
 		r.json = json.NewEncoder(f.IO.Out)
 	}
@@ -60,12 +64,17 @@ func (r *reporter) render() {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	var shown int64
+	sized := false
 	for {
 		select {
 		case <-r.stop:
 			r.bar.Finish()
 			return
 		case <-t.C:
+			if total, complete := r.listed.total(); complete && !sized && total > 0 {
+				r.bar.ChangeMax64(total)
+				sized = true
+			}
 			now := r.bytes.Load()
 			r.bar.Add64(now - shown)
 			shown = now

@@ -1,39 +1,73 @@
 package cmd
 
 import (
-	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// listedNames decorates a source and remembers every name it lists, so
-// that --delete can tell which local files no longer have an object. It
-// holds one string per listed object: --delete costs memory in
-// proportion to the listing.
+// listedNames remembers every name the listing gives, so that --delete
+// can tell which local files no longer have an object. It holds one
+// string per listed object: --delete costs memory in proportion to the
+// listing.
 type listedNames struct {
-	transfer.Source
 	mu    sync.Mutex
 	names map[string]struct{}
 }
 
-func newListedNames(src transfer.Source) *listedNames {
-	return &listedNames{Source: src, names: map[string]struct{}{}}
+func newListedNames() *listedNames { return &listedNames{names: map[string]struct{}{}} }
+
+// Listed implements transfer.ListObserver.
+func (l *listedNames) Listed(o transfer.Object) {
+	l.mu.Lock()
+	l.names[o.Name] = struct{}{}
+	l.mu.Unlock()
 }
 
-// List implements transfer.Source.
-func (l *listedNames) List(ctx context.Context, emit func(transfer.Object) error) error {
-	return l.Source.List(ctx, func(o transfer.Object) error {
-		l.mu.Lock()
-		l.names[o.Name] = struct{}{}
-		l.mu.Unlock()
-		return emit(o)
-	})
-}
+// ListingDone implements transfer.ListObserver; --delete runs only after
+// a run without error, whose listing is complete.
+func (l *listedNames) ListingDone() {}
 
 func (l *listedNames) has(name string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, ok := l.names[name]
 	return ok
+}
+
+// listedBytes adds up the sizes the listing gives, so the progress bar
+// can show a total and an ETA once the listing is complete.
+type listedBytes struct {
+	bytes    atomic.Int64
+	complete atomic.Bool
+}
+
+// Listed implements transfer.ListObserver.
+func (l *listedBytes) Listed(o transfer.Object) { l.bytes.Add(max(o.Size, 0)) }
+
+// ListingDone implements transfer.ListObserver.
+func (l *listedBytes) ListingDone() { l.complete.Store(true) }
+
+// total is the bytes listed, and whether the listing is complete.
+func (l *listedBytes) total() (int64, bool) {
+	if l == nil {
+		return 0, false
+	}
+	return l.bytes.Load(), l.complete.Load()
+}
+
+// listings fans listing events out to several observers.
+type listings []transfer.ListObserver
+
+func (ls listings) Listed(o transfer.Object) {
+	for _, l := range ls {
+		l.Listed(o)
+	}
+}
+
+func (ls listings) ListingDone() {
+	for _, l := range ls {
+		l.ListingDone()
+	}
 }

@@ -67,7 +67,7 @@ func TestFaults(t *testing.T) {
 			dest := filepath.Join(root, "dest")
 			args := append([]string{"--partsize", "1MiB", "--threads", "3", "--json", "--log-level", "debug", s.url("f/"), dest}, tt.flags...)
 			start := time.Now()
-			r := runEnv(t, []string{"AWS_SECRET_ACCESS_KEY=" + canary}, s.cmd("get", args...)...)
+			r := runEnv(t, []string{"AWS_SECRET_ACCESS_KEY=" + canary, "AWS_SESSION_TOKEN=" + canary + "-token"}, s.cmd("get", args...)...)
 			took := time.Since(start)
 			if strings.Contains(r.stdout+r.stderr, canary) {
 				t.Fatalf("the secret appears in the output")

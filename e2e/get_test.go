@@ -202,6 +202,8 @@ func TestGetBadInput(t *testing.T) {
 		{"zero workers", []string{"get", "--workers", "0", s.url("x"), t.TempDir()}, 2, "workers"},
 		{"unknown flag", []string{"get", "--nope", s.url("x"), t.TempDir()}, 2, "nope"},
 		{"prefix to stdout", []string{"get", s.url("x/"), "-"}, 2, "single object"},
+		{"unknown nic", []string{"get", "--nics", "nosuch0", s.url("x"), t.TempDir()}, 2, "nosuch0"},
+		{"bad verify mode", []string{"get", "--verify", "some", s.url("x"), t.TempDir()}, 2, "--verify"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

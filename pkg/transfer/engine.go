@@ -44,6 +44,9 @@ type Options struct {
 	Observer Observer
 	// Verify says what to verify of each object (default VerifyAuto).
 	Verify Verify
+	// Listing, when set, sees every object that passes the filter as it is
+	// listed, and the end of a complete listing.
+	Listing ListObserver
 	// DryRun lists and checks objects but transfers nothing: each object
 	// that would be transferred is reported skipped with that reason.
 	DryRun bool
@@ -163,9 +166,12 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	g.Go(func() error {
 		defer close(queue)
 		queued := 0
-		return e.lanes[0].Source.List(gctx, func(o Object) error {
+		err := e.lanes[0].Source.List(gctx, func(o Object) error {
 			if e.opts.Filter != nil && !e.opts.Filter(o) {
 				return nil
+			}
+			if e.opts.Listing != nil {
+				e.opts.Listing.Listed(o)
 			}
 			if queued++; queued == 2 {
 				select {
@@ -181,6 +187,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return gctx.Err()
 			}
 		})
+		if err == nil && e.opts.Listing != nil {
+			e.opts.Listing.ListingDone()
+		}
+		return err
 	})
 	for range e.opts.Workers {
 		g.Go(func() error {

@@ -18,6 +18,13 @@ type Observer interface {
 	ObjectDone(r Result)
 }
 
+// ListObserver sees the listing as it streams: each object that passes
+// the filter, and the end of a complete listing.
+type ListObserver interface {
+	Listed(Object)
+	ListingDone()
+}
+
 // Result is the outcome of one object.
 type Result struct {
 	Object Object
