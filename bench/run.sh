@@ -18,6 +18,7 @@
 #   OUT=/tmp/...      where raw.txt and the summaries go
 #   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
 set -euo pipefail
+declare -A peers
 cd "$(dirname "$0")/.."
 
 COUNT=${COUNT:-10}
@@ -47,11 +48,18 @@ for i in $(seq 1 "$COUNT"); do
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
+# Each benchmark against its ceiling (bare first), then s3pd as the base
+# against its peers.
+peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
 for b in Loopback RSS S3Like; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
-	grep -q "^Benchmark$b/" "$OUT/$b.txt" || continue
 	benchstat -col /client "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
 	echo "== $b"
 	cat "$OUT/$b.benchstat"
+	if [[ -n ${peers[$b]:-} ]]; then
+		benchstat -col "${peers[$b]}" "$OUT/$b.txt" >"$OUT/$b-peers.benchstat" 2>&1 || true
+		echo "== $b, s3pd against its peers"
+		cat "$OUT/$b-peers.benchstat"
+	fi
 done
 echo "results in $OUT"
