@@ -53,3 +53,31 @@ func TestContenders(t *testing.T) {
 		}
 	}
 }
+
+func TestReadHWM(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		want int64
+	}{
+		{"status", write("ok", "Name:\tx\nVmPeak:\t  900 kB\nVmHWM:\t    2216 kB\nVmRSS:\t 2000 kB\n"), 2216 << 10},
+		{"no VmHWM", write("none", "Name:\tx\nVmRSS:\t 2000 kB\n"), 0},
+		{"garbage", write("bad", "Name:\tx\nVmHWM:\tlots\n"), 0},
+		{"missing file", dir + "/nope", 0},
+	} {
+		if got := readHWM(tc.path); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := readHWM("/proc/self/status"); got <= 0 {
+		t.Errorf("/proc/self/status: got %d, want a positive peak RSS", got)
+	}
+}

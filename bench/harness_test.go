@@ -135,17 +135,73 @@ func runChild(tb testing.TB, home string, extra []string, argv ...string) usage 
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	hwm := watchHWM(cmd.Process.Pid, done)
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
+	peak := <-hwm
 	if err != nil {
 		tb.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out.String())
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if peak == 0 {
+		// Too short to sample: rusage's figure, an upper bound (see watchHWM).
+		peak = ru.Maxrss << 10
+	}
 	return usage{
 		wall:   wall,
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		maxRSS: ru.Maxrss << 10,
+		maxRSS: peak,
 	}
+}
+
+// watchHWM reads the peak RSS (VmHWM) of process pid every few
+// milliseconds until done closes, and sends the last value read, in
+// bytes (0 if none was). rusage's Maxrss cannot be used: Go starts
+// children with vfork, and the kernel folds the parent's RSS, shared
+// until exec, into the child's Maxrss.
+func watchHWM(pid int, done <-chan struct{}) <-chan int64 {
+	out := make(chan int64, 1)
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	go func() {
+		var last int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := readHWM(path); v > last {
+				last = v
+			}
+			select {
+			case <-done:
+				out <- last
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}
+
+// readHWM returns the VmHWM line of a /proc status file in bytes, or 0.
+func readHWM(path string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(data), "\nVmHWM:")
+	if !ok {
+		return 0
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(line), "kB")), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return kb << 10
 }
 
 // tmpfsRoot is where downloads land: a tmpfs, so the disk is not measured.
