@@ -192,10 +192,21 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		}
 		return err
 	})
+	// A worker starts an object's parts, then hands the object's tail
+	// (its last parts, verification, commit) to a finisher and moves on,
+	// so no request slot idles while an object drains. At most Workers
+	// objects are finishing at once.
+	finishing := make(chan struct{}, e.opts.Workers)
 	for range e.opts.Workers {
 		g.Go(func() error {
 			for o := range queue {
-				e.object(gctx, o)
+				finish := e.object(gctx, o)
+				finishing <- struct{}{}
+				g.Go(func() error {
+					defer func() { <-finishing }()
+					finish()
+					return nil
+				})
 			}
 			return nil
 		})
@@ -226,28 +237,40 @@ func (e *Engine) summary() Summary {
 }
 
 // object transfers one object and reports its outcome.
-func (e *Engine) object(ctx context.Context, o Object) {
+// object starts transferring o and returns the function that waits for
+// it to end and reports its outcome.
+func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 	start := time.Now()
 	e.opts.Observer.ObjectStarted(o)
-	var verified string
-	n, err := e.transferObject(ctx, &o, &verified)
-	e.markBegun()
-	r := Result{Object: o, Bytes: n, Err: err, Verified: verified, Elapsed: time.Since(start)}
-	var skip *SkipError
-	var why interface{ SkipReason() string }
-	switch {
-	case errors.As(err, &skip):
-		r.Err, r.Skipped = nil, skip.Reason
-		e.skipped.Add(1)
-	case errors.As(err, &why) && why.SkipReason() != "":
-		r.Err, r.Skipped = nil, why.SkipReason()
-		e.skipped.Add(1)
-	case err != nil:
-		e.failed.Add(1)
-	default:
-		e.objects.Add(1)
+	wait := e.transferObject(ctx, &o)
+	return func() {
+		n, verified, err := wait()
+		e.markBegun()
+		r := Result{Object: o, Bytes: n, Err: err, Verified: verified, Elapsed: time.Since(start)}
+		var skip *SkipError
+		var why interface{ SkipReason() string }
+		switch {
+		case errors.As(err, &skip):
+			r.Err, r.Skipped = nil, skip.Reason
+			e.skipped.Add(1)
+		case errors.As(err, &why) && why.SkipReason() != "":
+			r.Err, r.Skipped = nil, why.SkipReason()
+			e.skipped.Add(1)
+		case err != nil:
+			e.failed.Add(1)
+		default:
+			e.objects.Add(1)
+		}
+		e.opts.Observer.ObjectDone(r)
 	}
-	e.opts.Observer.ObjectDone(r)
+}
+
+// outcome waits for an object and gives the bytes moved, how it was
+// verified, and its error.
+type outcome func() (int64, string, error)
+
+func done(n int64, how string, err error) outcome {
+	return func() (int64, string, error) { return n, how, err }
 }
 
 // DryRunReason is the skip reason of every object a dry run would transfer.
@@ -259,18 +282,21 @@ type SkipError struct{ Reason string }
 
 func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 
-func (e *Engine) transferObject(ctx context.Context, o *Object, how *string) (int64, error) {
+// transferObject starts o's parts and returns the wait for its outcome:
+// the object is committed when every part arrived and verified, removed
+// when one failed, and kept for resume when the run was interrupted.
+func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 	first := o.First
 	o.First = nil
 	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
 		if err := c.Check(*o); err != nil {
 			closeBody(first)
-			return 0, err
+			return done(0, "", err)
 		}
 	}
 	if e.opts.DryRun {
 		closeBody(first)
-		return 0, &SkipError{Reason: DryRunReason}
+		return done(0, "", &SkipError{Reason: DryRunReason})
 	}
 	if o.Size < 0 {
 		// The size is unknown: fetch the first part and learn it from
@@ -278,7 +304,7 @@ func (e *Engine) transferObject(ctx context.Context, o *Object, how *string) (in
 		if first == nil {
 			b, err := e.probe(ctx, o)
 			if err != nil {
-				return 0, err
+				return done(0, "", err)
 			}
 			first = b
 		}
@@ -293,45 +319,50 @@ func (e *Engine) transferObject(ctx context.Context, o *Object, how *string) (in
 	f, err := e.sink.Create(ctx, *o)
 	if err != nil {
 		closeBody(first)
-		return 0, err
+		return done(0, "", err)
 	}
 	var moved atomic.Int64
-	verified, err := e.parts(ctx, o, f, first, &moved)
-	*how = verified
-	if err == nil {
-		if err = f.Commit(); err != nil {
-			err = fmt.Errorf("commit: %w", err)
-		}
-	}
-	if err != nil {
-		if j, ok := f.(Journal); ok && ctx.Err() != nil {
-			if serr := j.Suspend(); serr != nil {
-				err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
+	wait := e.parts(ctx, o, f, first, &moved)
+	return func() (int64, string, error) {
+		verified, err := wait()
+		if err == nil {
+			if err = f.Commit(); err != nil {
+				err = fmt.Errorf("commit: %w", err)
 			}
-		} else if aerr := f.Abort(); aerr != nil {
-			err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 		}
+		if err != nil {
+			if j, ok := f.(Journal); ok && ctx.Err() != nil {
+				if serr := j.Suspend(); serr != nil {
+					err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
+				}
+			} else if aerr := f.Abort(); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
+			}
+		}
+		return moved.Load(), verified, err
 	}
-	return moved.Load(), err
 }
 
-// parts fetches every part of o into f, up to Threads at a time, and
-// verifies the object; it returns how the object was verified.
-func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) (string, error) {
+// parts starts fetching every part of o into f, up to Threads at a time,
+// and returns the wait for them, which verifies the object and says how.
+// An object fetched in one request is fetched before parts returns.
+func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) func() (string, error) {
 	size := o.Size
 	if size == 0 {
 		closeBody(first)
-		return "unverified: empty object", nil
+		return func() (string, error) { return "unverified: empty object", nil }
 	}
 	if first == nil && size < e.opts.Threshold {
 		c := e.newCheck(ctx, o, nil)
 		ps := c.partSum()
 		n, err := e.fetch(ctx, o, f, 0, size, -1, nil, c, ps)
 		moved.Add(n)
-		if err != nil {
-			return "", err
+		return func() (string, error) {
+			if err != nil {
+				return "", err
+			}
+			return c.result(ps.whole(), f, size)
 		}
-		return c.result(ps.whole(), f, size)
 	}
 	offsets := []int64{0}
 	next := e.opts.PartSize
@@ -382,10 +413,12 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return "", err
+	return func() (string, error) {
+		if err := g.Wait(); err != nil {
+			return "", err
+		}
+		return c.result(nil, f, size)
 	}
-	return c.result(nil, f, size)
 }
 
 func closeBody(b *Body) {
