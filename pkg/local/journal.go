@@ -20,9 +20,10 @@ import (
 // once a second, each batch only after the data file was synced: the
 // journal never claims bytes that a power loss could take away.
 type journal struct {
-	root *os.Root
-	name string
-	f    *os.File
+	root   *os.Root
+	name   string
+	header string
+	f      *os.File // created with the first batch: objects that end first need none
 
 	mu        sync.Mutex
 	done      map[int64]journaled
@@ -57,16 +58,8 @@ func newJournal(root *os.Root, tmp string, obj transfer.Object) (*journal, error
 	if obj.ETag == "" && obj.VersionID == "" {
 		return nil, nil // nothing pins the version: no resume
 	}
-	name := tmp + ".journal"
-	f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
-	if err != nil {
-		return nil, fmt.Errorf("create journal %s: %w", name, unwrapPath(err))
-	}
-	if _, err := f.WriteString(journalHeader(obj)); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("write journal %s: %w", name, err)
-	}
-	return &journal{root: root, name: name, f: f, done: map[int64]journaled{}, lastFlush: time.Now()}, nil
+	return &journal{root: root, name: tmp + ".journal", header: journalHeader(obj),
+		done: map[int64]journaled{}, lastFlush: time.Now()}, nil
 }
 
 // resume reopens the partial file and journal of an earlier run of the
@@ -77,7 +70,7 @@ func (s *Sink) resume(tmp string, obj transfer.Object) (*journal, *os.File) {
 	if err != nil {
 		return nil, nil
 	}
-	j := &journal{root: s.root, name: name, f: jf, done: map[int64]journaled{}, lastFlush: time.Now()}
+	j := &journal{root: s.root, name: name, header: journalHeader(obj), f: jf, done: map[int64]journaled{}, lastFlush: time.Now()}
 	sc := bufio.NewScanner(jf)
 	ok := sc.Scan() && sc.Text()+"\n" == journalHeader(obj) && (obj.ETag != "" || obj.VersionID != "")
 	for ok && sc.Scan() {
@@ -171,6 +164,17 @@ func (j *journal) flushLocked(data *os.File) error {
 	if err := data.Sync(); err != nil {
 		return fmt.Errorf("sync data: %w", err)
 	}
+	if j.f == nil {
+		f, err := j.root.OpenFile(j.name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			return fmt.Errorf("create journal %s: %w", j.name, unwrapPath(err))
+		}
+		if _, err := f.WriteString(j.header); err != nil {
+			f.Close()
+			return fmt.Errorf("write journal %s: %w", j.name, err)
+		}
+		j.f = f
+	}
 	var b strings.Builder
 	for _, p := range j.pending {
 		b.WriteString(p.line())
@@ -183,9 +187,15 @@ func (j *journal) flushLocked(data *os.File) error {
 	return j.f.Sync()
 }
 
-func (j *journal) close() { j.f.Close() }
+func (j *journal) close() {
+	if j.f != nil {
+		j.f.Close()
+	}
+}
 
 func (j *journal) remove() {
-	j.f.Close()
-	j.root.Remove(j.name)
+	if j.f != nil {
+		j.f.Close()
+		j.root.Remove(j.name)
+	}
 }

@@ -259,12 +259,14 @@ func (f *file) PartDone(off, n int64, sum string) error {
 // keeps the partial file for the next run.
 func (f *file) Suspend() error {
 	defer f.File.Close()
-	if f.journal == nil {
-		f.sink.root.Remove(f.tmp)
-		return nil
+	var err error
+	if f.journal != nil {
+		err = f.journal.flush(f.File)
+		f.journal.close()
 	}
-	err := f.journal.flush(f.File)
-	f.journal.close()
+	if f.journal == nil || f.journal.f == nil {
+		f.sink.root.Remove(f.tmp) // nothing durable to resume from
+	}
 	return err
 }
 
@@ -278,11 +280,11 @@ func (f *file) Commit() error {
 		// Best effort: filesystems without user xattrs fall back to mtime.
 		unix.Fsetxattr(int(f.Fd()), etagAttr, []byte(f.obj.ETag), 0)
 	}
+	if !f.obj.ModTime.IsZero() {
+		setMtime(f.File, f.obj.ModTime)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", f.rel, unwrapPath(err))
-	}
-	if !f.obj.ModTime.IsZero() {
-		f.sink.root.Chtimes(f.tmp, f.obj.ModTime, f.obj.ModTime)
 	}
 	if err := f.place(); err != nil {
 		f.sink.root.Remove(f.tmp)

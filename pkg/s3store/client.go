@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // ClientOptions describe how to reach S3.
@@ -81,7 +82,10 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if opts.Region != "" {
 		load = append(load, config.WithRegion(opts.Region))
 	}
-	load = append(load, config.WithHTTPClient(buildableClient(opts)))
+	load = append(load, config.WithHTTPClient(buildableClient(opts)),
+		// The SDK would print its own warnings to stderr; s3pd reports
+		// errors itself, one line each.
+		config.WithLogger(logging.Nop{}))
 	if opts.NoSignRequest {
 		load = append(load, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
