@@ -199,6 +199,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	var ls *local.Sink
 	opts.sink.DryRun = opts.output.dryRun
+	opts.sink.ResumeMin = settings.MultipartThreshold
 	if sk == nil {
 		if ls, err = local.NewSink(root, opts.sink); err != nil {
 			return usageError(err)

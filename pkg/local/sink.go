@@ -32,6 +32,10 @@ type Options struct {
 	NoResume bool
 	// DryRun makes Check free of side effects (no directory is made).
 	DryRun bool
+	// ResumeMin is the smallest object that can have a partial file to
+	// resume: objects below it are fetched in one request, so no journal
+	// is looked for (the engine's multipart threshold).
+	ResumeMin int64
 }
 
 // Sink writes objects as files under a root directory. Writes go through
@@ -158,7 +162,7 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 	}
 	tmp := TempName(rel)
 	f := &file{sink: s, tmp: tmp, rel: rel, obj: obj}
-	if !s.opts.NoResume {
+	if !s.opts.NoResume && obj.Size >= s.opts.ResumeMin {
 		if j, fh := s.resume(tmp, obj); j != nil {
 			f.File, f.journal = fh, j
 			return f, nil
@@ -176,7 +180,7 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 		}
 	}
 	f.File = fh
-	if obj.Size > 0 && !s.opts.NoResume {
+	if obj.Size > 0 && obj.Size >= s.opts.ResumeMin && !s.opts.NoResume {
 		j, err := newJournal(s.root, tmp, obj)
 		if err != nil {
 			fh.Close()

@@ -120,8 +120,8 @@ type Engine struct {
 	bytes, requests, retries atomic.Int64
 
 	// begun is closed once the first object's first response arrived (or
-	// the object ended without one): the lister holds the rest of the
-	// first page until then, so data flows before the second page is asked.
+	// the object ended without one): the lister holds what is left of the
+	// first page once every worker has an object, until then.
 	begun     chan struct{}
 	beginOnce sync.Once
 }
@@ -173,7 +173,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			if e.opts.Listing != nil {
 				e.opts.Listing.Listed(o)
 			}
-			if queued++; queued == 2 {
+			// Every worker gets an object at once; the rest of the first
+			// page waits for the first response, so data flows before
+			// the second page is asked for.
+			if queued++; queued == e.opts.Workers+1 {
 				select {
 				case <-e.begun:
 				case <-gctx.Done():
