@@ -111,7 +111,8 @@ type Engine struct {
 	opts  Options
 
 	gate   *gate // ranges in flight overall
-	bufs   sync.Pool
+	bufs   sync.Pool // BufferSize buffers
+	small  sync.Pool // buffers for ranges of at most smallBuffer bytes
 	start  time.Time
 	ttfb   latencyBuckets
 	stalls stallWatch
@@ -147,6 +148,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	}
 	size := opts.BufferSize
 	e.bufs.New = func() any { b := make([]byte, size); return &b }
+	e.small.New = func() any { b := make([]byte, min(size, smallBuffer)); return &b }
 	return e, nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// smallBuffer is the buffer of ranges that fit in it.
+const smallBuffer = 64 << 10
+
 // pickLane returns the lane that will drain its outstanding bytes, plus
 // n, soonest, and charges it n bytes. A lane's pace is what it carried so
 // far; until every lane has carried something, the fewest outstanding
@@ -56,8 +59,12 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
 func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *check, ps *partSum) (int64, error) {
-	bp := e.bufs.Get().(*[]byte)
-	defer e.bufs.Put(bp)
+	pool := &e.bufs
+	if n <= smallBuffer {
+		pool = &e.small // a small object does not hold a large buffer
+	}
+	bp := pool.Get().(*[]byte)
+	defer pool.Put(bp)
 
 	var done int64
 	body := first
