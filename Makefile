@@ -5,7 +5,7 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 FUZZTIME ?= 15s
 
-.PHONY: all build check fmt vet test test-netns test-short fuzz tidy lint bench clean
+.PHONY: all build check fmt vet test test-netns test-short fuzz tidy lint bench bench-copy clean
 
 all: build
 
@@ -54,9 +54,13 @@ tidy:
 ## lint: gofmt and vet (what needs no extra tools)
 lint: fmt vet
 
-## bench: the throughput benchmarks of docs/BENCHMARKS.md
+## bench: the throughput benchmarks of docs/BENCHMARKS.md (get, bench)
 bench: build
 	bash bench/run.sh
+
+## bench-copy: s3pd copy against cp and the SDK's upload manager
+bench-copy:
+	bash bench/copy.sh
 
 clean:
 	rm -f s3pd

@@ -59,7 +59,7 @@ func benchSource(b *testing.B, dir, name string, count int, size int64) string {
 
 // BenchmarkCopyLocal compares `s3pd copy` with `cp -r` on tmpfs, for a
 // tree of 2,000 files of 1 MiB and for one 2 GiB file. Run it with
-// -benchtime 1x and repeat the process (see docs/BENCHMARKS-COPY.md), so
+// -benchtime 1x and repeat the process (see docs/BENCHMARKS.md, section "s3pd copy"), so
 // the two tools alternate.
 func BenchmarkCopyLocal(b *testing.B) {
 	dir := benchDir(b)

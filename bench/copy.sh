@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The entry point of `make bench-copy`: s3pd copy local to local against
+# cp (2,000 x 1 MiB files and one 2 GiB file on tmpfs), and upload to the
+# emulator's discard backend against the SDK's upload manager, 10
+# interleaved rounds compared with benchstat. Needs about 7 GiB free on
+# /dev/shm (or COPYBENCH_DIR set to another tmpfs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+COUNT=${COUNT:-10}
+OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-copy-XXXXXX)}
+export PATH=$PATH:$(go env GOPATH)/bin
+command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
+go test -c -o "$OUT/e2e.test" ./e2e
+go test -c -o "$OUT/s3store.test" ./pkg/s3store
+: > "$OUT/copy.txt"; : > "$OUT/upload.txt"
+for i in $(seq "$COUNT"); do
+	echo "round $i/$COUNT" >&2
+	(cd e2e && "$OUT/e2e.test" -test.run '^$' -test.bench BenchmarkCopyLocal -test.benchtime 1x >> "$OUT/copy.txt")
+	(cd pkg/s3store && "$OUT/s3store.test" -test.run '^$' -test.bench BenchmarkUpload -test.benchtime 1x >> "$OUT/upload.txt")
+done
+benchstat -col /tool "$OUT/copy.txt" | tee "$OUT/copy.benchstat"
+benchstat -col /tool "$OUT/upload.txt" | tee "$OUT/upload.benchstat"
+echo "results in $OUT" >&2
