@@ -70,9 +70,16 @@ func selfClient(name string) func(testing.TB, string, dataset, string) ([]string
 	}
 }
 
+// tunedNoVerify is tuned with --verify off: the bare clients verify
+// nothing, so this separates the engine's own cost from the CRC's.
+func tunedNoVerify(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
+	return s3pdGet("--workers", strconv.Itoa(d.workers), "--threads", strconv.Itoa(d.threads), "--verify", "off")(tb, endpoint, d, dest)
+}
+
 var loopbackContenders = []contender{
 	{"bare", selfClient("bare")},
 	{"s3pd", tuned},
+	{"s3pd-verify-off", tunedNoVerify},
 	{"transfermanager", selfClient("tm")},
 	{"manager", selfClient("mgr")},
 }
