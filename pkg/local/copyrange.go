@@ -55,7 +55,7 @@ func (c *CopySink) Create(ctx context.Context, obj transfer.Object) (transfer.Fi
 	// transfer.Object carries no mode: read it from the source. It is
 	// applied to the open file, so a read-only mode does not stop writes.
 	if st, serr := os.Stat(obj.Key); serr == nil {
-		if err := f.File.Chmod(st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)); err != nil {
+		if err := f.File.Chmod(st.Mode() & (os.ModePerm | os.ModeSticky)); err != nil { // never setuid or setgid
 			f.Abort()
 			return nil, transfer.Permanent(fmt.Errorf("chmod %s: %w", f.rel, unwrapPath(err)))
 		}

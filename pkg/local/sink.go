@@ -42,13 +42,14 @@ type Options struct {
 // os.Root, so no symlink or name leads outside the root.
 type Sink struct {
 	root *os.Root
-	dir  string
-	opts Options
+	// rootFd is the root directory as an O_PATH descriptor: the hot path
+	// (one file per object) opens, renames and removes relative to it, or
+	// to a directory opened beneath it, with openat2(RESOLVE_BENEATH), a
+	// system call each, where os.Root spends several.
+	rootFd int
+	dir    string
+	opts   Options
 }
-
-// etagAttr is the extended attribute that records the ETag a file was
-// downloaded at, so a rerun can tell it is unchanged.
-const etagAttr = "user.s3pd.etag"
 
 // NewSink opens dir (creating it if needed) as the root of a sink, and
 // checks that it is writable before any data is fetched.
@@ -60,9 +61,14 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
-	s := &Sink{root: root, dir: dir, opts: opts}
-	if err := s.probe(); err != nil {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		root.Close()
+		return nil, fmt.Errorf("destination %s: %w", dir, err)
+	}
+	s := &Sink{root: root, rootFd: fd, dir: dir, opts: opts}
+	if err := s.probe(); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("destination %s is not writable: %w", dir, err)
 	}
 	return s, nil
@@ -79,7 +85,28 @@ func (s *Sink) probe() error {
 }
 
 // Close releases the root.
-func (s *Sink) Close() error { return s.root.Close() }
+func (s *Sink) Close() error {
+	unix.Close(s.rootFd)
+	return s.root.Close()
+}
+
+// beneath is how every path under the root is resolved: never above it,
+// never through /proc magic links.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+
+// openDir opens dir (relative to the root, already made) for *at calls.
+func (s *Sink) openDir(dir string) (int, error) {
+	if dir == "." {
+		return s.rootFd, nil
+	}
+	return unix.Openat2(s.rootFd, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+}
+
+func (s *Sink) closeDir(fd int) {
+	if fd != s.rootFd {
+		unix.Close(fd)
+	}
+}
 
 // TempName is the temporary name an object's file has while it is
 // written: hidden, in the same directory, and short whatever the final
@@ -90,8 +117,8 @@ func TempName(rel string) string {
 }
 
 // Check implements transfer.Checker: a file already at the final name is
-// skipped when it is complete and unchanged (same size, and the ETag it
-// was downloaded at or the object's modification time), or always with
+// skipped when it is complete and unchanged (the object's size and
+// modification time, which Commit gives every file), or always with
 // NoClobber; a directory marker creates its directory.
 func (s *Sink) Check(obj transfer.Object) error {
 	if dir, ok := strings.CutSuffix(obj.Name, "/"); ok && obj.Size == 0 {
@@ -125,27 +152,10 @@ func (s *Sink) Check(obj transfer.Object) error {
 	if !st.Mode().IsRegular() || st.Size() != obj.Size {
 		return nil
 	}
-	if obj.ETag != "" && s.etagOf(rel) == obj.ETag {
-		return &transfer.SkipError{Reason: "unchanged (size and etag)"}
-	}
 	if !obj.ModTime.IsZero() && st.ModTime().Equal(obj.ModTime) {
 		return &transfer.SkipError{Reason: "unchanged (size and mtime)"}
 	}
 	return nil
-}
-
-func (s *Sink) etagOf(rel string) string {
-	f, err := s.root.Open(rel)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, 256)
-	n, err := unix.Fgetxattr(int(f.Fd()), etagAttr, buf)
-	if err != nil {
-		return ""
-	}
-	return string(buf[:n])
 }
 
 // Create implements transfer.Sink. A partial file left by an earlier run
@@ -155,39 +165,47 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 	if err != nil {
 		return nil, transfer.Permanent(err)
 	}
-	if dir := path.Dir(rel); dir != "." {
+	dir := path.Dir(rel)
+	if dir != "." {
 		if err := s.mkdirAll(dir); err != nil {
 			return nil, transfer.Permanent(err)
 		}
 	}
+	dfd, err := s.openDir(dir)
+	if err != nil {
+		return nil, transfer.Permanent(fmt.Errorf("open %s: %w", path.Join(s.dir, dir), err))
+	}
 	tmp := TempName(rel)
-	f := &file{sink: s, tmp: tmp, rel: rel, obj: obj}
-	if !s.opts.NoResume && obj.Size >= s.opts.ResumeMin {
+	f := &file{sink: s, tmp: tmp, rel: rel, dirfd: dfd, base: path.Base(rel), tmpBase: path.Base(tmp), obj: obj}
+	multipart := obj.Size >= s.opts.ResumeMin && obj.Size > 0
+	if !s.opts.NoResume && multipart {
 		if j, fh := s.resume(tmp, obj); j != nil {
 			f.File, f.journal = fh, j
 			return f, nil
 		}
 	}
-	fh, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	fd, err := unix.Openat2(dfd, f.tmpBase, &unix.OpenHow{
+		Flags: unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o666, Resolve: beneath})
 	if err != nil {
-		return nil, transfer.Permanent(fmt.Errorf("create %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
+		s.closeDir(dfd)
+		return nil, transfer.Permanent(fmt.Errorf("create %s: %w", path.Join(s.dir, tmp), err))
 	}
-	if obj.Size > 0 {
-		if err := fh.Truncate(obj.Size); err != nil {
-			fh.Close()
-			s.root.Remove(tmp)
+	f.File = os.NewFile(uintptr(fd), path.Join(s.dir, tmp))
+	if multipart {
+		// Parts land anywhere: size the file first. An object fetched in
+		// one request is written in order and needs no sizing.
+		if err := f.File.Truncate(obj.Size); err != nil {
+			f.Abort()
 			return nil, transfer.Permanent(fmt.Errorf("size %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
 		}
-	}
-	f.File = fh
-	if obj.Size > 0 && obj.Size >= s.opts.ResumeMin && !s.opts.NoResume {
-		j, err := newJournal(s.root, tmp, obj)
-		if err != nil {
-			fh.Close()
-			s.root.Remove(tmp)
-			return nil, transfer.Permanent(err)
+		if !s.opts.NoResume {
+			j, err := newJournal(s.root, tmp, obj)
+			if err != nil {
+				f.Abort()
+				return nil, transfer.Permanent(err)
+			}
+			f.journal = j
 		}
-		f.journal = j
 	}
 	return f, nil
 }
@@ -237,10 +255,12 @@ func (s *Sink) fileComponent(dir string) string {
 
 type file struct {
 	*os.File
-	sink     *Sink
-	tmp, rel string
-	obj      transfer.Object
-	journal  *journal
+	sink          *Sink
+	tmp, rel      string // relative to the root
+	dirfd         int    // the directory both are in
+	tmpBase, base string // their names in it
+	obj           transfer.Object
+	journal       *journal
 }
 
 // Completed implements transfer.Journal.
@@ -262,6 +282,7 @@ func (f *file) PartDone(off, n int64, sum string) error {
 // Suspend implements transfer.Journal: it makes the journal durable and
 // keeps the partial file for the next run.
 func (f *file) Suspend() error {
+	defer f.sink.closeDir(f.dirfd)
 	defer f.File.Close()
 	var err error
 	if f.journal != nil {
@@ -277,21 +298,21 @@ func (f *file) Suspend() error {
 // Commit flushes the data to stable storage and renames the file into
 // place (without replacing anything under NoClobber).
 func (f *file) Commit() error {
+	defer f.sink.closeDir(f.dirfd)
 	if err := f.Sync(); err != nil {
+		f.File.Close()
+		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
 		return fmt.Errorf("sync %s: %w", f.rel, unwrapPath(err))
-	}
-	if f.obj.ETag != "" {
-		// Best effort: filesystems without user xattrs fall back to mtime.
-		unix.Fsetxattr(int(f.Fd()), etagAttr, []byte(f.obj.ETag), 0)
 	}
 	if !f.obj.ModTime.IsZero() {
 		setMtime(f.File, f.obj.ModTime)
 	}
 	if err := f.Close(); err != nil {
+		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
 		return fmt.Errorf("close %s: %w", f.rel, unwrapPath(err))
 	}
 	if err := f.place(); err != nil {
-		f.sink.root.Remove(f.tmp)
+		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
 		return err
 	}
 	if f.journal != nil {
@@ -301,41 +322,42 @@ func (f *file) Commit() error {
 }
 
 func (f *file) place() error {
-	root := f.sink.root
+	d := f.dirfd
 	if f.sink.opts.NoClobber {
 		// link(2) fails if the name exists: no check-then-rename race.
-		if err := root.Link(f.tmp, f.rel); err != nil {
-			if errors.Is(err, os.ErrExist) {
+		if err := unix.Linkat(d, f.tmpBase, d, f.base, 0); err != nil {
+			if errors.Is(err, unix.EEXIST) {
 				return transfer.Permanent(&transfer.SkipError{Reason: "appeared during the run (--no-clobber)"})
 			}
-			return fmt.Errorf("link into %s: %w", f.rel, unwrapPath(err))
+			return fmt.Errorf("link into %s: %w", f.rel, err)
 		}
-		return root.Remove(f.tmp)
+		return unix.Unlinkat(d, f.tmpBase, 0)
 	}
-	err := root.Rename(f.tmp, f.rel)
+	err := unix.Renameat(d, f.tmpBase, d, f.base)
 	if err == nil {
 		return nil
 	}
-	st, serr := root.Lstat(f.rel)
-	if serr != nil || !st.IsDir() {
-		return fmt.Errorf("rename into %s: %w", f.rel, unwrapPath(err))
+	var st unix.Stat_t
+	if serr := unix.Fstatat(d, f.base, &st, unix.AT_SYMLINK_NOFOLLOW); serr != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("rename into %s: %w", f.rel, err)
 	}
 	if f.sink.opts.ConflictSuffix == "" {
 		return fmt.Errorf("conflict: %s is both an object and a prefix; use --conflict-suffix to keep both", f.rel)
 	}
-	if err := root.Rename(f.tmp, f.rel+f.sink.opts.ConflictSuffix); err != nil {
-		return fmt.Errorf("rename into %s: %w", f.rel+f.sink.opts.ConflictSuffix, unwrapPath(err))
+	if err := unix.Renameat(d, f.tmpBase, d, f.base+f.sink.opts.ConflictSuffix); err != nil {
+		return fmt.Errorf("rename into %s: %w", f.rel+f.sink.opts.ConflictSuffix, err)
 	}
 	return nil
 }
 
 // Abort removes the temporary file and its journal.
 func (f *file) Abort() error {
+	defer f.sink.closeDir(f.dirfd)
 	f.File.Close()
 	if f.journal != nil {
 		f.journal.remove()
 	}
-	if err := f.sink.root.Remove(f.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := unix.Unlinkat(f.dirfd, f.tmpBase, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	return nil
