@@ -110,7 +110,7 @@ type Engine struct {
 	sink  Sink
 	opts  Options
 
-	gate   *gate // ranges in flight overall
+	gate   *gate     // ranges in flight overall
 	bufs   sync.Pool // BufferSize buffers
 	small  sync.Pool // buffers for ranges of at most smallBuffer bytes
 	start  time.Time
