@@ -60,15 +60,7 @@ func (f *uploadFile) startMultipart(ctx context.Context) error {
 	if f.contentType != "" {
 		in.ContentType = aws.String(f.contentType)
 	}
-	if o.StorageClass != "" {
-		in.StorageClass = types.StorageClass(o.StorageClass)
-	}
-	if o.SSE != "" {
-		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE)
-	}
-	if o.SSEKMSKeyID != "" {
-		in.SSEKMSKeyId = aws.String(o.SSEKMSKeyID)
-	}
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyCreate(in)
 	out, err := u.client.CreateMultipartUpload(ctx, in)
 	if err != nil {

@@ -178,15 +178,7 @@ func (f *copyFile) startCopyUpload(ctx context.Context) error {
 	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(f.sink.bucket), Key: aws.String(f.up.key),
 		ChecksumAlgorithm: checksumAlgorithm(o.ChecksumAlgorithm)}
 	f.up.sink.opts.Req.applyCreate(in)
-	if o.StorageClass != "" {
-		in.StorageClass = types.StorageClass(o.StorageClass)
-	}
-	if o.SSE != "" {
-		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE)
-	}
-	if o.SSEKMSKeyID != "" {
-		in.SSEKMSKeyId = aws.String(o.SSEKMSKeyID)
-	}
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	out, err := f.sink.client.CreateMultipartUpload(ctx, in)
 	if err != nil {
 		return fmt.Errorf("create upload %s: %w", f.sink.url(f.up.key), statusError(err))
@@ -267,15 +259,7 @@ func (f *copyFile) copyObject(ctx context.Context, ref *CopyRef) error {
 	if ref.ETag != "" {
 		in.CopySourceIfMatch = aws.String(ref.ETag)
 	}
-	if o.StorageClass != "" {
-		in.StorageClass = types.StorageClass(o.StorageClass)
-	}
-	if o.SSE != "" {
-		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE)
-	}
-	if o.SSEKMSKeyID != "" {
-		in.SSEKMSKeyId = aws.String(o.SSEKMSKeyID)
-	}
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	if o.Req.RequestPayer != "" {
 		in.RequestPayer = types.RequestPayer(o.Req.RequestPayer)
 	}

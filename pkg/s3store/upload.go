@@ -304,15 +304,7 @@ func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum s
 	if f.contentType != "" {
 		in.ContentType = aws.String(f.contentType)
 	}
-	if o.StorageClass != "" {
-		in.StorageClass = types.StorageClass(o.StorageClass)
-	}
-	if o.SSE != "" {
-		in.ServerSideEncryption = types.ServerSideEncryption(o.SSE)
-	}
-	if o.SSEKMSKeyID != "" {
-		in.SSEKMSKeyId = aws.String(o.SSEKMSKeyID)
-	}
+	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyPut(in)
 	if _, err := f.sink.client.PutObject(ctx, in, uploadAPI); err != nil {
 		return fmt.Errorf("put %s: %w", f.sink.url(f.key), classify(err))
@@ -398,3 +390,13 @@ type retriable struct{ error }
 
 func (r retriable) Unwrap() error   { return r.error }
 func (r retriable) Retriable() bool { return true }
+
+// storage returns the storage class and server-side encryption that every
+// upload (PutObject, CreateMultipartUpload, CopyObject) sends.
+func (o UploadOptions) storage() (types.StorageClass, types.ServerSideEncryption, *string) {
+	var kms *string
+	if o.SSEKMSKeyID != "" {
+		kms = aws.String(o.SSEKMSKeyID)
+	}
+	return types.StorageClass(o.StorageClass), types.ServerSideEncryption(o.SSE), kms
+}
