@@ -31,6 +31,13 @@ func newGate(max int) *gate {
 
 // acquire waits for room under the bound, or for ctx to end.
 func (g *gate) acquire(ctx context.Context) error {
+	g.mu.Lock()
+	if g.inFlight < g.allowed && ctx.Err() == nil {
+		g.inFlight++ // room: no waiting, nothing to register
+		g.mu.Unlock()
+		return nil
+	}
+	g.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		g.mu.Lock()
 		g.cond.Broadcast()
