@@ -205,6 +205,9 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	for range e.opts.Workers {
 		g.Go(func() error {
 			for o := range queue {
+				if gctx.Err() != nil {
+					return nil // interrupted: objects not started stay untouched
+				}
 				finish := e.object(gctx, o)
 				finishing <- struct{}{}
 				g.Go(func() error {

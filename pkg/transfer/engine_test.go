@@ -343,3 +343,36 @@ func TestRetriableClassification(t *testing.T) {
 		}
 	}
 }
+
+// cancellingSink cancels the run at its first Create and counts Creates.
+type cancellingSink struct {
+	*memSink
+	cancel  context.CancelFunc
+	creates atomic.Int32
+}
+
+func (s *cancellingSink) Create(ctx context.Context, o Object) (File, error) {
+	if s.creates.Add(1) == 1 {
+		s.cancel()
+	}
+	return s.memSink.Create(ctx, o)
+}
+
+func TestInterruptedRunLeavesQueuedObjectsAlone(t *testing.T) {
+	sizes := map[string]int64{}
+	for i := range 200 {
+		sizes[fmt.Sprintf("k%03d", i)] = 10
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sink := &cancellingSink{memSink: newMemSink(), cancel: cancel}
+	e, err := New([]Lane{{Name: "a", Source: newMemSource(sizes)}}, sink, Options{Workers: 2, QueueSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	if n := sink.creates.Load(); n > 4 {
+		t.Fatalf("%d objects were started after the interruption, want at most the workers' few", n)
+	}
+}
