@@ -2,8 +2,6 @@ package checksum
 
 import (
 	"hash/crc32"
-
-	"github.com/minio/crc64nvme"
 )
 
 // castagnoli is hash/crc32's Castagnoli table; passing this pointer to
@@ -46,7 +44,7 @@ func Restore(alg Algorithm, sum uint64, n int64) Running {
 func (r *Running) Update(p []byte) {
 	switch r.k {
 	case kindCRC64NVME:
-		r.crc = crc64nvme.Update(r.crc, p)
+		r.crc = updateNVME(r.crc, p)
 	case kindCRC32C:
 		r.crc = uint64(crc32.Update(uint32(r.crc), castagnoli, p))
 	case kindCRC32:

@@ -1,0 +1,131 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Folding constants for CRC-64/NVME (reflected). For a fold of D bits a
+// 128-bit lane {lo, hi} becomes clmul(lo, K_lo) ^ clmul(hi, K_hi), with
+// K_lo = reflect(x^(D+63) mod P) and K_hi = reflect(x^(D-1) mod P). Each
+// table repeats {K_lo, K_hi} once per 128-bit lane of a ZMM register.
+
+#define PAIR(name, off, lo, hi) \
+	DATA name+(off)(SB)/8, lo; \
+	DATA name+(off+8)(SB)/8, hi
+
+#define ZCONST(name, lo, hi) \
+	PAIR(name, 0, lo, hi); \
+	PAIR(name, 16, lo, hi); \
+	PAIR(name, 32, lo, hi); \
+	PAIR(name, 48, lo, hi); \
+	GLOBL name(SB), (NOPTR+RODATA), $64
+
+ZCONST(·k4096<>, $0xd0b3aa0ed6d54ae0, $0xc2409e2537aa5eb1)
+ZCONST(·k2048<>, $0x37ccd3e14069cabc, $0xa043808c0f782663)
+ZCONST(·k1024<>, $0xa1ca681e733f9c40, $0x5f852fb61e8d92dc)
+ZCONST(·k512<>, $0x0c32cdb31e18a84a, $0x62242240ace5045a)
+
+DATA ·k384<>+0(SB)/8, $0xbdd7ac0ee1a4a0f0
+DATA ·k384<>+8(SB)/8, $0xa3ffdc1fe8e82a8b
+GLOBL ·k384<>(SB), (NOPTR+RODATA), $16
+DATA ·k256<>+0(SB)/8, $0xb0bc2e589204f500
+DATA ·k256<>+8(SB)/8, $0xe1e0bb9d45d7a44c
+GLOBL ·k256<>(SB), (NOPTR+RODATA), $16
+DATA ·k128<>+0(SB)/8, $0xeadc41fd2ba3d420
+DATA ·k128<>+8(SB)/8, $0x21e9761e252621ac
+GLOBL ·k128<>(SB), (NOPTR+RODATA), $16
+
+// FOLD folds accumulator A forward by the distance of constant K and
+// xors in B: A = clmul(A.lo, K.lo) ^ clmul(A.hi, K.hi) ^ B, per lane.
+#define FOLD(K, A, B, T) \
+	VPCLMULQDQ $0x00, K, A, T; \
+	VPCLMULQDQ $0x11, K, A, A; \
+	VPTERNLOGD $0x96, B, T, A
+
+// XFOLD folds the 128-bit lane X forward by the distance of the 16-byte
+// constant at K and xors the result into ACC.
+#define XFOLD(K, X, ACC) \
+	VMOVDQU    K, X14; \
+	VPCLMULQDQ $0x00, X14, X, X15; \
+	VPCLMULQDQ $0x11, X14, X, X; \
+	VPXOR      X15, ACC, ACC; \
+	VPXOR      X, ACC, ACC
+
+// func foldNVME512(crc uint64, p []byte) (lo, hi uint64)
+//
+// len(p) must be a non-zero multiple of 512. crc is the register value
+// (already inverted). It returns the 128-bit remainder whose CRC, with a
+// zero register, is the CRC of p started from crc.
+TEXT ·foldNVME512(SB), NOSPLIT, $0-48
+	MOVQ crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	SHRQ $9, CX
+
+	VMOVDQU64 0x000(SI), Z0
+	VMOVDQU64 0x040(SI), Z1
+	VMOVDQU64 0x080(SI), Z2
+	VMOVDQU64 0x0c0(SI), Z3
+	VMOVDQU64 0x100(SI), Z4
+	VMOVDQU64 0x140(SI), Z5
+	VMOVDQU64 0x180(SI), Z6
+	VMOVDQU64 0x1c0(SI), Z7
+	VMOVQ     AX, X8
+	VPXORQ    Z8, Z0, Z0
+	ADDQ      $0x200, SI
+	SUBQ      $1, CX
+	JZ        reduce
+
+	MOVQ      $·k4096<>(SB), BX
+	VMOVDQU64 (BX), Z16
+
+	PCALIGN $16
+loop512:
+	VMOVDQU64 0x000(SI), Z8
+	VMOVDQU64 0x040(SI), Z9
+	VMOVDQU64 0x080(SI), Z10
+	VMOVDQU64 0x0c0(SI), Z11
+	FOLD(Z16, Z0, Z8, Z24)
+	FOLD(Z16, Z1, Z9, Z25)
+	FOLD(Z16, Z2, Z10, Z26)
+	FOLD(Z16, Z3, Z11, Z27)
+	VMOVDQU64 0x100(SI), Z12
+	VMOVDQU64 0x140(SI), Z13
+	VMOVDQU64 0x180(SI), Z14
+	VMOVDQU64 0x1c0(SI), Z15
+	FOLD(Z16, Z4, Z12, Z28)
+	FOLD(Z16, Z5, Z13, Z29)
+	FOLD(Z16, Z6, Z14, Z30)
+	FOLD(Z16, Z7, Z15, Z31)
+	ADDQ      $0x200, SI
+	SUBQ      $1, CX
+	JNZ       loop512
+
+reduce:
+	// 8 accumulators (512 bytes) -> 4 (256) -> 2 (128) -> 1 (64).
+	MOVQ      $·k2048<>(SB), BX
+	VMOVDQU64 (BX), Z17
+	FOLD(Z17, Z0, Z4, Z24)
+	FOLD(Z17, Z1, Z5, Z25)
+	FOLD(Z17, Z2, Z6, Z26)
+	FOLD(Z17, Z3, Z7, Z27)
+	MOVQ      $·k1024<>(SB), BX
+	VMOVDQU64 (BX), Z17
+	FOLD(Z17, Z0, Z2, Z24)
+	FOLD(Z17, Z1, Z3, Z25)
+	MOVQ      $·k512<>(SB), BX
+	VMOVDQU64 (BX), Z17
+	FOLD(Z17, Z0, Z1, Z24)
+
+	// 4 lanes of Z0 -> 1: lanes 0, 1, 2 fold by 48, 32, 16 bytes into 3.
+	VEXTRACTI64X2 $1, Z0, X1
+	VEXTRACTI64X2 $2, Z0, X2
+	VEXTRACTI64X2 $3, Z0, X3
+	XFOLD(·k384<>(SB), X0, X3)
+	XFOLD(·k256<>(SB), X1, X3)
+	XFOLD(·k128<>(SB), X2, X3)
+
+	VMOVQ   X3, AX
+	VPEXTRQ $1, X3, DX
+	VZEROUPPER
+	MOVQ   AX, lo+32(FP)
+	MOVQ   DX, hi+40(FP)
+	RET
