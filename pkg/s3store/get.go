@@ -18,10 +18,11 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// getter sends object GETs as plain signed HTTP requests over the
-// client's tuned HTTP client, without the SDK's middleware stack: a GET
-// is s3pd's hot request, and the stack costs more CPU than the signing
-// (see docs/BENCHMARKS.md). Listing, HEAD and uploads keep the SDK.
+// getter sends object GETs, and the HEAD for a ranged object's checksum,
+// as plain signed HTTP requests over the client's tuned HTTP client,
+// without the SDK's middleware stack: a GET is s3pd's hot request, and the
+// stack costs more CPU than the signing (see docs/BENCHMARKS.md). Listing
+// and uploads keep the SDK.
 type getter struct {
 	http   aws.HTTPClient
 	creds  aws.CredentialsProvider // nil: anonymous
@@ -73,11 +74,27 @@ func escapeKey(key string) string {
 // get sends one GetObject and returns the response, or the S3 error as a
 // *transfer.StatusError.
 func (g *getter) get(ctx context.Context, obj *transfer.Object, off, n int64, req Request, checksums bool) (*http.Response, error) {
+	return g.do(ctx, http.MethodGet, obj, off, n, req, checksums)
+}
+
+// head sends one HeadObject and returns the response (its body closed),
+// or the S3 error as a *transfer.StatusError.
+func (g *getter) head(ctx context.Context, obj *transfer.Object, req Request, checksums bool) (*http.Response, error) {
+	resp, err := g.do(ctx, http.MethodHead, obj, 0, -1, req, checksums)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// do sends one signed GET or HEAD of obj, for bytes [off, off+n) when
+// n >= 0.
+func (g *getter) do(ctx context.Context, method string, obj *transfer.Object, off, n int64, req Request, checksums bool) (*http.Response, error) {
 	u := g.prefix + escapeKey(obj.Key)
 	if obj.VersionID != "" {
 		u += "?versionId=" + url.QueryEscape(obj.VersionID)
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	r, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}

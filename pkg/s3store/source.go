@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -193,22 +194,39 @@ func encrypted(sse types.ServerSideEncryption, ssec *string) bool {
 // Checksums implements transfer.Checksummer: one HeadObject with checksum
 // mode, for an object fetched in ranges (ranged GETs carry no checksum).
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
-	in := &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key)}
-	if obj.ETag != "" {
-		in.IfMatch = aws.String(obj.ETag)
+	var err error
+	for attempt := 1; attempt <= headAttempts; attempt++ {
+		var resp *http.Response
+		if resp, err = s.get.head(ctx, obj, s.Req, true); err == nil {
+			return headerChecksums(resp.Header), nil
+		}
+		if !transfer.Retriable(err) || ctx.Err() != nil {
+			break
+		}
+		if serr := sleepCtx(ctx, time.Duration(attempt)*headBackoff); serr != nil {
+			break
+		}
 	}
-	if obj.VersionID != "" {
-		in.VersionId = aws.String(obj.VersionID)
+	return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, err)
+}
+
+// A checksum HEAD is retried a few times: losing it leaves an object
+// unverified, and it is one small request per object.
+const (
+	headAttempts = 3
+	headBackoff  = 100 * time.Millisecond
+)
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	s.Req.applyHead(in)
-	if s.Req.SSECKey != "" {
-		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = s.Req.ssec()
-	}
-	out, err := s.client.HeadObject(ctx, in, checksumMode)
-	if err != nil {
-		return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, statusError(err))
-	}
-	return checksums(out.ChecksumCRC64NVME, out.ChecksumCRC32C, out.ChecksumCRC32), nil
 }
 
 // noRetry turns off the SDK's retries for one call: the engine retries
