@@ -35,6 +35,10 @@ func TestGetPrefixEveryByte(t *testing.T) {
 			"a/b/c/nested":   randomBytes(4, 100_000),
 			"a/b/sibling":    randomBytes(5, 10),
 			"a..b":           randomBytes(6, 7),
+			// Listed with encoding-type=url and read back by s3pd's own
+			// XML scanner: spaces, plus, entities, escapes, UTF-8.
+			"odd key+&<'%20\">": randomBytes(7, 11),
+			"ünï/€ 😀":           randomBytes(8, 5),
 		}
 		for name, data := range want {
 			s.put(t, "data/"+name, data)

@@ -30,7 +30,8 @@ type getter struct {
 	region string
 	// prefix is the URL up to the key: "https://host/bucket/" (path
 	// style) or "https://bucket.host/" (virtual-hosted).
-	prefix string
+	prefix    string
+	pathStyle bool // the bucket is in the path
 }
 
 const unsignedPayload = "UNSIGNED-PAYLOAD"
@@ -49,6 +50,7 @@ func newGetter(client *s3.Client, bucket string) *getter {
 		base, err := url.Parse(*o.BaseEndpoint)
 		if err != nil || o.UsePathStyle {
 			g.prefix = strings.TrimSuffix(*o.BaseEndpoint, "/") + "/" + bucket + "/"
+			g.pathStyle = true
 		} else {
 			g.prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
 		}
@@ -60,6 +62,7 @@ func newGetter(client *s3.Client, bucket string) *getter {
 	}
 	if strings.Contains(bucket, ".") || o.UsePathStyle {
 		g.prefix = "https://" + host + "/" + bucket + "/"
+		g.pathStyle = true
 	} else {
 		g.prefix = "https://" + bucket + "." + host + "/"
 	}
@@ -94,31 +97,40 @@ func (g *getter) do(ctx context.Context, method string, obj *transfer.Object, of
 	if obj.VersionID != "" {
 		u += "?versionId=" + url.QueryEscape(obj.VersionID)
 	}
+	return g.send(ctx, method, u, req, func(h http.Header) {
+		if n >= 0 {
+			h.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(off+n-1, 10))
+		}
+		if obj.ETag != "" {
+			h.Set("If-Match", obj.ETag)
+		}
+		if checksums {
+			h.Set("X-Amz-Checksum-Mode", "ENABLED")
+		}
+		if req.SSECKey != "" {
+			alg, key, sum := req.ssec()
+			h.Set("X-Amz-Server-Side-Encryption-Customer-Algorithm", *alg)
+			h.Set("X-Amz-Server-Side-Encryption-Customer-Key", *key)
+			h.Set("X-Amz-Server-Side-Encryption-Customer-Key-Md5", *sum)
+		}
+	})
+}
+
+// send signs and sends one request to u with the headers every request
+// carries (request payer, expected owner) and those set adds, and returns
+// a 200 or 206 response, or the S3 error as a *transfer.StatusError.
+func (g *getter) send(ctx context.Context, method, u string, req Request, set func(http.Header)) (*http.Response, error) {
 	r, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	h := r.Header
-	if n >= 0 {
-		h.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(off+n-1, 10))
-	}
-	if obj.ETag != "" {
-		h.Set("If-Match", obj.ETag)
-	}
-	if checksums {
-		h.Set("X-Amz-Checksum-Mode", "ENABLED")
-	}
+	set(h)
 	if req.RequestPayer != "" {
 		h.Set("X-Amz-Request-Payer", req.RequestPayer)
 	}
 	if req.ExpectedBucketOwner != "" {
 		h.Set("X-Amz-Expected-Bucket-Owner", req.ExpectedBucketOwner)
-	}
-	if req.SSECKey != "" {
-		alg, key, sum := req.ssec()
-		h.Set("X-Amz-Server-Side-Encryption-Customer-Algorithm", *alg)
-		h.Set("X-Amz-Server-Side-Encryption-Customer-Key", *key)
-		h.Set("X-Amz-Server-Side-Encryption-Customer-Key-Md5", *sum)
 	}
 	if g.creds != nil {
 		creds, err := g.creds.Retrieve(ctx)

@@ -71,50 +71,36 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 	if s.Key != "" {
 		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket)}
-	if s.Prefix != "" {
-		in.Prefix = aws.String(s.Prefix)
-	}
-	if s.PageSize > 0 {
-		in.MaxKeys = aws.Int32(s.PageSize)
-	}
-	if s.Req.RequestPayer != "" {
-		in.RequestPayer = types.RequestPayer(s.Req.RequestPayer)
-	}
-	if s.Req.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(s.Req.ExpectedBucketOwner)
-	}
-	pages := s3.NewListObjectsV2Paginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize}
+	token := ""
+	for {
+		page, err := l.next(ctx, token)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", s.URL(), statusError(err))
+			return fmt.Errorf("list %s: %w", s.URL(), err)
 		}
-		for _, c := range page.Contents {
-			key := aws.ToString(c.Key)
-			name := strings.TrimPrefix(key, s.Prefix)
+		for _, c := range page.contents {
+			name := strings.TrimPrefix(c.key, s.Prefix)
 			if name == "" {
 				continue // the prefix's own directory marker
 			}
 			o := transfer.Object{
-				Key:          key,
-				Name:         name,
-				Size:         aws.ToInt64(c.Size),
-				ETag:         aws.ToString(c.ETag),
-				StorageClass: string(c.StorageClass),
-			}
-			if c.LastModified != nil {
-				o.ModTime = *c.LastModified
-			}
-			if len(c.ChecksumAlgorithm) > 0 {
-				o.ChecksumAlgorithm = string(c.ChecksumAlgorithm[0])
+				Key:               c.key,
+				Name:              name,
+				Size:              c.size,
+				ETag:              c.etag,
+				StorageClass:      c.storageClass,
+				ModTime:           c.modTime,
+				ChecksumAlgorithm: c.checksumAlgorithm,
 			}
 			if err := emit(o); err != nil {
 				return err
 			}
 		}
+		if !page.truncated || page.next == "" {
+			return nil
+		}
+		token = page.next
 	}
-	return nil
 }
 
 // Open implements transfer.Source with one GetObject: ranged when n >= 0,

@@ -1,0 +1,367 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// listPage is what s3pd reads of one ListObjectsV2 page.
+type listPage struct {
+	truncated bool
+	next      string // NextContinuationToken
+	contents  []listEntry
+}
+
+// listEntry is one <Contents> element.
+type listEntry struct {
+	key, etag, storageClass, checksumAlgorithm string
+	size                                       int64
+	modTime                                    time.Time
+}
+
+// listing pages through ListObjectsV2 as plain signed GETs: the SDK's
+// XML deserializer costs about 22 us of CPU per key (a million keys, 22
+// CPU-seconds), and parsePage a few.
+type listing struct {
+	get      *getter
+	req      Request
+	prefix   string
+	pageSize int32
+	buf      bytes.Buffer // the page being read, reused
+	page     listPage     // the page last parsed, reused
+}
+
+// listAttempts bounds the tries of one page, as the SDK's retryer did.
+const (
+	listAttempts   = 10
+	listBackoff    = 100 * time.Millisecond
+	listBackoffMax = 5 * time.Second
+	maxPageBytes   = 64 << 20
+)
+
+// next fetches the page after token ("" for the first), retrying errors
+// worth retrying with capped exponential backoff and full jitter.
+func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
+	q := url.Values{"list-type": {"2"}, "encoding-type": {"url"}}
+	if l.prefix != "" {
+		q.Set("prefix", l.prefix)
+	}
+	if token != "" {
+		q.Set("continuation-token", token)
+	}
+	if l.pageSize > 0 {
+		q.Set("max-keys", strconv.Itoa(int(l.pageSize)))
+	}
+	// S3 signs spaces as %20; Encode writes them as "+" (a literal
+	// plus is %2B, so every "+" here is a space).
+	u := l.get.bucketURL() + "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = l.fetch(ctx, u); err == nil {
+			return &l.page, nil
+		}
+		if attempt >= listAttempts || !transfer.Retriable(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		d := min(listBackoff<<(attempt-1), listBackoffMax)
+		if serr := sleepCtx(ctx, rand.N(d)+time.Millisecond); serr != nil {
+			return nil, err
+		}
+	}
+}
+
+// fetch sends one request for a page and parses it into l.page.
+func (l *listing) fetch(ctx context.Context, u string) error {
+	resp, err := l.get.send(ctx, http.MethodGet, u, l.req, func(http.Header) {})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	l.buf.Reset()
+	if _, err := l.buf.ReadFrom(io.LimitReader(resp.Body, maxPageBytes+1)); err != nil {
+		return err
+	}
+	if l.buf.Len() > maxPageBytes {
+		return transfer.Permanent(errors.New("listing page larger than 64 MiB"))
+	}
+	if err := parsePage(l.buf.Bytes(), &l.page); err != nil {
+		return &transfer.BadResponseError{Msg: "listing: " + err.Error()}
+	}
+	return nil
+}
+
+// bucketURL is the URL of the bucket itself, for bucket-level requests:
+// the object prefix without its trailing slash when the bucket is in the
+// path ("https://host/bucket"), else the host's root.
+func (g *getter) bucketURL() string {
+	if g.pathStyle {
+		return strings.TrimSuffix(g.prefix, "/")
+	}
+	return g.prefix
+}
+
+// parsePage reads a ListBucketResult document into p (its contents
+// slice reused). It reads the elements s3pd uses and skips the rest;
+// keys sent with EncodingType url are decoded.
+func parsePage(doc []byte, p *listPage) error {
+	*p = listPage{contents: p.contents[:0]}
+	x := xmlScanner{doc: doc}
+	var path [4][]byte // the open elements, outermost first (in doc)
+	depth := 0
+	encoded := false
+	var cur listEntry
+	for {
+		kind, name, err := x.next()
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case tokEOF:
+			if depth != 0 {
+				return errors.New("unexpected end of document")
+			}
+			if encoded {
+				for i := range p.contents {
+					k, err := url.QueryUnescape(p.contents[i].key)
+					if err != nil {
+						return fmt.Errorf("url-encoded key %q: %w", p.contents[i].key, err)
+					}
+					p.contents[i].key = k
+				}
+			}
+			return nil
+		case tokStart:
+			if depth == 0 && string(name) != "ListBucketResult" {
+				return fmt.Errorf("document is a %s, not a ListBucketResult", name)
+			}
+			if depth < len(path) {
+				path[depth] = name
+			}
+			depth++
+			if depth == 2 && string(name) == "Contents" {
+				cur = listEntry{}
+			}
+		case tokEnd:
+			if depth == 0 || depth <= len(path) && !bytes.Equal(path[depth-1], name) {
+				return fmt.Errorf("unexpected </%s>", name)
+			}
+			depth--
+			if depth == 1 && string(name) == "Contents" {
+				p.contents = append(p.contents, cur)
+			}
+		case tokText:
+			text, err := x.text()
+			if err != nil {
+				return err
+			}
+			switch {
+			case depth == 2:
+				switch string(path[1]) {
+				case "IsTruncated":
+					p.truncated = strings.TrimSpace(text) == "true"
+				case "NextContinuationToken":
+					p.next = text
+				case "EncodingType":
+					encoded = strings.TrimSpace(text) == "url"
+				}
+			case depth == 3 && string(path[1]) == "Contents":
+				if err := cur.set(path[2], text); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// set records one field of a <Contents> element.
+func (e *listEntry) set(field []byte, text string) error {
+	switch string(field) {
+	case "Key":
+		e.key = text
+	case "ETag":
+		e.etag = text
+	case "StorageClass":
+		e.storageClass = text
+	case "ChecksumAlgorithm":
+		if e.checksumAlgorithm == "" {
+			e.checksumAlgorithm = text
+		}
+	case "Size":
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return fmt.Errorf("size %q of %q: %w", text, e.key, err)
+		}
+		e.size = n
+	case "LastModified":
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("last-modified %q of %q: %w", text, e.key, err)
+		}
+		e.modTime = t
+	}
+	return nil
+}
+
+type token int
+
+const (
+	tokEOF token = iota
+	tokStart
+	tokEnd
+	tokText
+)
+
+// xmlScanner splits an XML document into start tags, end tags and
+// character data. It knows what S3's listings contain: no DTD, no
+// namespaces that matter, no CDATA (refused rather than misread).
+type xmlScanner struct {
+	doc []byte
+	pos int
+	raw []byte // the character data last returned as tokText
+	// pendingEnd is the end of a self-closing element, returned next.
+	pendingEnd []byte
+}
+
+// next returns the next token: the element's name for tokStart and tokEnd.
+// A self-closing element is returned as a start; the end follows.
+func (x *xmlScanner) next() (token, []byte, error) {
+	if x.pendingEnd != nil {
+		name := x.pendingEnd
+		x.pendingEnd = nil
+		return tokEnd, name, nil
+	}
+	for x.pos < len(x.doc) {
+		if x.doc[x.pos] != '<' {
+			i := bytes.IndexByte(x.doc[x.pos:], '<')
+			if i < 0 {
+				i = len(x.doc) - x.pos
+			}
+			x.raw = x.doc[x.pos : x.pos+i]
+			x.pos += i
+			return tokText, nil, nil
+		}
+		rest := x.doc[x.pos:]
+		switch {
+		case bytes.HasPrefix(rest, []byte("<?")):
+			i := bytes.Index(rest, []byte("?>"))
+			if i < 0 {
+				return 0, nil, errors.New("unterminated processing instruction")
+			}
+			x.pos += i + 2
+			continue
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			i := bytes.Index(rest[4:], []byte("-->"))
+			if i < 0 {
+				return 0, nil, errors.New("unterminated comment")
+			}
+			x.pos += 4 + i + 3
+			continue
+		case bytes.HasPrefix(rest, []byte("<!")):
+			return 0, nil, errors.New("CDATA or DTD in a listing")
+		}
+		end := bytes.IndexByte(rest, '>')
+		if end < 0 {
+			return 0, nil, errors.New("unterminated tag")
+		}
+		tag := rest[1:end]
+		x.pos += end + 1
+		closing := len(tag) > 0 && tag[0] == '/'
+		if closing {
+			tag = tag[1:]
+		}
+		selfClosing := !closing && len(tag) > 0 && tag[len(tag)-1] == '/'
+		if selfClosing {
+			tag = tag[:len(tag)-1]
+		}
+		if i := bytes.IndexAny(tag, " \t\r\n"); i >= 0 {
+			tag = tag[:i] // attributes (xmlns) are not needed
+		}
+		if len(tag) == 0 {
+			return 0, nil, errors.New("empty tag name")
+		}
+		if closing {
+			return tokEnd, tag, nil
+		}
+		if selfClosing {
+			x.pendingEnd = tag
+		}
+		return tokStart, tag, nil
+	}
+	return tokEOF, nil, nil
+}
+
+// text returns the character data last scanned, with entities decoded.
+func (x *xmlScanner) text() (string, error) {
+	if bytes.IndexByte(x.raw, '&') < 0 {
+		return string(x.raw), nil
+	}
+	return unescapeXML(x.raw)
+}
+
+// unescapeXML decodes the predefined entities and character references.
+func unescapeXML(raw []byte) (string, error) {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for len(raw) > 0 {
+		i := bytes.IndexByte(raw, '&')
+		if i < 0 {
+			b.Write(raw)
+			break
+		}
+		b.Write(raw[:i])
+		raw = raw[i:]
+		semi := bytes.IndexByte(raw, ';')
+		if semi < 0 {
+			return "", errors.New("unterminated entity")
+		}
+		ent := string(raw[1:semi])
+		raw = raw[semi+1:]
+		switch ent {
+		case "amp":
+			b.WriteByte('&')
+		case "lt":
+			b.WriteByte('<')
+		case "gt":
+			b.WriteByte('>')
+		case "quot":
+			b.WriteByte('"')
+		case "apos":
+			b.WriteByte('\'')
+		default:
+			r, ok := charRef(ent)
+			if !ok {
+				return "", fmt.Errorf("unknown entity &%s;", ent)
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String(), nil
+}
+
+// charRef reads "#NNN" or "#xHHH".
+func charRef(ent string) (rune, bool) {
+	num, ok := strings.CutPrefix(ent, "#")
+	if !ok || num == "" {
+		return 0, false
+	}
+	base := 10
+	if h, ok := strings.CutPrefix(num, "x"); ok {
+		num, base = h, 16
+	}
+	v, err := strconv.ParseUint(num, base, 32)
+	if err != nil || v > 0x10FFFF {
+		return 0, false
+	}
+	return rune(v), true
+}
