@@ -3,8 +3,7 @@
 package checksum
 
 import (
-	"encoding/binary"
-	"hash/crc64"
+	"sync"
 
 	"github.com/minio/crc64nvme"
 	"golang.org/x/sys/cpu"
@@ -14,9 +13,33 @@ import (
 // VPCLMULQDQ, enabled by the operating system.
 var wideNVME = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ
 
-// nvmeTable finishes the fold's 16-byte remainder (hash/crc64 does not
-// make its argument escape, so the remainder stays on the stack).
-var nvmeTable = crc64.MakeTable(0x9a6c9329ac4bc9b5)
+// nvmeTable is the byte-at-a-time table that finishes the fold's 16-byte
+// remainder, built on first use.
+var nvmeTable = sync.OnceValue(func() *[256]uint64 {
+	var t [256]uint64
+	for i := range t {
+		crc := uint64(i)
+		for range 8 {
+			crc = crc>>1 ^ 0x9a6c9329ac4bc9b5&-(crc&1)
+		}
+		t[i] = crc
+	}
+	return &t
+})
+
+// remainderCRC is the CRC register after the 16 bytes lo, hi (little
+// endian) from a zero register: the CRC of the folded data.
+func remainderCRC(lo, hi uint64) uint64 {
+	t := nvmeTable()
+	var crc uint64
+	for _, w := range [2]uint64{lo, hi} {
+		for range 8 {
+			crc = t[byte(crc)^byte(w)] ^ crc>>8
+			w >>= 8
+		}
+	}
+	return crc
+}
 
 // foldNVME512 folds p (a non-zero multiple of 512 bytes) into a 128-bit
 // remainder with eight 512-bit accumulators, starting from the CRC
@@ -41,11 +64,6 @@ func updateNVME(crc uint64, p []byte) uint64 {
 	}
 	n := len(p) &^ 511
 	lo, hi := foldNVME512(^crc, p[:n])
-	var rem [16]byte
-	binary.LittleEndian.PutUint64(rem[:8], lo)
-	binary.LittleEndian.PutUint64(rem[8:], hi)
-	// The remainder's CRC from a zero register: Update inverts on the way
-	// in and out, so a start value of all ones is a zero register.
-	crc = crc64.Update(^uint64(0), nvmeTable, rem[:])
-	return crc64nvme.Update(crc, p[n:])
+	// The public CRC is the inverted register.
+	return crc64nvme.Update(^remainderCRC(lo, hi), p[n:])
 }

@@ -172,7 +172,7 @@ func responseError(resp *http.Response) error {
 // headerChecksums gathers the full-object checksums of a response.
 func headerChecksums(h http.Header) map[string]string {
 	v := func(name string) *string {
-		if s := h.Get(name); s != "" {
+		if s := header(h, name); s != "" {
 			return &s
 		}
 		return nil

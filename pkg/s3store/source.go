@@ -116,17 +116,17 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
 	h := resp.Header
-	b := &transfer.Body{ReadCloser: resp.Body, ETag: h.Get("Etag"), Size: -1,
+	b := &transfer.Body{ReadCloser: resp.Body, ETag: header(h, "Etag"), Size: -1,
 		Checksums: headerChecksums(h),
-		Encrypted: strings.HasPrefix(h.Get("X-Amz-Server-Side-Encryption"), "aws:kms") ||
-			h.Get("X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""}
-	if lm := h.Get("Last-Modified"); lm != "" {
+		Encrypted: strings.HasPrefix(header(h, "X-Amz-Server-Side-Encryption"), "aws:kms") ||
+			header(h, "X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""}
+	if lm := header(h, "Last-Modified"); lm != "" {
 		if t, err := http.ParseTime(lm); err == nil {
 			b.ModTime = t
 		}
 	}
 	length := resp.ContentLength
-	if cr := h.Get("Content-Range"); cr != "" && resp.StatusCode == http.StatusPartialContent {
+	if cr := header(h, "Content-Range"); cr != "" && resp.StatusCode == http.StatusPartialContent {
 		start, end, total, perr := parseContentRange(cr)
 		if perr != nil {
 			resp.Body.Close()
@@ -146,6 +146,15 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		b.Off, b.Len, b.Size = 0, length, length
 	}
 	return b, nil
+}
+
+// header reads a response header by its canonical name without
+// canonicalising it again (net/http stored it canonical).
+func header(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // checksumMode asks for the object's full-object checksums. It is sent as
