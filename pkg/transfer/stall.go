@@ -9,8 +9,9 @@ import (
 )
 
 // stallWatch abandons ranges that deliver nothing for a timeout: each
-// range in flight keeps a clock that the copy loop touches as data
-// arrives, and one goroutine cancels those whose clock stopped.
+// range in flight keeps a progress count that the copy loop bumps as data
+// arrives (an atomic add, no clock read), and one goroutine, ticking a
+// quarter of the timeout, cancels those whose count stood still too long.
 type stallWatch struct {
 	timeout time.Duration
 	base    time.Time
@@ -19,12 +20,16 @@ type stallWatch struct {
 }
 
 type rangeClock struct {
-	w      *stallWatch
-	last   atomic.Int64 // nanoseconds since w.base
-	cancel context.CancelCauseFunc
+	progress atomic.Int64 // bumped by touch
+	cancel   context.CancelCauseFunc
+	// Kept by the watch, under its mutex: the progress it last saw and
+	// when (nanoseconds since the watch's base) that value was new.
+	seen    int64
+	changed int64
 }
 
-func (c *rangeClock) touch() { c.last.Store(int64(time.Since(c.w.base))) }
+// touch records that data arrived.
+func (c *rangeClock) touch() { c.progress.Add(1) }
 
 func (w *stallWatch) init(timeout time.Duration) {
 	w.timeout, w.base = timeout, time.Now()
@@ -34,8 +39,7 @@ func (w *stallWatch) init(timeout time.Duration) {
 // track starts watching one range and returns the context it runs under.
 func (w *stallWatch) track(ctx context.Context) (context.Context, *rangeClock) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	c := &rangeClock{w: w, cancel: cancel}
-	c.touch()
+	c := &rangeClock{cancel: cancel, changed: int64(time.Since(w.base))}
 	w.mu.Lock()
 	w.live[c] = struct{}{}
 	w.mu.Unlock()
@@ -62,7 +66,9 @@ func (w *stallWatch) run(ctx context.Context) {
 		now := int64(time.Since(w.base))
 		w.mu.Lock()
 		for c := range w.live {
-			if now-c.last.Load() > int64(w.timeout) {
+			if p := c.progress.Load(); p != c.seen {
+				c.seen, c.changed = p, now
+			} else if now-c.changed > int64(w.timeout) {
 				c.cancel(errStalled)
 			}
 		}
