@@ -84,6 +84,22 @@ var loopbackContenders = []contender{
 	{"manager", selfClient("mgr")},
 }
 
+// round is the number bench/run.sh gives each round ($S3PD_BENCH_ROUND,
+// 0 if unset).
+func round() int {
+	n, _ := strconv.Atoi(os.Getenv("S3PD_BENCH_ROUND"))
+	return max(n, 0)
+}
+
+// rotate returns cs started at index k (mod len): run.sh rotates the
+// contenders' order from round to round, so that none always runs right
+// after the same other one (a tmpfs run pays for the pages its
+// predecessor freed; a connection run for its predecessor's sockets).
+func rotate(cs []contender, k int) []contender {
+	k %= len(cs)
+	return append(cs[k:len(cs):len(cs)], cs[:k]...)
+}
+
 // measure runs c over d b.N times, each into a fresh directory under
 // root (root empty: discard), and reports MB/s, CPU seconds per GiB and
 // the peak RSS of the child.
@@ -137,7 +153,7 @@ func BenchmarkLoopback(b *testing.B) {
 			}
 			for _, d := range loopbackSets {
 				b.Run("set="+d.name, func(b *testing.B) {
-					for _, c := range loopbackContenders {
+					for _, c := range rotate(loopbackContenders, round()) {
 						b.Run("client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 					}
 				})
@@ -195,7 +211,7 @@ func BenchmarkS3Like(b *testing.B) {
 		b.Log("S5CMD not set: s5cmd not measured (bench/s5cmd.sh builds it)")
 	}
 	for _, d := range s3likeSets {
-		for _, c := range contenders {
+		for _, c := range rotate(contenders, round()) {
 			b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 		}
 	}

@@ -43,7 +43,8 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 : >"$OUT/raw.txt"
 for i in $(seq 1 "$COUNT"); do
 	echo "round $i/$COUNT (load $(cut -d' ' -f1 /proc/loadavg))"
-	(cd bench && "$OUT/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.count 1) |
+	# The contenders' order rotates from round to round (bench_test.go: rotate).
+	(cd bench && S3PD_BENCH_ROUND=$i "$OUT/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.count 1) |
 		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
