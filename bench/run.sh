@@ -49,12 +49,15 @@ for i in $(seq 1 "$COUNT"); do
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
-# Each benchmark against its ceiling (bare first), then s3pd as the base
-# against its peers.
+# Each benchmark against its ceiling (bare first, named: the rotation
+# means the first contender in the file is not always bare), then s3pd
+# as the base against its peers.
+declare -A cols
+cols=([Loopback]='/client@(bare s3pd s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
 peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
 for b in Loopback RSS S3Like; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
-	benchstat -col /client "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
+	benchstat -col "${cols[$b]}" "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
 	echo "== $b"
 	cat "$OUT/$b.benchstat"
 	if [[ -n ${peers[$b]:-} ]]; then

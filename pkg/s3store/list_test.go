@@ -74,17 +74,19 @@ func TestParsePageRefuses(t *testing.T) {
 // sdkPage is a ListBucketResult as encoding/xml writes it, the reference
 // the scanner is checked against.
 type sdkPage struct {
-	XMLName     xml.Name `xml:"ListBucketResult"`
-	IsTruncated bool
-	Encoding    string `xml:"EncodingType,omitempty"`
-	Contents    []struct {
-		Key          string
-		LastModified time.Time
-		ETag         string
-		Size         int64
-		StorageClass string
-	}
+	XMLName               xml.Name `xml:"ListBucketResult"`
+	IsTruncated           bool
+	Encoding              string `xml:"EncodingType,omitempty"`
+	Contents              []sdkEntry
 	NextContinuationToken string `xml:",omitempty"`
+}
+
+type sdkEntry struct {
+	Key          string
+	LastModified time.Time
+	ETag         string
+	Size         int64
+	StorageClass string
 }
 
 // TestParsePageMatchesEncodingXML writes random pages (keys with every
@@ -112,13 +114,7 @@ func TestParsePageMatchesEncodingXML(t *testing.T) {
 				b.WriteRune(alphabet[rng.IntN(len(alphabet))])
 			}
 			keys[j] = b.String()
-			page.Contents = append(page.Contents, struct {
-				Key          string
-				LastModified time.Time
-				ETag         string
-				Size         int64
-				StorageClass string
-			}{Key: keys[j], LastModified: time.Unix(rng.Int64N(2e9), rng.Int64N(1e9)).UTC(), ETag: `"` + keys[j] + `"`, Size: rng.Int64N(1 << 40), StorageClass: "STANDARD"})
+			page.Contents = append(page.Contents, sdkEntry{Key: keys[j], LastModified: time.Unix(rng.Int64N(2e9), rng.Int64N(1e9)).UTC(), ETag: `"` + keys[j] + `"`, Size: rng.Int64N(1 << 40), StorageClass: "STANDARD"})
 			if encoded {
 				page.Contents[j].Key = url.QueryEscape(keys[j])
 			}
@@ -202,13 +198,7 @@ func TestListMissingBucket(t *testing.T) {
 func BenchmarkParsePage(b *testing.B) {
 	var page sdkPage
 	for i := range 1000 {
-		page.Contents = append(page.Contents, struct {
-			Key          string
-			LastModified time.Time
-			ETag         string
-			Size         int64
-			StorageClass string
-		}{Key: fmt.Sprintf("models/deepseek-v3/model-%05d-of-00163.safetensors", i), LastModified: time.Now().UTC(),
+		page.Contents = append(page.Contents, sdkEntry{Key: fmt.Sprintf("models/deepseek-v3/model-%05d-of-00163.safetensors", i), LastModified: time.Now().UTC(),
 			ETag: `"0123456789abcdef0123456789abcdef-512"`, Size: 4 << 30, StorageClass: "STANDARD"})
 	}
 	doc, err := xml.Marshal(page)
