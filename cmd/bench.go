@@ -103,6 +103,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		if !opts.output.asJSON {
 			fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
 		}
+		opts.output.embedded = true
 	}
 	u, err := s3store.ParseURL(url)
 	if err != nil {

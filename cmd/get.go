@@ -37,6 +37,9 @@ type outputFlags struct {
 	asJSON, quiet, dryRun bool
 	verify                string
 	stall                 time.Duration
+	// embedded says the S3 server runs in this process (bench without a
+	// URL), so its memory is in the peak this process reports.
+	embedded bool
 }
 
 // verifyMode parses --verify.
@@ -306,7 +309,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if out.dryRun {
 		rep.printDryRun()
 	} else {
-		printSummary(f.IO.Out, sum, out.asJSON, latency)
+		printSummary(f.IO.Out, sum, out, latency)
 	}
 	switch {
 	case ctx.Err() != nil:

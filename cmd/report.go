@@ -186,20 +186,22 @@ func (r *reporter) printDryRun() {
 
 // summaryLine is the last --json line.
 type summaryLine struct {
-	Type     string        `json:"type"`
-	Objects  int64         `json:"objects"`
-	Failed   int64         `json:"failed"`
-	Skipped  int64         `json:"skipped"`
-	Bytes    int64         `json:"bytes"`
-	Seconds  float64       `json:"seconds"`
-	Gibps    float64       `json:"gibps"`
-	GiBps    float64       `json:"gib_per_s"`
-	Requests int64         `json:"requests"`
-	Retries  int64         `json:"retries"`
-	TTFB50ms float64       `json:"ttfb_p50_ms"`
-	TTFB99ms float64       `json:"ttfb_p99_ms"`
-	PeakRSS  int64         `json:"peak_rss_kib"`
-	Lanes    []laneSummary `json:"nics,omitempty"`
+	Type     string  `json:"type"`
+	Objects  int64   `json:"objects"`
+	Failed   int64   `json:"failed"`
+	Skipped  int64   `json:"skipped"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	Gibps    float64 `json:"gibps"`
+	GiBps    float64 `json:"gib_per_s"`
+	Requests int64   `json:"requests"`
+	Retries  int64   `json:"retries"`
+	TTFB50ms float64 `json:"ttfb_p50_ms"`
+	TTFB99ms float64 `json:"ttfb_p99_ms"`
+	PeakRSS  int64   `json:"peak_rss_kib"`
+	// EmulatorInProcess: the peak includes the embedded emulator's memory.
+	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
+	Lanes             []laneSummary `json:"nics,omitempty"`
 }
 
 type laneSummary struct {
@@ -239,9 +241,10 @@ func gibPerSec(b int64, secs float64) float64 {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // printSummary writes the human summary (or the JSON summary line).
-func printSummary(w io.Writer, s transfer.Summary, asJSON, latency bool) {
+func printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool) {
 	line := newSummaryLine(s)
-	if asJSON {
+	line.EmulatorInProcess = out.embedded
+	if out.asJSON {
 		json.NewEncoder(w).Encode(line)
 		return
 	}
@@ -251,7 +254,11 @@ func printSummary(w io.Writer, s transfer.Summary, asJSON, latency bool) {
 	if latency {
 		fmt.Fprintf(w, "requests: %d, retries: %d\n", line.Requests, line.Retries)
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
-		fmt.Fprintf(w, "peak memory: %.1f MiB\n", float64(line.PeakRSS)/1024)
+		where := ""
+		if line.EmulatorInProcess {
+			where = " (this process: the embedded emulator's included)"
+		}
+		fmt.Fprintf(w, "peak memory: %.1f MiB%s\n", float64(line.PeakRSS)/1024, where)
 	}
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %d bytes, %.4f Gibps\n", l.Name, l.Bytes, l.Gibps)
