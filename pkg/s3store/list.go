@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -42,13 +41,11 @@ type listing struct {
 	page     listPage     // the page last parsed, reused
 }
 
-// listAttempts bounds the tries of one page, as the SDK's retryer did.
-const (
-	listAttempts   = 10
-	listBackoff    = 100 * time.Millisecond
-	listBackoffMax = 5 * time.Second
-	maxPageBytes   = 64 << 20
-)
+// listBackoff paces the tries of one page: ten, as the SDK's retryer made.
+var listBackoff = transfer.Backoff{Base: 100 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 10}
+
+// maxPageBytes bounds one listing page.
+const maxPageBytes = 64 << 20
 
 // next fetches the page after token ("" for the first), retrying errors
 // worth retrying with capped exponential backoff and full jitter.
@@ -66,19 +63,10 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	// S3 signs spaces as %20; Encode writes them as "+" (a literal
 	// plus is %2B, so every "+" here is a space).
 	u := l.get.bucketURL() + "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
-	var err error
-	for attempt := 1; ; attempt++ {
-		if err = l.fetch(ctx, u); err == nil {
-			return &l.page, nil
-		}
-		if attempt >= listAttempts || !transfer.Retriable(err) || ctx.Err() != nil {
-			return nil, err
-		}
-		d := min(listBackoff<<(attempt-1), listBackoffMax)
-		if serr := sleepCtx(ctx, rand.N(d)+time.Millisecond); serr != nil {
-			return nil, err
-		}
+	if err := listBackoff.Retry(ctx, func() error { return l.fetch(ctx, u) }); err != nil {
+		return nil, err
 	}
+	return &l.page, nil
 }
 
 // fetch sends one request for a page and parses it into l.page.

@@ -189,40 +189,20 @@ func encrypted(sse types.ServerSideEncryption, ssec *string) bool {
 // Checksums implements transfer.Checksummer: one HeadObject with checksum
 // mode, for an object fetched in ranges (ranged GETs carry no checksum).
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
-	var err error
-	for attempt := 1; attempt <= headAttempts; attempt++ {
-		var resp *http.Response
-		if resp, err = s.get.head(ctx, obj, s.Req, true); err == nil {
-			return headerChecksums(resp.Header), nil
-		}
-		if !transfer.Retriable(err) || ctx.Err() != nil {
-			break
-		}
-		if serr := sleepCtx(ctx, time.Duration(attempt)*headBackoff); serr != nil {
-			break
-		}
+	var resp *http.Response
+	err := headBackoff.Retry(ctx, func() (err error) {
+		resp, err = s.get.head(ctx, obj, s.Req, true)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
-	return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, err)
+	return headerChecksums(resp.Header), nil
 }
 
-// A checksum HEAD is retried a few times: losing it leaves an object
+// A checksum HEAD is tried three times: losing it leaves an object
 // unverified, and it is one small request per object.
-const (
-	headAttempts = 3
-	headBackoff  = 100 * time.Millisecond
-)
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var headBackoff = transfer.Backoff{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
 
 // noRetry turns off the SDK's retries for one call: the engine retries
 // and resumes ranges itself, with a budget per range.

@@ -170,6 +170,22 @@ func (b Backoff) Delay(retry int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
+// Retry calls do until it succeeds, fails with an error Retriable calls
+// final, MaxAttempts calls were made, or ctx ends, waiting Delay between
+// calls. It returns do's last error. Adapters use it for requests outside
+// a range's own retry loop (listing pages, checksum HEADs).
+func (b Backoff) Retry(ctx context.Context, do func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := do()
+		if err == nil || !Retriable(err) || attempt >= b.MaxAttempts || ctx.Err() != nil {
+			return err
+		}
+		if sleep(ctx, b.Delay(attempt)) != nil {
+			return err
+		}
+	}
+}
+
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

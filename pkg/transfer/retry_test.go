@@ -1,0 +1,52 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestBackoffRetry(t *testing.T) {
+	retriable := &StatusError{Status: 503, Code: "SlowDown"}
+	final := &StatusError{Status: 403, Code: "AccessDenied"}
+	b := Backoff{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 4}
+	tests := []struct {
+		name      string
+		errs      []error // what each call returns; nil after the list
+		wantCalls int
+		wantErr   error
+	}{
+		{"first call succeeds", nil, 1, nil},
+		{"succeeds after two retriable errors", []error{retriable, retriable}, 3, nil},
+		{"final error is not retried", []error{final, retriable}, 1, final},
+		{"gives up after MaxAttempts", []error{retriable, retriable, retriable, retriable, retriable}, 4, retriable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := b.Retry(context.Background(), func() error {
+				calls++
+				if calls <= len(tt.errs) {
+					return tt.errs[calls-1]
+				}
+				return nil
+			})
+			if calls != tt.wantCalls || !errors.Is(err, tt.wantErr) {
+				t.Fatalf("%d calls, error %v; want %d calls, error %v", calls, err, tt.wantCalls, tt.wantErr)
+			}
+		})
+	}
+	t.Run("a cancelled context stops the retries", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		err := Backoff{Base: time.Hour, Cap: time.Hour, MaxAttempts: 10}.Retry(ctx, func() error {
+			calls++
+			cancel()
+			return retriable
+		})
+		if calls != 1 || !errors.Is(err, retriable) {
+			t.Fatalf("%d calls, error %v; want 1 call returning the last error", calls, err)
+		}
+	})
+}
