@@ -4,6 +4,9 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 PKGS     := ./...
 FUZZTIME ?= 15s
+# A new input is minimised for at most this long: the default (60s)
+# would spend a short run minimising one input instead of fuzzing.
+FUZZMINIMIZE ?= 2s
 
 .PHONY: all build check fmt vet test test-netns test-short fuzz tidy lint bench bench-copy clean
 
@@ -39,9 +42,9 @@ test-short:
 
 ## fuzz: a short run of each fuzz target (seed corpora are committed)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzRelPath$$' -fuzztime $(FUZZTIME) ./pkg/local
+	$(GO) test -run '^$$' -fuzz '^FuzzRelPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/local
 	@if grep -qs 'func FuzzCombine' pkg/checksum/*_test.go; then \
-		$(GO) test -run '^$$' -fuzz '^FuzzCombine$$' -fuzztime $(FUZZTIME) ./pkg/checksum; fi
+		$(GO) test -run '^$$' -fuzz '^FuzzCombine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/checksum; fi
 
 ## tidy: fail if go.mod or go.sum are not tidy
 tidy:
