@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +21,10 @@ import (
 
 // BenchmarkInProcess runs s3pd's engine in this process, wired as `s3pd
 // get --benchmark` wires it (one lane from s3store.NewClient, the discard
-// sink, workers x threads from the set, s3pd's defaults otherwise), next
-// to the bare discard client, against the emulator in a child. It is the
+// sink, workers x threads from the set, s3pd's defaults otherwise), with
+// and without verification, next to the bare discard client, against the
+// emulator in a child: no process start-up, so what is left between them
+// is the engine and the CRC. It is the
 // one to profile: go test -bench InProcess -cpuprofile cpu.out ./bench.
 func BenchmarkInProcess(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
@@ -44,28 +48,51 @@ func BenchmarkInProcess(b *testing.B) {
 				}
 			}
 		})
-		b.Run("set="+d.name+"/client=s3pd-engine", func(b *testing.B) {
-			b.SetBytes(d.bytes())
-			for i := 0; i < b.N; i++ {
-				client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
-				if err != nil {
-					b.Fatal(err)
-				}
-				src := s3store.NewSource(client, s3emu.DefaultBucket)
-				src.Prefix = d.prefix
-				eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sink.Discard{}, transfer.Options{
-					Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
-					PartSize: partSize, Threshold: partSize,
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				sum, err := eng.Run(ctx)
-				if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
-					b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
-				}
+		for _, verify := range []transfer.Verify{transfer.VerifyAuto, transfer.VerifyOff} {
+			name := "s3pd-engine"
+			if verify == transfer.VerifyOff {
+				name += "-verify-off"
 			}
-		})
+			b.Run("set="+d.name+"/client="+name, func(b *testing.B) {
+				b.SetBytes(d.bytes())
+				for i := 0; i < b.N; i++ {
+					client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
+					if err != nil {
+						b.Fatal(err)
+					}
+					src := s3store.NewSource(client, s3emu.DefaultBucket)
+					src.Prefix = d.prefix
+					src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
+					var crcs verifiedCount
+					eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sink.Discard{}, transfer.Options{
+						Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
+						PartSize: partSize, Threshold: partSize, Verify: verify, Observer: &crcs,
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					sum, err := eng.Run(ctx)
+					if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
+						b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
+					}
+					if got := crcs.n.Load(); verify != transfer.VerifyOff && got != int64(d.objects) {
+						b.Fatalf("verified the CRC64NVME of %d of %d objects", got, d.objects)
+					}
+				}
+			})
+		}
+	}
+}
+
+// verifiedCount counts the objects whose CRC64NVME was verified.
+type verifiedCount struct {
+	transfer.NopObserver
+	n atomic.Int64
+}
+
+func (v *verifiedCount) ObjectDone(r transfer.Result) {
+	if r.Err == nil && strings.Contains(r.Verified, "crc64nvme") {
+		v.n.Add(1)
 	}
 }
 
