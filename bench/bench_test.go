@@ -3,7 +3,9 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,11 +93,27 @@ func round() int {
 	return max(n, 0)
 }
 
-// rotate returns cs started at index k (mod len): run.sh rotates the
-// contenders' order from round to round, so that none always runs right
-// after the same other one (a tmpfs run pays for the pages its
-// predecessor freed; a connection run for its predecessor's sockets).
+// rotate returns the contenders of cs that $S3PD_BENCH_CLIENTS names
+// (comma-separated; unset: all), started at index k (mod their number):
+// run.sh rotates the contenders' order from round to round, so that none
+// always runs right after the same other one (a tmpfs run pays for the
+// pages its predecessor freed; a connection run for its predecessor's
+// sockets). The selection comes first so that every contender run takes
+// every place equally often; a -bench pattern that picks some of them
+// would leave the rotation uneven.
 func rotate(cs []contender, k int) []contender {
+	if names := os.Getenv("S3PD_BENCH_CLIENTS"); names != "" {
+		var picked []contender
+		for _, c := range cs {
+			if slices.Contains(strings.Split(names, ","), c.name) {
+				picked = append(picked, c)
+			}
+		}
+		cs = picked
+	}
+	if len(cs) == 0 {
+		return nil
+	}
 	k %= len(cs)
 	return append(cs[k:len(cs):len(cs)], cs[:k]...)
 }

@@ -20,12 +20,12 @@ import (
 )
 
 // BenchmarkInProcess runs s3pd's engine in this process, wired as `s3pd
-// get --benchmark` wires it (one lane from s3store.NewClient, the discard
-// sink, workers x threads from the set, s3pd's defaults otherwise), with
-// and without verification, next to the bare discard client, against the
-// emulator in a child: no process start-up, so what is left between them
-// is the engine and the CRC. It is the
-// one to profile: go test -bench InProcess -cpuprofile cpu.out ./bench.
+// get` wires it (one lane from s3store.NewClient, the discard sink or the
+// local sink on tmpfs, workers x threads from the set, s3pd's defaults
+// otherwise), with and without verification, next to the bare client,
+// against the emulator in a child: no process start-up, so what is left
+// between them is the engine, the sink and the CRC. It is the one to
+// profile: go test -bench InProcess -cpuprofile cpu.out ./bench.
 func BenchmarkInProcess(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
 	b.Setenv("AWS_ACCESS_KEY_ID", "bench")
@@ -33,53 +33,105 @@ func BenchmarkInProcess(b *testing.B) {
 	b.Setenv("AWS_REGION", "us-east-1")
 	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	ctx := context.Background()
-	for _, d := range loopbackSets {
-		b.Run("set="+d.name+"/client=bare", func(b *testing.B) {
-			b.SetBytes(d.bytes())
-			for i := 0; i < b.N; i++ {
-				c := bare.New(bare.Options{Endpoint: endpoint, Bucket: s3emu.DefaultBucket, Credentials: credentials(),
-					Concurrency: d.workers * d.threads, PartSize: partSize})
-				objs, err := c.List(ctx, d.prefix)
-				if err != nil {
+	for _, sinkName := range []string{"discard", "tmpfs"} {
+		root := ""
+		if sinkName == "tmpfs" {
+			root = tmpfsRoot(b)
+		}
+		// dest returns a fresh directory ("" to discard) and what to do,
+		// outside the timer, once it is filled: check that it holds want
+		// bytes, and remove it.
+		dest := func(b *testing.B) (string, func(want int64)) {
+			if root == "" {
+				return "", func(int64) {}
+			}
+			b.StopTimer()
+			defer b.StartTimer()
+			dir, err := os.MkdirTemp(root, "s3pd-inprocess-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			return dir, func(want int64) {
+				b.StopTimer()
+				defer b.StartTimer()
+				if got, err := treeBytes(dir); err != nil || got != want {
+					b.Fatalf("%s holds %d bytes (%v), want %d", dir, got, err, want)
+				}
+				if err := os.RemoveAll(dir); err != nil {
 					b.Fatal(err)
 				}
-				if n, err := c.Discard(ctx, objs); err != nil || n != d.bytes() {
-					b.Fatalf("discarded %d bytes (%v), want %d", n, err, d.bytes())
-				}
 			}
-		})
-		for _, verify := range []transfer.Verify{transfer.VerifyAuto, transfer.VerifyOff} {
-			name := "s3pd-engine"
-			if verify == transfer.VerifyOff {
-				name += "-verify-off"
-			}
-			b.Run("set="+d.name+"/client="+name, func(b *testing.B) {
+		}
+		for _, d := range loopbackSets {
+			prefix := "sink=" + sinkName + "/set=" + d.name + "/client="
+			b.Run(prefix+"bare", func(b *testing.B) {
 				b.SetBytes(d.bytes())
 				for i := 0; i < b.N; i++ {
-					client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
+					dir, done := dest(b)
+					c := bare.New(bare.Options{Endpoint: endpoint, Bucket: s3emu.DefaultBucket, Credentials: credentials(),
+						Concurrency: d.workers * d.threads, PartSize: partSize})
+					objs, err := c.List(ctx, d.prefix)
 					if err != nil {
 						b.Fatal(err)
 					}
-					src := s3store.NewSource(client, s3emu.DefaultBucket)
-					src.Prefix = d.prefix
-					src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
-					var crcs verifiedCount
-					eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sink.Discard{}, transfer.Options{
-						Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
-						PartSize: partSize, Threshold: partSize, Verify: verify, Observer: &crcs,
-					})
-					if err != nil {
-						b.Fatal(err)
+					var n int64
+					if dir == "" {
+						n, err = c.Discard(ctx, objs)
+					} else {
+						n, err = c.Download(ctx, dir, d.prefix, objs)
 					}
-					sum, err := eng.Run(ctx)
-					if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
-						b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
+					if err != nil || n != d.bytes() {
+						b.Fatalf("landed %d bytes (%v), want %d", n, err, d.bytes())
 					}
-					if got := crcs.n.Load(); verify != transfer.VerifyOff && got != int64(d.objects) {
-						b.Fatalf("verified the CRC64NVME of %d of %d objects", got, d.objects)
-					}
+					done(d.bytes())
 				}
 			})
+			for _, verify := range []transfer.Verify{transfer.VerifyAuto, transfer.VerifyOff} {
+				name := "s3pd-engine"
+				if verify == transfer.VerifyOff {
+					name += "-verify-off"
+				}
+				b.Run(prefix+name, func(b *testing.B) {
+					b.SetBytes(d.bytes())
+					for i := 0; i < b.N; i++ {
+						dir, done := dest(b)
+						client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
+						if err != nil {
+							b.Fatal(err)
+						}
+						src := s3store.NewSource(client, s3emu.DefaultBucket)
+						src.Prefix = d.prefix
+						src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
+						var sk transfer.Sink = sink.Discard{}
+						var ls *local.Sink
+						if dir != "" {
+							if ls, err = local.NewSink(dir, local.Options{ResumeMin: partSize}); err != nil {
+								b.Fatal(err)
+							}
+							sk = ls
+						}
+						var crcs verifiedCount
+						eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sk, transfer.Options{
+							Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
+							PartSize: partSize, Threshold: partSize, Verify: verify, Observer: &crcs,
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						sum, err := eng.Run(ctx)
+						if ls != nil {
+							ls.Close()
+						}
+						if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
+							b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
+						}
+						if got := crcs.n.Load(); verify != transfer.VerifyOff && got != int64(d.objects) {
+							b.Fatalf("verified the CRC64NVME of %d of %d objects", got, d.objects)
+						}
+						done(d.bytes())
+					}
+				})
+			}
 		}
 	}
 }

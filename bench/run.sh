@@ -17,6 +17,8 @@
 #   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp)
 #   OUT=/tmp/...      where raw.txt and the summaries go
 #   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
+#   S3PD_BENCH_CLIENTS=bare,s3pd  only these contenders (default: all); pick
+#                  them here, not in BENCH, so the rotation stays even
 set -euo pipefail
 declare -A peers
 cd "$(dirname "$0")/.."
