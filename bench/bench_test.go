@@ -86,6 +86,13 @@ var loopbackContenders = []contender{
 	{"manager", selfClient("mgr")},
 }
 
+// loopbackOnRequest run only when $S3PD_BENCH_CLIENTS names them.
+// bare-again is bare under another name: the gap between the two is the
+// harness's own noise, against which s3pd's gap can be read.
+var loopbackOnRequest = []contender{
+	{"bare-again", selfClient("bare")},
+}
+
 // round is the number bench/run.sh gives each round ($S3PD_BENCH_ROUND,
 // 0 if unset).
 func round() int {
@@ -93,29 +100,33 @@ func round() int {
 	return max(n, 0)
 }
 
-// rotate returns the contenders of cs that $S3PD_BENCH_CLIENTS names
-// (comma-separated; unset: all), started at index k (mod their number):
-// run.sh rotates the contenders' order from round to round, so that none
-// always runs right after the same other one (a tmpfs run pays for the
-// pages its predecessor freed; a connection run for its predecessor's
-// sockets). The selection comes first so that every contender run takes
-// every place equally often; a -bench pattern that picks some of them
-// would leave the rotation uneven.
-func rotate(cs []contender, k int) []contender {
-	if names := os.Getenv("S3PD_BENCH_CLIENTS"); names != "" {
-		var picked []contender
-		for _, c := range cs {
-			if slices.Contains(strings.Split(names, ","), c.name) {
-				picked = append(picked, c)
-			}
+// rotate returns the contenders to run, started at index k (mod their
+// number): those of cs that $S3PD_BENCH_CLIENTS names (comma-separated;
+// unset: all of cs), then those of onRequest it names. run.sh rotates
+// the contenders' order from round to round, so that none always runs
+// right after the same other one (a tmpfs run pays for the pages its
+// predecessor freed; a connection run for its predecessor's sockets).
+// The selection comes first so that every contender run takes every
+// place equally often; a -bench pattern that picks some of them would
+// leave the rotation uneven.
+func rotate(cs, onRequest []contender, k int) []contender {
+	names := strings.Split(os.Getenv("S3PD_BENCH_CLIENTS"), ",")
+	var picked []contender
+	for _, c := range cs {
+		if names[0] == "" || slices.Contains(names, c.name) {
+			picked = append(picked, c)
 		}
-		cs = picked
 	}
-	if len(cs) == 0 {
+	for _, c := range onRequest {
+		if slices.Contains(names, c.name) {
+			picked = append(picked, c)
+		}
+	}
+	if len(picked) == 0 {
 		return nil
 	}
-	k %= len(cs)
-	return append(cs[k:len(cs):len(cs)], cs[:k]...)
+	k %= len(picked)
+	return append(picked[k:len(picked):len(picked)], picked[:k]...)
 }
 
 // measure runs c over d b.N times, each into a fresh directory under
@@ -171,7 +182,7 @@ func BenchmarkLoopback(b *testing.B) {
 			}
 			for _, d := range loopbackSets {
 				b.Run("set="+d.name, func(b *testing.B) {
-					for _, c := range rotate(loopbackContenders, round()) {
+					for _, c := range rotate(loopbackContenders, loopbackOnRequest, round()) {
 						b.Run("client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 					}
 				})
@@ -229,7 +240,7 @@ func BenchmarkS3Like(b *testing.B) {
 		b.Log("S5CMD not set: s5cmd not measured (bench/s5cmd.sh builds it)")
 	}
 	for _, d := range s3likeSets {
-		for _, c := range rotate(contenders, round()) {
+		for _, c := range rotate(contenders, nil, round()) {
 			b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 		}
 	}
