@@ -100,15 +100,16 @@ func round() int {
 	return max(n, 0)
 }
 
-// rotate returns the contenders to run, started at index k (mod their
-// number): those of cs that $S3PD_BENCH_CLIENTS names (comma-separated;
-// unset: all of cs), then those of onRequest it names. run.sh rotates
-// the contenders' order from round to round, so that none always runs
-// right after the same other one (a tmpfs run pays for the pages its
-// predecessor freed; a connection run for its predecessor's sockets).
-// The selection comes first so that every contender run takes every
-// place equally often; a -bench pattern that picks some of them would
-// leave the rotation uneven.
+// rotate returns the contenders to run in round k: those of cs that
+// $S3PD_BENCH_CLIENTS names (comma-separated; unset: all of cs), then
+// those of onRequest it names, in the order of row k of a Williams
+// design (williams). Over the design's rounds each contender runs first
+// equally often and right after each other one equally often: a tmpfs
+// run pays for the pages its predecessor freed, a connection run for its
+// predecessor's sockets, and a plain rotation would keep every
+// contender's predecessor the same. The selection comes first so that
+// the design covers exactly the contenders that run; a -bench pattern
+// that drops some afterwards would break it.
 func rotate(cs, onRequest []contender, k int) []contender {
 	names := strings.Split(os.Getenv("S3PD_BENCH_CLIENTS"), ",")
 	var picked []contender
@@ -122,11 +123,38 @@ func rotate(cs, onRequest []contender, k int) []contender {
 			picked = append(picked, c)
 		}
 	}
-	if len(picked) == 0 {
+	out := make([]contender, len(picked))
+	for i, j := range williams(len(picked), k) {
+		out[i] = picked[j]
+	}
+	return out
+}
+
+// williams returns row k (mod the number of rows) of a Williams design
+// for n treatments: n rows for even n, 2n for odd n (each row and its
+// reverse). The first row is 0, 1, n-1, 2, n-2, ...; row r adds r to
+// every entry, mod n.
+func williams(n, k int) []int {
+	rows := n
+	if n%2 == 1 {
+		rows = 2 * n
+	}
+	if n == 0 {
 		return nil
 	}
-	k %= len(picked)
-	return append(picked[k:len(picked):len(picked)], picked[:k]...)
+	r := k % rows
+	seq := make([]int, n)
+	for j := range seq {
+		first := (j + 1) / 2 // odd places: 1, 2, 3, ...
+		if j%2 == 0 {
+			first = (n - j/2) % n // even places: 0, n-1, n-2, ...
+		}
+		seq[j] = (first + r) % n
+	}
+	if r >= n {
+		slices.Reverse(seq)
+	}
+	return seq
 }
 
 // measure runs c over d b.N times, each into a fresh directory under

@@ -20,7 +20,7 @@
 #   S3PD_BENCH_CLIENTS=bare,s3pd  only these contenders (default: all but
 #                  bare-again, bare under another name, run to show the
 #                  harness's own noise); pick them here, not in BENCH, so
-#                  the rotation stays even
+#                  the order stays balanced
 set -euo pipefail
 declare -A peers
 cd "$(dirname "$0")/.."
@@ -47,14 +47,14 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 : >"$OUT/raw.txt"
 for i in $(seq 1 "$COUNT"); do
 	echo "round $i/$COUNT (load $(cut -d' ' -f1 /proc/loadavg))"
-	# The contenders' order rotates from round to round (bench_test.go: rotate).
+	# The contenders' order changes from round to round (bench_test.go: rotate).
 	(cd bench && S3PD_BENCH_ROUND=$i "$OUT/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.count 1) |
 		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
-# Each benchmark against its ceiling (bare first, named: the rotation
-# means the first contender in the file is not always bare), then s3pd
+# Each benchmark against its ceiling (bare first, named: the changing
+# order means the first contender in the file is not always bare), then s3pd
 # as the base against its peers.
 declare -A cols
 cols=([Loopback]='/client@(bare bare-again s3pd s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
