@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +37,15 @@ func BenchmarkLand(b *testing.B) {
 		buf[i] = byte(i * 7)
 	}
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// fill writes one file's bytes in chunk-sized writes.
+	fill := func(w io.WriterAt) error {
+		for off := int64(0); off < size; off += chunk {
+			if _, err := w.WriteAt(buf, off); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// Each writer returns how it lands file i in dir, and what to do
 	// after the last.
 	writers := []struct {
@@ -57,11 +67,9 @@ func BenchmarkLand(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				for off := int64(0); off < size; off += chunk {
-					if _, err := f.WriteAt(buf, off); err != nil {
-						f.Abort()
-						return err
-					}
+				if err := fill(f); err != nil {
+					f.Abort()
+					return err
 				}
 				return f.Commit()
 			}, func() { s.Close() }
@@ -76,11 +84,9 @@ func BenchmarkLand(b *testing.B) {
 					f.Close()
 					return err
 				}
-				for off := int64(0); off < size; off += chunk {
-					if _, err := f.WriteAt(buf, off); err != nil {
-						f.Close()
-						return err
-					}
+				if err := fill(f); err != nil {
+					f.Close()
+					return err
 				}
 				return f.Close()
 			}, func() {}
