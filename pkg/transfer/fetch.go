@@ -156,11 +156,8 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 		}
 		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
 			clock.touch()
-			e.bytes.Add(k)
-			l.bytes.Add(k)
-			l.outstanding.Add(-k)
+			e.count(l, k)
 			arrived += k
-			e.opts.Observer.Bytes(k)
 		})
 		return got, stallCause(rctx, err)
 	}
