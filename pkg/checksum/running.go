@@ -5,12 +5,13 @@ import (
 	"sync"
 )
 
-// castagnoli is hash/crc32's Castagnoli table; passing this pointer to
-// crc32.Update selects the SSE4.2 / ARM64 CRC32C instructions. It is made
-// on first use: building it (and hash/crc32's tables behind it) took
-// 0.3-0.4 ms of every start, most of s3pd's package initialisation after
-// the SDK's.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+// CastagnoliTable returns hash/crc32's Castagnoli table; passing this
+// pointer to crc32.Update selects the SSE4.2 / ARM64 CRC32C instructions.
+// It is made on first use: building it (and hash/crc32's tables behind
+// it) takes 0.3-0.4 ms, which a start that never sums a CRC32C should not
+// pay. Every package of s3pd but the standalone emulator takes it from
+// here.
+var CastagnoliTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // Running is the running CRC of one contiguous byte range. It is a small
 // value (24 bytes) that a worker keeps on its stack or in its part state;
@@ -50,7 +51,7 @@ func (r *Running) Update(p []byte) {
 	case kindCRC64NVME:
 		r.crc = updateNVME(r.crc, p)
 	case kindCRC32C:
-		r.crc = uint64(crc32.Update(uint32(r.crc), castagnoli(), p))
+		r.crc = uint64(crc32.Update(uint32(r.crc), CastagnoliTable(), p))
 	case kindCRC32:
 		r.crc = uint64(crc32.Update(uint32(r.crc), crc32.IEEETable, p))
 	default:

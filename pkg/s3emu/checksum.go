@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/minio/crc64nvme"
@@ -31,14 +32,16 @@ var checksumAlgorithms = []string{AlgCRC64NVME, AlgCRC32C, AlgCRC32, AlgSHA1, Al
 // alg, e.g. "x-amz-checksum-crc64nvme".
 func ChecksumHeader(alg string) string { return "x-amz-checksum-" + strings.ToLower(alg) }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is made on first use, not in every start of s3pd (which
+// links the emulator for `bench`).
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 func newHash(alg string) hash.Hash {
 	switch alg {
 	case AlgCRC64NVME:
 		return crc64nvme.New()
 	case AlgCRC32C:
-		return crc32.New(castagnoli)
+		return crc32.New(castagnoli())
 	case AlgCRC32:
 		return crc32.NewIEEE()
 	case AlgSHA1:

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/minio/crc64nvme"
 
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -25,12 +26,10 @@ const (
 	CRC32C    = "CRC32C"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // newHash returns a hash for alg (CRC64NVME unless alg is CRC32C).
 func newHash(alg string) hash.Hash {
 	if alg == CRC32C {
-		return crc32.New(castagnoli)
+		return crc32.New(checksum.CastagnoliTable())
 	}
 	return crc64nvme.New()
 }
