@@ -88,9 +88,12 @@ var loopbackContenders = []contender{
 
 // loopbackOnRequest run only when $S3PD_BENCH_CLIENTS names them.
 // bare-again is bare under another name: the gap between the two is the
-// harness's own noise, against which s3pd's gap can be read.
+// harness's own noise, against which s3pd's gap can be read. bare-sum is
+// bare that also sums every byte with CRC64NVME as s3pd does (and
+// compares nothing): the ceiling of a client that verifies.
 var loopbackOnRequest = []contender{
 	{"bare-again", selfClient("bare")},
+	{"bare-sum", selfClient("bare-sum")},
 }
 
 // round is the number bench/run.sh gives each round ($S3PD_BENCH_ROUND,

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3pd/s3pd/internal/bare"
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
@@ -83,7 +84,9 @@ func runClient(ctx context.Context) error {
 	var got int64
 	switch j.client {
 	case "bare":
-		got, err = runBare(ctx, j)
+		got, err = runBare(ctx, j, nil)
+	case "bare-sum":
+		got, err = runBare(ctx, j, func(int, int64, checksum.Running) {})
 	case "tm":
 		got, err = runTransferManager(ctx, j)
 	case "mgr":
@@ -105,13 +108,14 @@ func credentials() aws.Credentials {
 	return aws.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
 }
 
-func runBare(ctx context.Context, j clientJob) (int64, error) {
+func runBare(ctx context.Context, j clientJob, sum func(int, int64, checksum.Running)) (int64, error) {
 	c := bare.New(bare.Options{
 		Endpoint:    j.endpoint,
 		Bucket:      s3emu.DefaultBucket,
 		Credentials: credentials(),
 		Concurrency: j.workers * j.threads,
 		PartSize:    j.partSize,
+		Sum:         sum,
 	})
 	objs, err := c.List(ctx, j.prefix)
 	if err != nil {

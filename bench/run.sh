@@ -19,8 +19,9 @@
 #   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
 #   S3PD_BENCH_CLIENTS=bare,s3pd  only these contenders (default: all but
 #                  bare-again, bare under another name, run to show the
-#                  harness's own noise); pick them here, not in BENCH, so
-#                  the order stays balanced
+#                  harness's own noise, and bare-sum, bare that also sums
+#                  every byte with CRC64NVME as s3pd does); pick them here,
+#                  not in BENCH, so the order stays balanced
 set -euo pipefail
 declare -A peers
 cd "$(dirname "$0")/.."
@@ -57,7 +58,7 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt
 # order means the first contender in the file is not always bare), then s3pd
 # as the base against its peers.
 declare -A cols
-cols=([Loopback]='/client@(bare bare-again s3pd s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
+cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
 peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
 for b in Loopback RSS S3Like; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue

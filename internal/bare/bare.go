@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
@@ -53,6 +54,11 @@ type Options struct {
 	Threshold int64
 	// BufferSize is each goroutine's copy buffer (default 128 KiB, s3pd's).
 	BufferSize int
+	// Sum, if set, makes the client sum every byte of every part with
+	// CRC64NVME as it lands, the least work a client that verifies must
+	// do, and gets each part's sum (from any goroutine). The client
+	// compares nothing.
+	Sum func(obj int, off int64, sum checksum.Running)
 }
 
 func (o Options) withDefaults() Options {

@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/minio/crc64nvme"
 
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
@@ -128,6 +131,60 @@ func TestErrors(t *testing.T) {
 			_, err := c.Download(context.Background(), t.TempDir(), "x/", []Object{tc.obj})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSum checks the sums a summing client hands out: per object, its
+// parts joined in order are the CRC64NVME of the object's bytes, whether
+// it lands them or drops them.
+func TestSum(t *testing.T) {
+	endpoint := startEmulator(t, "s/big:3:2500KiB,s/small:5:3KiB")
+	objs, err := newClient(endpoint).List(context.Background(), "s/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, mode := range []string{"download", "discard"} {
+		t.Run(mode, func(t *testing.T) {
+			var mu sync.Mutex
+			parts := make([]map[int64]checksum.Running, len(objs))
+			c := newClient(endpoint)
+			c.opts.Sum = func(obj int, off int64, sum checksum.Running) {
+				mu.Lock()
+				defer mu.Unlock()
+				if parts[obj] == nil {
+					parts[obj] = map[int64]checksum.Running{}
+				}
+				parts[obj][off] = sum
+			}
+			var err error
+			if mode == "download" {
+				_, err = c.Download(context.Background(), dir, "s/", objs)
+			} else {
+				_, err = c.Discard(context.Background(), objs)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range objs {
+				data, err := os.ReadFile(filepath.Join(dir, strings.TrimPrefix(o.Key, "s/")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				whole := checksum.Start(checksum.CRC64NVME)
+				for off := int64(0); off < o.Size; {
+					p, ok := parts[i][off]
+					if !ok || p.Len() == 0 {
+						t.Fatalf("%s: no part sum at %d (have %d parts)", o.Key, off, len(parts[i]))
+					}
+					whole = whole.Join(p)
+					off += p.Len()
+				}
+				if want := crc64nvme.Checksum(data); whole.Sum() != want || whole.Len() != o.Size {
+					t.Errorf("%s: joined parts give CRC %x over %d bytes, want %x over %d", o.Key, whole.Sum(), whole.Len(), want, o.Size)
+				}
 			}
 		})
 	}

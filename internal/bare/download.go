@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/s3pd/s3pd/pkg/checksum"
 )
 
 // part is one request: bytes [off, off+n) of object obj (n < 0: the whole
@@ -39,8 +41,9 @@ func (c *Client) plan(objs []Object) []part {
 }
 
 // run sends every part with Concurrency goroutines, each owning one copy
-// buffer, and hands each open body to land. It returns the bytes landed.
-func (c *Client) run(ctx context.Context, objs []Object, land func(p part, body io.Reader, buf []byte) (int64, error)) (int64, error) {
+// buffer, and hands each open body to land, with the part's running sum
+// when Options.Sum is set (nil otherwise). It returns the bytes landed.
+func (c *Client) run(ctx context.Context, objs []Object, land func(p part, body io.Reader, buf []byte, sum *checksum.Running) (int64, error)) (int64, error) {
 	parts := c.plan(objs)
 	urls := make([]string, len(objs))
 	for i, o := range objs {
@@ -62,11 +65,19 @@ func (c *Client) run(ctx context.Context, objs []Object, land func(p part, body 
 				if err != nil {
 					return err
 				}
-				got, err := land(p, body, buf)
+				var sum *checksum.Running
+				if c.opts.Sum != nil {
+					s := checksum.Start(checksum.CRC64NVME)
+					sum = &s
+				}
+				got, err := land(p, body, buf, sum)
 				body.Close()
 				total.Add(got)
 				if err != nil {
 					return fmt.Errorf("get %s at %d: %w", objs[p.obj].Key, p.off, err)
+				}
+				if sum != nil {
+					c.opts.Sum(p.obj, p.off, *sum)
 				}
 			}
 		})
@@ -77,10 +88,13 @@ func (c *Client) run(ctx context.Context, objs []Object, land func(p part, body 
 
 // Discard fetches objs and drops the bytes, like `s3pd get --benchmark`.
 func (c *Client) Discard(ctx context.Context, objs []Object) (int64, error) {
-	return c.run(ctx, objs, func(p part, body io.Reader, buf []byte) (int64, error) {
+	return c.run(ctx, objs, func(p part, body io.Reader, buf []byte, sum *checksum.Running) (int64, error) {
 		var got int64
 		for {
 			k, err := body.Read(buf)
+			if sum != nil {
+				sum.Update(buf[:k])
+			}
 			got += int64(k)
 			if err == io.EOF {
 				return got, checkLen(p, &objs[p.obj], got)
@@ -119,7 +133,7 @@ func (c *Client) Download(ctx context.Context, dir, prefix string, objs []Object
 			files[i].f.Close()
 		}
 	}
-	n, err := c.run(ctx, objs, func(p part, body io.Reader, buf []byte) (int64, error) {
+	n, err := c.run(ctx, objs, func(p part, body io.Reader, buf []byte, sum *checksum.Running) (int64, error) {
 		o, fl := &objs[p.obj], &files[p.obj]
 		fl.once.Do(func() { fl.err = create(filepath.Join(dir, strings.TrimPrefix(o.Key, prefix)), fl, o.Size) })
 		if fl.err != nil {
@@ -131,6 +145,9 @@ func (c *Client) Download(ctx context.Context, dir, prefix string, objs []Object
 			if k > 0 {
 				if _, werr := fl.f.WriteAt(buf[:k], p.off+got); werr != nil {
 					return got, werr
+				}
+				if sum != nil {
+					sum.Update(buf[:k])
 				}
 				got += int64(k)
 			}
