@@ -18,7 +18,7 @@ func TestContenders(t *testing.T) {
 		{name: "2x9MiB", prefix: "big/", objects: 2, size: 9 << 20, workers: 2, threads: 2, tmConc: 2},
 		{name: "8x64KiB", prefix: "small/", objects: 8, size: 64 << 10, workers: 4, threads: 1, tmConc: 4},
 	}
-	contenders := append([]contender{}, loopbackContenders...)
+	contenders := append(append([]contender{}, loopbackContenders...), loopbackOnRequest...)
 	if s5 := os.Getenv("S5CMD"); s5 != "" {
 		contenders = append(contenders, contender{"s5cmd", func(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
 			return []string{s5, "--endpoint-url", endpoint, "--log", "error", "cp", "s3://bench/" + d.prefix + "*", dest + "/"}, nil
