@@ -90,10 +90,14 @@ var loopbackContenders = []contender{
 // bare-again is bare under another name: the gap between the two is the
 // harness's own noise, against which s3pd's gap can be read. bare-sum is
 // bare that also sums every byte with CRC64NVME as s3pd does (and
-// compares nothing): the ceiling of a client that verifies.
+// compares nothing): the ceiling of a client that verifies. s3pd-engine
+// is s3pd's engine wired as BenchmarkInProcess wires it, in a child of its
+// own: s3pd without its command line (cobra, viper, zap, the reporter)
+// and without the binary's size.
 var loopbackOnRequest = []contender{
 	{"bare-again", selfClient("bare")},
 	{"bare-sum", selfClient("bare-sum")},
+	{"s3pd-engine", selfClient("engine")},
 }
 
 // round is the number bench/run.sh gives each round ($S3PD_BENCH_ROUND,

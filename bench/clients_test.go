@@ -20,11 +20,12 @@ import (
 	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // clientJob is what a contender child is told through its environment.
 type clientJob struct {
-	client   string // bare, tm, mgr
+	client   string // bare, bare-sum, engine, tm, mgr
 	endpoint string
 	prefix   string // e.g. "big/"
 	dest     string // empty: discard the bytes
@@ -87,6 +88,13 @@ func runClient(ctx context.Context) error {
 		got, err = runBare(ctx, j, nil)
 	case "bare-sum":
 		got, err = runBare(ctx, j, func(int, int64, checksum.Running) {})
+	case "engine":
+		var sum transfer.Summary
+		sum, _, err = runEngine(ctx, j.endpoint, j.prefix, j.dest, j.workers, j.threads, transfer.VerifyAuto)
+		if err == nil && sum.Failed > 0 {
+			err = fmt.Errorf("%d objects failed", sum.Failed)
+		}
+		got = sum.Bytes
 	case "tm":
 		got, err = runTransferManager(ctx, j)
 	case "mgr":

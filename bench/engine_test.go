@@ -95,38 +95,12 @@ func BenchmarkInProcess(b *testing.B) {
 					b.SetBytes(d.bytes())
 					for i := 0; i < b.N; i++ {
 						dir, done := dest(b)
-						client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: d.workers * d.threads})
-						if err != nil {
-							b.Fatal(err)
-						}
-						src := s3store.NewSource(client, s3emu.DefaultBucket)
-						src.Prefix = d.prefix
-						src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
-						var sk transfer.Sink = sink.Discard{}
-						var ls *local.Sink
-						if dir != "" {
-							if ls, err = local.NewSink(dir, local.Options{ResumeMin: partSize}); err != nil {
-								b.Fatal(err)
-							}
-							sk = ls
-						}
-						var crcs verifiedCount
-						eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sk, transfer.Options{
-							Workers: d.workers, Threads: d.threads, MaxRequests: d.workers * d.threads,
-							PartSize: partSize, Threshold: partSize, Verify: verify, Observer: &crcs,
-						})
-						if err != nil {
-							b.Fatal(err)
-						}
-						sum, err := eng.Run(ctx)
-						if ls != nil {
-							ls.Close()
-						}
+						sum, crcs, err := runEngine(ctx, endpoint, d.prefix, dir, d.workers, d.threads, verify)
 						if err != nil || sum.Bytes != d.bytes() || sum.Failed > 0 {
 							b.Fatalf("moved %d bytes, %d failed (%v), want %d", sum.Bytes, sum.Failed, err, d.bytes())
 						}
-						if got := crcs.n.Load(); verify != transfer.VerifyOff && got != int64(d.objects) {
-							b.Fatalf("verified the CRC64NVME of %d of %d objects", got, d.objects)
+						if verify != transfer.VerifyOff && crcs != int64(d.objects) {
+							b.Fatalf("verified the CRC64NVME of %d of %d objects", crcs, d.objects)
 						}
 						done(d.bytes())
 					}
@@ -134,6 +108,39 @@ func BenchmarkInProcess(b *testing.B) {
 			}
 		}
 	}
+}
+
+// runEngine runs s3pd's engine wired as `s3pd get` wires it: one lane
+// from s3store.NewClient, the local sink on dir (the discard sink when dir
+// is empty), workers x threads, s3pd's defaults otherwise. It returns the
+// summary and how many objects had their CRC64NVME verified.
+func runEngine(ctx context.Context, endpoint, prefix, dir string, workers, threads int, verify transfer.Verify) (transfer.Summary, int64, error) {
+	client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: workers * threads})
+	if err != nil {
+		return transfer.Summary{}, 0, err
+	}
+	src := s3store.NewSource(client, s3emu.DefaultBucket)
+	src.Prefix = prefix
+	src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
+	var sk transfer.Sink = sink.Discard{}
+	if dir != "" {
+		ls, err := local.NewSink(dir, local.Options{ResumeMin: partSize})
+		if err != nil {
+			return transfer.Summary{}, 0, err
+		}
+		defer ls.Close()
+		sk = ls
+	}
+	var crcs verifiedCount
+	eng, err := transfer.New([]transfer.Lane{{Name: "default", Source: src}}, sk, transfer.Options{
+		Workers: workers, Threads: threads, MaxRequests: workers * threads,
+		PartSize: partSize, Threshold: partSize, Verify: verify, Observer: &crcs,
+	})
+	if err != nil {
+		return transfer.Summary{}, 0, err
+	}
+	sum, err := eng.Run(ctx)
+	return sum, crcs.n.Load(), err
 }
 
 // verifiedCount counts the objects whose CRC64NVME was verified.

@@ -58,7 +58,7 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt
 # order means the first contender in the file is not always bare), then s3pd
 # as the base against its peers.
 declare -A cols
-cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
+cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-engine s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
 peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
 for b in Loopback RSS S3Like; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
