@@ -214,3 +214,31 @@ yreduce:
 	MOVQ    AX, lo+32(FP)
 	MOVQ    DX, hi+40(FP)
 	RET
+
+// func reduceNVME(lo, hi uint64) uint64
+//
+// reduceNVME is the CRC register after the 16 bytes lo, hi (little
+// endian) from a zero register: the fold's 128-bit remainder reduced to
+// 64 bits by one more fold (x^128 mod P) and a Barrett reduction (mu =
+// x^128 / P), three carry-less multiplications and no table. The
+// constants are those of minio/crc64nvme's final reduction.
+TEXT ·reduceNVME(SB), NOSPLIT, $0-24
+	MOVQ      lo+0(FP), X0
+	MOVQ      $0x21e9761e252621ac, BX
+	MOVQ      BX, X1
+	PCLMULQDQ $0x00, X0, X1 // X1 = lo * K
+	MOVQ      X1, CX
+	XORQ      hi+8(FP), CX  // hi ^ low half of lo * K
+	MOVQ      CX, X2
+	MOVQ      $0x27ecfa329aef9f77, BX
+	MOVQ      BX, X3
+	PCLMULQDQ $0x00, X3, X2 // X2 = T1 = that * mu
+	MOVQ      X2, DX
+	MOVQ      $0x34d926535897936b, BX
+	MOVQ      BX, X3
+	PCLMULQDQ $0x00, X3, X2 // X2 = T2 = low half of T1 * P
+	PXOR      X1, X2
+	PEXTRQ    $1, X2, AX
+	XORQ      DX, AX
+	MOVQ      AX, ret+16(FP)
+	RET

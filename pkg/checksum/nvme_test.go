@@ -3,6 +3,7 @@
 package checksum
 
 import (
+	"encoding/binary"
 	"hash/crc64"
 	"math/rand/v2"
 	"testing"
@@ -45,6 +46,27 @@ func checkLengths(t *testing.T, table *crc64.Table, buf []byte) {
 			if got != want {
 				t.Fatalf("len %d align %d in pieces at %d: %#x, want %#x", n, align, cut, got, want)
 			}
+		}
+	}
+}
+
+// TestReduceNVME checks the carry-less reduction of a 128-bit remainder
+// against the CRC of its 16 bytes, byte at a time.
+func TestReduceNVME(t *testing.T) {
+	table := crc64.MakeTable(0x9a6c9329ac4bc9b5)
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := [][2]uint64{{0, 0}, {1, 0}, {0, 1}, {^uint64(0), ^uint64(0)}, {1 << 63, 1 << 63}}
+	for range 10000 {
+		cases = append(cases, [2]uint64{rng.Uint64(), rng.Uint64()})
+	}
+	for _, c := range cases {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], c[0])
+		binary.LittleEndian.PutUint64(b[8:], c[1])
+		// hash/crc64 takes and returns the inverted register.
+		want := ^crc64.Update(^uint64(0), table, b[:])
+		if got := reduceNVME(c[0], c[1]); got != want {
+			t.Fatalf("reduceNVME(%#x, %#x) = %#x, want %#x", c[0], c[1], got, want)
 		}
 	}
 }
