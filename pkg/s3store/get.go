@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -26,7 +25,7 @@ import (
 type getter struct {
 	http   aws.HTTPClient
 	creds  aws.CredentialsProvider // nil: anonymous
-	signer *v4.Signer
+	signer Signer
 	region string
 	// prefix is the URL up to the key: "https://host/bucket/" (path
 	// style) or "https://bucket.host/" (virtual-hosted).
@@ -40,9 +39,7 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 // reach the same endpoint with the same credentials and HTTP client.
 func newGetter(client *s3.Client, bucket string) *getter {
 	o := client.Options()
-	g := &getter{http: o.HTTPClient, region: o.Region, signer: v4.NewSigner(func(so *v4.SignerOptions) {
-		so.DisableURIPathEscaping = true // S3 signs the path as sent
-	})}
+	g := &getter{http: o.HTTPClient, region: o.Region}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		g.creds = o.Credentials
 	}
@@ -138,9 +135,7 @@ func (g *getter) send(ctx context.Context, method, u string, req Request, set fu
 			return nil, transfer.Permanent(fmt.Errorf("credentials: %w", err))
 		}
 		h.Set("X-Amz-Content-Sha256", unsignedPayload)
-		if err := g.signer.SignHTTP(ctx, creds, r, unsignedPayload, "s3", g.region, time.Now()); err != nil {
-			return nil, transfer.Permanent(fmt.Errorf("sign: %w", err))
-		}
+		g.signer.Sign(r, creds, unsignedPayload, "s3", g.region, time.Now())
 	}
 	resp, err := g.http.Do(r)
 	if err != nil {
