@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -49,6 +50,10 @@ type Sink struct {
 	rootFd int
 	dir    string
 	opts   Options
+	// empty: the root held nothing when the sink opened, so no file in it
+	// can be unchanged and Check looks for none (a stat per object saved
+	// on a fresh download; files others create meanwhile are not seen).
+	empty bool
 }
 
 // NewSink opens dir (creating it if needed) as the root of a sink, and
@@ -71,7 +76,20 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 		s.Close()
 		return nil, fmt.Errorf("destination %s is not writable: %w", dir, err)
 	}
+	s.empty = s.isEmpty()
 	return s, nil
+}
+
+// isEmpty reports whether the root holds no entry (false if it cannot
+// tell).
+func (s *Sink) isEmpty() bool {
+	d, err := s.root.Open(".")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }
 
 func (s *Sink) probe() error {
@@ -139,7 +157,7 @@ func (s *Sink) Check(obj transfer.Object) error {
 	if err != nil {
 		return transfer.Permanent(err)
 	}
-	if s.opts.Overwrite {
+	if s.opts.Overwrite || s.empty && !s.opts.NoClobber {
 		return nil
 	}
 	st, err := s.root.Lstat(rel)

@@ -84,16 +84,65 @@ func TestSinkSkipsUnchangedFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newTestSink(t, tt.opts)
-			if err := write(t, s, obj, []byte("abc")); err != nil {
+			first, dir := newTestSink(t, tt.opts)
+			if err := write(t, first, obj, []byte("abc")); err != nil {
 				t.Fatal(err)
 			}
+			// The next run opens the destination again.
+			s, err := NewSink(dir, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
 			o := obj
 			tt.change(&o)
-			err := s.Check(o)
+			err = s.Check(o)
 			var skip *transfer.SkipError
 			if got := errors.As(err, &skip); got != tt.skip {
 				t.Fatalf("Check: %v, want skip=%v", err, tt.skip)
+			}
+		})
+	}
+}
+
+// TestSinkEmptyRootLooksForNothing: a sink opened on an empty directory
+// skips nothing and stats nothing, so a file that appears after it opened
+// is not seen by Check (it is replaced by the rename), unless --no-clobber
+// asks Check to look.
+func TestSinkEmptyRootLooksForNothing(t *testing.T) {
+	mtime := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	obj := transfer.Object{Key: "k", Name: "k", Size: 3, ModTime: mtime}
+	for _, tt := range []struct {
+		name string
+		opts Options
+		skip bool
+	}{
+		{"default", Options{}, false},
+		{"no-clobber", Options{NoClobber: true}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, dir := newTestSink(t, tt.opts)
+			if !s.empty {
+				t.Fatalf("sink on a new directory: empty = false")
+			}
+			p := filepath.Join(dir, "k")
+			if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			var skip *transfer.SkipError
+			if err := s.Check(obj); errors.As(err, &skip) != tt.skip {
+				t.Errorf("Check of a file made after the sink opened: %v, want skip=%v", err, tt.skip)
+			}
+			again, err := NewSink(dir, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			if err := again.Check(obj); again.empty || !errors.As(err, &skip) {
+				t.Errorf("a sink opened on it afterwards: empty %v, Check %v; want false and a skip", again.empty, err)
 			}
 		})
 	}
