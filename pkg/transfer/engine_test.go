@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +376,47 @@ func TestInterruptedRunLeavesQueuedObjectsAlone(t *testing.T) {
 	}
 	if n := sink.creates.Load(); n > 4 {
 		t.Fatalf("%d objects were started after the interruption, want at most the workers' few", n)
+	}
+}
+
+// slowSource answers every request after a delay, so that ranges pile
+// up at the request gate.
+type slowSource struct{ *memSource }
+
+func (s slowSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
+	time.Sleep(2 * time.Millisecond)
+	return s.memSource.Open(ctx, o, off, n)
+}
+
+func TestEngineBuffersOnlyRequestsInFlight(t *testing.T) {
+	// With no collection to empty the pool, every buffer the pool makes
+	// was needed at once (give or take one per P, whose private slot
+	// other Ps cannot take from). Before buffers were taken at the gate,
+	// every range started held one: 60 of them here.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const objects, parts = 8, 8
+	sizes := map[string]int64{}
+	for i := range objects {
+		sizes[fmt.Sprint("k", i)] = parts * 1000
+	}
+	src := slowSource{newMemSource(sizes)}
+	const maxRequests = 4
+	e, err := New([]Lane{{Name: "a", Source: src}}, newMemSink(), Options{Workers: 4, Threads: 8, MaxRequests: maxRequests, PartSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made atomic.Int64
+	newBuf := e.small.New
+	e.small.New = func() any { made.Add(1); return newBuf() }
+	sum, err := e.Run(context.Background())
+	if err != nil || sum.Objects != 8 {
+		t.Fatalf("run: %+v, %v", sum, err)
+	}
+	limit := int64(maxRequests + runtime.GOMAXPROCS(0))
+	if raceEnabled {
+		limit += objects * parts / 2 // a quarter of the buffers put back are dropped, on average
+	}
+	if made.Load() > limit {
+		t.Errorf("%d buffers made for %d requests in flight, want at most %d", made.Load(), maxRequests, limit)
 	}
 }
