@@ -10,6 +10,13 @@ of the per-round ratios, and their geometric mean with a 95 % bootstrap
 interval (4,000 resamples, fixed seed).
 
     python3 bench/paired.py OUT/raw.txt [base]     # base: bare
+
+Given several raw.txt files (runs of the same code), it also pools them:
+the ratios are paired within each run, and the bootstrap resamples the
+rounds of each run apart, so a long run does not stand for a short one's
+noise and no round is paired across runs.
+
+    python3 bench/paired.py RUN1/raw.txt RUN2/raw.txt ... [base]
 """
 import math
 import random
@@ -25,32 +32,74 @@ def geomean(xs):
     return math.exp(statistics.fmean(math.log(x) for x in xs))
 
 
-def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: paired.py RAW.txt [base]")
-    base = sys.argv[2] if len(sys.argv) == 3 else "bare"
-    times = defaultdict(lambda: defaultdict(list))  # benchmark -> client -> ns/op per round
-    with open(sys.argv[1]) as f:
+def read(path):
+    """benchmark -> client -> ns/op per round, from one raw.txt."""
+    times = defaultdict(lambda: defaultdict(list))
+    with open(path) as f:
         for line in f:
             m = LINE.match(line)
             if m:
                 times[m.group(1)][m.group(2)].append(int(m.group(3)))
-    rng = random.Random(1)
+    return times
+
+
+def paired(times, base):
+    """benchmark -> client -> the per-round ratios of base's time to the
+    client's (the client's throughput over base's)."""
+    out = defaultdict(dict)
     for bench, clients in times.items():
         if base not in clients:
             print(f"{bench}: no {base}", file=sys.stderr)
             continue
         b = clients[base]
         for client, t in clients.items():
-            if client == base:
-                continue
-            n = min(len(b), len(t))
-            ratios = [b[i] / t[i] for i in range(n)]
-            boot = sorted(geomean(rng.choices(ratios, k=n)) for _ in range(4000))
-            print(f"{bench} {client} against {base}, n={n}: "
-                  f"medians {statistics.median(b) / statistics.median(t):.3f}, "
-                  f"paired median {statistics.median(ratios):.3f}, "
-                  f"paired geomean {geomean(ratios):.3f} [{boot[100]:.3f}, {boot[3899]:.3f}]")
+            if client != base:
+                n = min(len(b), len(t))
+                out[bench][client] = [b[i] / t[i] for i in range(n)]
+    return out
+
+
+def main():
+    args = sys.argv[1:]
+    base = "bare"
+    if len(args) > 1 and not args[-1].endswith(".txt"):
+        base = args.pop()
+    if not args:
+        sys.exit("usage: paired.py RAW.txt [RAW.txt ...] [base]")
+    rng = random.Random(1)
+    runs = []
+    for path in args:
+        times = read(path)
+        runs.append(paired(times, base))
+        if len(args) > 1:
+            print(f"# {path}")
+        for bench, clients in runs[-1].items():
+            b = times[bench][base]
+            for client, ratios in clients.items():
+                n = len(ratios)
+                t = times[bench][client]
+                boot = sorted(geomean(rng.choices(ratios, k=n)) for _ in range(4000))
+                print(f"{bench} {client} against {base}, n={n}: "
+                      f"medians {statistics.median(b) / statistics.median(t):.3f}, "
+                      f"paired median {statistics.median(ratios):.3f}, "
+                      f"paired geomean {geomean(ratios):.3f} [{boot[100]:.3f}, {boot[3899]:.3f}]")
+    if len(runs) < 2:
+        return
+    print(f"# pooled over {len(runs)} runs")
+    pooled = defaultdict(lambda: defaultdict(list))  # benchmark -> client -> one list of ratios per run
+    for run in runs:
+        for bench, clients in run.items():
+            for client, ratios in clients.items():
+                pooled[bench][client].append(ratios)
+    for bench, clients in pooled.items():
+        for client, per_run in clients.items():
+            every = [r for ratios in per_run for r in ratios]
+            boot = sorted(
+                geomean([r for ratios in per_run for r in rng.choices(ratios, k=len(ratios))])
+                for _ in range(4000))
+            print(f"{bench} {client} against {base}, {len(per_run)} runs, n={len(every)}: "
+                  f"paired median {statistics.median(every):.3f}, "
+                  f"paired geomean {geomean(every):.3f} [{boot[100]:.3f}, {boot[3899]:.3f}]")
 
 
 if __name__ == "__main__":
