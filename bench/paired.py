@@ -43,6 +43,15 @@ def read(path):
     return times
 
 
+def interval(rng, per_run):
+    """The 95 % bootstrap interval of the geomean of the ratios of one or
+    more runs, resampling each run's rounds apart."""
+    boot = sorted(
+        geomean([r for ratios in per_run for r in rng.choices(ratios, k=len(ratios))])
+        for _ in range(4000))
+    return boot[100], boot[3899]
+
+
 def paired(times, base):
     """benchmark -> client -> the per-round ratios of base's time to the
     client's (the client's throughput over base's)."""
@@ -78,11 +87,11 @@ def main():
             for client, ratios in clients.items():
                 n = len(ratios)
                 t = times[bench][client]
-                boot = sorted(geomean(rng.choices(ratios, k=n)) for _ in range(4000))
+                lo, hi = interval(rng, [ratios])
                 print(f"{bench} {client} against {base}, n={n}: "
                       f"medians {statistics.median(b) / statistics.median(t):.3f}, "
                       f"paired median {statistics.median(ratios):.3f}, "
-                      f"paired geomean {geomean(ratios):.3f} [{boot[100]:.3f}, {boot[3899]:.3f}]")
+                      f"paired geomean {geomean(ratios):.3f} [{lo:.3f}, {hi:.3f}]")
     if len(runs) < 2:
         return
     print(f"# pooled over {len(runs)} runs")
@@ -94,12 +103,10 @@ def main():
     for bench, clients in pooled.items():
         for client, per_run in clients.items():
             every = [r for ratios in per_run for r in ratios]
-            boot = sorted(
-                geomean([r for ratios in per_run for r in rng.choices(ratios, k=len(ratios))])
-                for _ in range(4000))
+            lo, hi = interval(rng, per_run)
             print(f"{bench} {client} against {base}, {len(per_run)} runs, n={len(every)}: "
                   f"paired median {statistics.median(every):.3f}, "
-                  f"paired geomean {geomean(every):.3f} [{boot[100]:.3f}, {boot[3899]:.3f}]")
+                  f"paired geomean {geomean(every):.3f} [{lo:.3f}, {hi:.3f}]")
 
 
 if __name__ == "__main__":
