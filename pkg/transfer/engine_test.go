@@ -347,16 +347,23 @@ func TestRetriableClassification(t *testing.T) {
 }
 
 // cancellingSink cancels the run at its first Create and counts Creates.
+// The first Create counts and cancels under mu, so no other Create is
+// counted before the cancellation took effect: were the first one's
+// goroutine descheduled between the two, as on a loaded machine, another
+// worker would go on creating objects that were not started after it.
 type cancellingSink struct {
 	*memSink
 	cancel  context.CancelFunc
+	mu      sync.Mutex
 	creates atomic.Int32
 }
 
 func (s *cancellingSink) Create(ctx context.Context, o Object) (File, error) {
+	s.mu.Lock()
 	if s.creates.Add(1) == 1 {
 		s.cancel()
 	}
+	s.mu.Unlock()
 	return s.memSink.Create(ctx, o)
 }
 
