@@ -17,7 +17,7 @@ import (
 // runServe runs `bench serve args` until the test ends and returns the
 // endpoint it printed and a function that stops it and returns its error
 // and remaining output.
-func runServe(t *testing.T, args ...string) (endpoint string, stop func() (error, string)) {
+func runServe(t *testing.T, args ...string) (endpoint string, stop func() (string, error)) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
@@ -41,9 +41,9 @@ func runServe(t *testing.T, args ...string) (endpoint string, stop func() (error
 		second = lines.Text()
 	}
 	stopped := false
-	stop = func() (error, string) {
+	stop = func() (string, error) {
 		if stopped {
-			return nil, ""
+			return "", nil
 		}
 		stopped = true
 		cancel()
@@ -51,12 +51,12 @@ func runServe(t *testing.T, args ...string) (endpoint string, stop func() (error
 		for lines.Scan() {
 			rest.WriteString(lines.Text() + "\n")
 		}
-		return <-done, rest.String()
+		return rest.String(), <-done
 	}
 	t.Cleanup(func() { stop() })
 	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+):`).FindStringSubmatch(first)
 	if m == nil {
-		err, _ := stop()
+		_, err := stop()
 		t.Fatalf("bench serve printed %q, then ended with %v; want its endpoint", first, err)
 	}
 	if want := "s3pd get s3://bench/ DEST --endpoint-url " + m[1] + " --no-sign-request"; strings.TrimSpace(second) != want {
@@ -89,7 +89,7 @@ func TestBenchServeServesUntilCancelled(t *testing.T) {
 	if resp.StatusCode != 503 {
 		t.Errorf("GET of the faulted key: status %d, want 503", resp.StatusCode)
 	}
-	err, rest := stop()
+	rest, err := stop()
 	if err != nil {
 		t.Errorf("bench serve ended with %v, want nil after cancellation", err)
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -348,9 +349,9 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	}
 	sopts := r.clientOptions()
 	if crossStore {
-		sopts.EndpointURL = cmpOr(r.opts.source.endpoint, sopts.EndpointURL)
-		sopts.Region = cmpOr(r.opts.source.region, sopts.Region)
-		sopts.Profile = cmpOr(r.opts.source.profile, sopts.Profile)
+		sopts.EndpointURL = cmp.Or(r.opts.source.endpoint, sopts.EndpointURL)
+		sopts.Region = cmp.Or(r.opts.source.region, sopts.Region)
+		sopts.Profile = cmp.Or(r.opts.source.profile, sopts.Profile)
 	}
 	srcClient, err := s3store.NewClient(ctx, su.Bucket, sopts)
 	if err != nil {
@@ -404,11 +405,4 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	}
 	opts.SourceChecksum = src.Checksum
 	return r.finish(ctx, lanes, s3store.NewUploadSink(dstClient, du.Bucket, opts))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -239,7 +241,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 		sort.Strings(unknown)
 		return nil, usageError(&config.SettingError{Setting: strings.ToLower(strings.TrimPrefix(unknown[0], config.EnvPrefix)),
 			Value: getenv(unknown[0]), Origin: config.Origin{Source: config.SourceEnv, Detail: unknown[0]},
-			Err: fmt.Errorf("unknown variable (known: %s)", strings.Join(sortedKeys(known), ", "))})
+			Err: fmt.Errorf("unknown variable (known: %s)", strings.Join(slices.Sorted(maps.Keys(known)), ", "))})
 	}
 
 	// Flags: the original's aliases first, so the new names win.
@@ -396,13 +398,4 @@ func yamlText(v any) (string, error) {
 	default:
 		return fmt.Sprint(t), nil
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

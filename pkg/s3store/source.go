@@ -14,8 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -157,13 +155,6 @@ func header(h http.Header, canonical string) string {
 	return ""
 }
 
-// checksumMode asks for the object's full-object checksums. It is sent as
-// a header rather than the input's ChecksumMode field, which would make
-// the SDK verify the body a second time with slower code.
-func checksumMode(o *s3.Options) {
-	o.APIOptions = append(o.APIOptions, smithyhttp.SetHeaderValue("x-amz-checksum-mode", "ENABLED"))
-}
-
 // checksums gathers the full-object checksums a response carried.
 func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 	var m map[string]string
@@ -179,11 +170,6 @@ func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 	add("CRC32C", crc32c)
 	add("CRC32", crc32)
 	return m
-}
-
-// encrypted reports SSE-KMS or SSE-C, whose ETag is not an MD5 of the data.
-func encrypted(sse types.ServerSideEncryption, ssec *string) bool {
-	return strings.HasPrefix(string(sse), "aws:kms") || aws.ToString(ssec) != ""
 }
 
 // Checksums implements transfer.Checksummer: one HeadObject with checksum
@@ -240,18 +226,6 @@ func (r Request) ssec() (*string, *string, *string) {
 	sum := md5.Sum([]byte(r.SSECKey))
 	return aws.String("AES256"), aws.String(base64.StdEncoding.EncodeToString([]byte(r.SSECKey))),
 		aws.String(base64.StdEncoding.EncodeToString(sum[:]))
-}
-
-func (r Request) applyGet(in *s3.GetObjectInput) {
-	if r.RequestPayer != "" {
-		in.RequestPayer = types.RequestPayer(r.RequestPayer)
-	}
-	if r.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(r.ExpectedBucketOwner)
-	}
-	if r.SSECKey != "" {
-		in.SSECustomerAlgorithm, in.SSECustomerKey, in.SSECustomerKeyMD5 = r.ssec()
-	}
 }
 
 // Resolve decides what s3://bucket/key names: the object key if it
