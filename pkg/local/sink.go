@@ -279,6 +279,10 @@ type file struct {
 	tmpBase, base string // their names in it
 	obj           transfer.Object
 	journal       *journal
+	// ended: the file was committed, aborted or suspended, and its
+	// descriptors are closed. Only the goroutine that ends the object
+	// touches it.
+	ended bool
 }
 
 // Completed implements transfer.Journal.
@@ -300,41 +304,78 @@ func (f *file) PartDone(off, n int64, sum string) error {
 // Suspend implements transfer.Journal: it makes the journal durable and
 // keeps the partial file for the next run.
 func (f *file) Suspend() error {
-	defer f.sink.closeDir(f.dirfd)
-	defer f.File.Close()
+	if f.ended {
+		return nil
+	}
+	defer f.release()
 	var err error
 	if f.journal != nil {
 		err = f.journal.flush(f.File)
 		f.journal.close()
 	}
 	if f.journal == nil || f.journal.f == nil {
-		f.sink.root.Remove(f.tmp) // nothing durable to resume from
+		unix.Unlinkat(f.dirfd, f.tmpBase, 0) // nothing durable to resume from
 	}
 	return err
 }
 
 // Commit flushes the data to stable storage and renames the file into
-// place (without replacing anything under NoClobber).
+// place (without replacing anything under NoClobber). Whatever happens,
+// the file is ended when Commit returns: on failure the partial file is
+// already removed, and a later Abort or Suspend does nothing.
 func (f *file) Commit() error {
-	defer f.sink.closeDir(f.dirfd)
+	if f.ended {
+		return errEnded
+	}
+	err := f.commit()
+	if err != nil {
+		f.discard()
+		return err
+	}
+	if f.journal != nil {
+		f.journal.remove()
+	}
+	f.release()
+	return nil
+}
+
+func (f *file) commit() error {
 	if err := f.Sync(); err != nil {
-		f.File.Close()
-		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
 		return fmt.Errorf("sync %s: %w", f.rel, unwrapPath(err))
 	}
 	if !f.obj.ModTime.IsZero() {
 		setMtime(f.File, f.obj.ModTime)
 	}
-	if err := f.Close(); err != nil {
-		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
-		return fmt.Errorf("close %s: %w", f.rel, unwrapPath(err))
+	return f.place()
+}
+
+// errEnded reports a second end of a file (a bug in the caller).
+var errEnded = errors.New("file already committed, aborted or suspended")
+
+// release closes the file's descriptors. Every way a file ends (Commit,
+// Abort, Suspend) goes through it exactly once: a descriptor number closed
+// twice may by then belong to another object's file or directory.
+func (f *file) release() {
+	if f.ended {
+		return
 	}
-	if err := f.place(); err != nil {
-		unix.Unlinkat(f.dirfd, f.tmpBase, 0)
-		return err
+	f.ended = true
+	f.File.Close()
+	f.sink.closeDir(f.dirfd)
+	f.dirfd = -1
+}
+
+// discard removes the partial file and its journal, then releases.
+func (f *file) discard() error {
+	if f.ended {
+		return nil
 	}
+	defer f.release()
 	if f.journal != nil {
 		f.journal.remove()
+	}
+	if err := unix.Unlinkat(f.dirfd, f.tmpBase, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
 	}
 	return nil
 }
@@ -369,17 +410,7 @@ func (f *file) place() error {
 }
 
 // Abort removes the temporary file and its journal.
-func (f *file) Abort() error {
-	defer f.sink.closeDir(f.dirfd)
-	f.File.Close()
-	if f.journal != nil {
-		f.journal.remove()
-	}
-	if err := unix.Unlinkat(f.dirfd, f.tmpBase, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	return nil
-}
+func (f *file) Abort() error { return f.discard() }
 
 // unwrapPath drops the *PathError wrapper, whose path is relative to the
 // root; callers name the path themselves.
