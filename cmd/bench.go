@@ -63,6 +63,9 @@ connection), so it runs on a fresh machine with no AWS account.`,
 }
 
 func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOptions, args []string) error {
+	if err := opts.output.openRoute(f, false); err != nil {
+		return err
+	}
 	settings, origins, err := loadSettings(f, fs)
 	if err != nil {
 		return err

@@ -128,6 +128,9 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
 		return usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
+	if err := opts.output.openRoute(f, dst == "-"); err != nil {
+		return err
+	}
 	settings, origins, err := loadSettings(f, fs)
 	if err != nil {
 		return err

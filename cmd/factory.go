@@ -43,7 +43,12 @@ type Factory struct {
 	Getenv func(string) string
 	// Logger is built by the root command from --log-level/--log-format.
 	Logger *zap.Logger
+	// exits run when the command ends (files it opened for its output).
+	exits []func()
 }
+
+// onExit runs fn when the command ends, whatever its outcome.
+func (f *Factory) onExit(fn func()) { f.exits = append(f.exits, fn) }
 
 // Exit codes shared by every command.
 const (

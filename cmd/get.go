@@ -35,8 +35,11 @@ type getOptions struct {
 // outputFlags are the flags every transferring command shares.
 type outputFlags struct {
 	asJSON, quiet, dryRun bool
+	jsonFile              string
 	verify                string
 	stall                 time.Duration
+	// route is where lines go, set by openRoute; nil means stdout.
+	route *route
 	// embedded says the S3 server runs in this process (bench without a
 	// URL), so its memory is in the peak this process reports.
 	embedded bool
@@ -56,7 +59,8 @@ func (o outputFlags) verifyMode() (transfer.Verify, error) {
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout")
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout (on stderr when stdout carries the data)")
+	fs.StringVar(&o.jsonFile, "json-file", "", "write the same JSON lines to this file")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
@@ -134,6 +138,11 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
 		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
+	}
+	if opts.output.route == nil {
+		if err := opts.output.openRoute(f, dest == "-"); err != nil {
+			return err
+		}
 	}
 	settings, _, err := loadSettings(f, fs)
 	if err != nil {
@@ -238,10 +247,11 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 	}, out.dryRun, func(name string, size int64) {
 		n++
 		bytes += size
-		if out.asJSON {
-			writeJSONLine(f.IO.Out, deleteLine{Type: "delete", Name: name, Bytes: size, DryRun: out.dryRun})
-		} else if out.dryRun {
-			fmt.Fprintf(f.IO.Out, "would delete: %s (%d bytes)\n", name, size)
+		if js := out.jsonOut(f); js != nil {
+			writeJSONLine(js, deleteLine{Type: "delete", Name: name, Bytes: size, DryRun: out.dryRun})
+		}
+		if out.dryRun && !out.asJSON {
+			fmt.Fprintf(out.humanOut(f), "would delete: %s (%d bytes)\n", name, size)
 		}
 	})
 	if !out.asJSON && n > 0 {
@@ -249,7 +259,7 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(f.IO.Out, "%s: %d files, %d bytes\n", verb, n, bytes)
+		fmt.Fprintf(out.humanOut(f), "%s: %d files, %d bytes\n", verb, n, bytes)
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -309,7 +319,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if out.dryRun {
 		rep.printDryRun()
 	} else {
-		printSummary(f.IO.Out, sum, out, latency)
+		printSummary(out.textOut(f), out.jsonOut(f), sum, out, latency)
 	}
 	switch {
 	case ctx.Err() != nil:

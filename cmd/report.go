@@ -18,8 +18,8 @@ import (
 // reporter renders the engine's events: a progress bar on a terminal,
 // one zap line per failed object, and JSON lines with --json.
 type reporter struct {
-	out   io.Writer
-	dry   bool // --dry-run: list what would happen
+	out   io.Writer // human lines; nil with --json
+	dry   bool      // --dry-run: list what would happen
 	log   *zap.Logger
 	json  *json.Encoder // nil without --json
 	mu    sync.Mutex    // serialises JSON lines
@@ -39,9 +39,9 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: f.IO.Out, dry: out.dryRun, listed: listed}
-	if out.asJSON {
-		r.json = json.NewEncoder(f.IO.Out)
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed}
+	if w := out.jsonOut(f); w != nil {
+		r.json = json.NewEncoder(w)
 	}
 	if f.IO.ErrTTY && !out.quiet && !out.dryRun {
 		r.bar = progressbar.NewOptions64(-1,
@@ -162,7 +162,7 @@ func (r *reporter) dryRun(res transfer.Result) {
 	} else if res.Skipped != "" {
 		r.wouldSkip++
 	}
-	if r.json != nil {
+	if r.out == nil {
 		return
 	}
 	switch {
@@ -179,6 +179,8 @@ func (r *reporter) printDryRun() {
 	defer r.mu.Unlock()
 	if r.json != nil {
 		r.json.Encode(map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip, "peak_rss_kib": peakRSS()})
+	}
+	if r.out == nil {
 		return
 	}
 	fmt.Fprintf(r.out, "dry run: would fetch %d objects (%d bytes), skip %d\n", r.wouldFetch, r.fetchBytes, r.wouldSkip)
@@ -240,12 +242,15 @@ func gibPerSec(b int64, secs float64) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// printSummary writes the human summary (or the JSON summary line).
-func printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool) {
+// printSummary writes the human summary to w and the JSON summary line
+// to js; either may be nil.
+func printSummary(w, js io.Writer, s transfer.Summary, out outputFlags, latency bool) {
 	line := newSummaryLine(s)
 	line.EmulatorInProcess = out.embedded
-	if out.asJSON {
-		json.NewEncoder(w).Encode(line)
+	if js != nil {
+		json.NewEncoder(js).Encode(line)
+	}
+	if w == nil {
 		return
 	}
 	fmt.Fprintf(w, "objects: %d transferred, %d skipped, %d failed\n", line.Objects, line.Skipped, line.Failed)

@@ -45,6 +45,9 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	root := NewCmdRoot(f)
 	root.SetArgs(legacyArgs(root, args))
 	err := root.ExecuteContext(ctx)
+	for _, fn := range f.exits {
+		fn()
+	}
 	if f.Logger != nil {
 		f.Logger.Sync()
 	}

@@ -87,8 +87,8 @@ func TestGetSingleObject(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
 			}
-			if !strings.HasPrefix(r.stdout, string(data)) {
-				t.Fatalf("stdout does not start with the object's bytes (got %d bytes)", len(r.stdout))
+			if r.stdout != string(data) {
+				t.Fatalf("stdout is not exactly the object's bytes (got %d bytes, want %d)", len(r.stdout), len(data))
 			}
 		})
 	})

@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"io"
+	"os"
+)
+
+// route says where one run's lines go. Stdout is the data when a command
+// writes an object there (get DEST -, cat): then every human line goes to
+// stderr with the logs, and --json lines go to stderr too. --json-file
+// writes the same JSON lines to a file as well.
+type route struct {
+	human io.Writer
+	json  io.Writer // nil: no JSON lines
+}
+
+// openRoute decides where the run's lines go, once its command knows
+// whether stdout carries data. It opens --json-file, which f closes when
+// the command ends.
+func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) error {
+	r := &route{human: f.IO.Out}
+	if dataOnStdout {
+		r.human = f.IO.ErrOut
+	}
+	if o.asJSON {
+		r.json = r.human
+	}
+	if o.jsonFile != "" {
+		file, err := os.OpenFile(o.jsonFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return usageErrorf("--json-file: %w", err)
+		}
+		f.onExit(func() { file.Close() })
+		if r.json == nil {
+			r.json = file
+		} else {
+			// Each JSON line is one Write, so both get whole lines.
+			r.json = io.MultiWriter(r.json, file)
+		}
+	}
+	o.route = r
+	return nil
+}
+
+// humanOut is where summaries and dry-run lines go.
+func (o outputFlags) humanOut(f *Factory) io.Writer {
+	if o.route == nil {
+		return f.IO.Out
+	}
+	return o.route.human
+}
+
+// jsonOut is where JSON lines go, or nil without --json or --json-file.
+func (o outputFlags) jsonOut(f *Factory) io.Writer {
+	switch {
+	case o.route != nil:
+		return o.route.json
+	case o.asJSON:
+		return f.IO.Out
+	}
+	return nil
+}
+
+// textOut is where human summaries go: nil with --json, whose lines take
+// their place.
+func (o outputFlags) textOut(f *Factory) io.Writer {
+	if o.asJSON {
+		return nil
+	}
+	return o.humanOut(f)
+}
