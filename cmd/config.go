@@ -106,7 +106,7 @@ func writeConfigText(f *Factory, l *loaded) error {
 		if text == "" {
 			text = "-"
 		}
-		or := config.Origin{Source: config.Source(s.Source), Detail: s.Detail}
+		or := config.Origin{Source: config.SourceKind(s.Source), Detail: s.Detail}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, text, or)
 	}
 	return w.Flush()

@@ -150,7 +150,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	if errors.As(err, &pe) {
 		fmt.Fprintln(f.IO.ErrOut, pe.Error())
 		fmt.Fprintf(f.IO.ErrOut, "or, to undo all of it: s3pd raid-setup --teardown --engine %s --name %s --mount %s --wipe --devices %s --yes\n",
-			spec.Engine, spec.Name, spec.Mount, strings.Join(raidMembers(plan), ","))
+			spec.Striping, spec.Name, spec.Mount, strings.Join(raidMembers(plan), ","))
 		return fmt.Errorf("raid-setup stopped at step %s; the machine's state and how to undo it are printed above", pe.Step.Action)
 	}
 	if err != nil {
@@ -203,10 +203,10 @@ func (o *raidOptions) check() error {
 // spec turns the flags into a raid.Spec, picking devices by kind when asked.
 func (o *raidOptions) spec(errOut io.Writer, inv []raid.Device) (raid.Spec, error) {
 	s := raid.Spec{
-		Engine: raid.Engine(o.engine), Devices: o.devices, Name: o.name, Mount: o.mount, FS: o.fs,
+		Striping: raid.Striping(o.engine), Devices: o.devices, Name: o.name, Mount: o.mount, FS: o.fs,
 		Owner: o.owner, Fstab: o.fstab, FstabFile: o.fstabFile, Force: o.force,
 	}
-	if s.Engine == raid.EngineBtrfs {
+	if s.Striping == raid.StripingBtrfs {
 		s.FS = ""
 		if !o.nameSet {
 			s.Name = "striped"
@@ -243,7 +243,7 @@ func (o *raidOptions) spec(errOut io.Writer, inv []raid.Device) (raid.Spec, erro
 
 // belongsToVolume reports whether d already belongs to the volume the spec describes.
 func belongsToVolume(d raid.Device, s raid.Spec) bool {
-	if s.Engine == raid.EngineBtrfs {
+	if s.Striping == raid.StripingBtrfs {
 		return d.Signature == "btrfs" && d.Label == s.Name
 	}
 	return slices.Equal(d.Holders, []string{s.Name})
@@ -251,16 +251,16 @@ func belongsToVolume(d raid.Device, s raid.Spec) bool {
 
 func runRaidTeardown(ctx context.Context, f *Factory, deps raidDeps, opts *raidOptions, inv []raid.Device) error {
 	name := opts.name
-	engine := raid.Engine(opts.engine)
-	if engine == raid.EngineBtrfs && !opts.nameSet {
+	engine := raid.Striping(opts.engine)
+	if engine == raid.StripingBtrfs && !opts.nameSet {
 		name = "striped"
 	}
-	spec := raid.TeardownSpec{Engine: engine, Name: name, Mount: opts.mount, FstabFile: opts.fstabFile, Wipe: opts.wipe, Members: opts.devices}
+	spec := raid.TeardownSpec{Striping: engine, Name: name, Mount: opts.mount, FstabFile: opts.fstabFile, Wipe: opts.wipe, Members: opts.devices}
 	for _, d := range inv {
 		if d.Root {
 			spec.Protected = append(spec.Protected, d.Path)
 		}
-		if len(opts.devices) == 0 && belongsToVolume(d, raid.Spec{Engine: engine, Name: name}) {
+		if len(opts.devices) == 0 && belongsToVolume(d, raid.Spec{Striping: engine, Name: name}) {
 			spec.Members = append(spec.Members, d.Path)
 		}
 	}
@@ -384,7 +384,7 @@ func raidPlanJSON(p *raid.Plan, res *raid.Result) map[string]any {
 		cmds = append(cmds, s.String())
 	}
 	out := map[string]any{
-		"engine": p.Spec.Engine, "target": p.Target, "members": raidMembers(p), "mount": p.Spec.Mount,
+		"engine": p.Spec.Striping, "target": p.Target, "members": raidMembers(p), "mount": p.Spec.Mount,
 		"fs": p.Spec.FS, "in_place": p.InPlace, "steps": p.Steps(), "commands": cmds, "warnings": p.Warnings,
 	}
 	if res != nil {

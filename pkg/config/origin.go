@@ -6,26 +6,26 @@ import (
 	"maps"
 )
 
-// Source names the kind of place a value came from.
-type Source string
+// SourceKind names the kind of place a value came from.
+type SourceKind string
 
 // Sources, lowest precedence first; Derived marks values computed from
 // other settings.
 const (
-	SourceDefault   Source = "default"
-	SourceAWSConfig Source = "aws-config"
-	SourcePreset    Source = "preset"
-	SourceFile      Source = "file"
-	SourceProfile   Source = "profile"
-	SourceEnv       Source = "env"
-	SourceFlag      Source = "flag"
-	SourceDerived   Source = "derived"
+	SourceDefault   SourceKind = "default"
+	SourceAWSConfig SourceKind = "aws-config"
+	SourcePreset    SourceKind = "preset"
+	SourceFile      SourceKind = "file"
+	SourceProfile   SourceKind = "profile"
+	SourceEnv       SourceKind = "env"
+	SourceFlag      SourceKind = "flag"
+	SourceDerived   SourceKind = "derived"
 )
 
 // Origin is where one value came from: a source and the exact place in it
 // (a file and section, a variable, a flag).
 type Origin struct {
-	Source Source `json:"source"`
+	Source SourceKind `json:"source"`
 	// Detail names the place: "/home/u/.aws/config [profile dev]",
 	// "S3PD_WORKERS", "--partsize", "from target_bandwidth".
 	Detail string `json:"detail,omitempty"`

@@ -100,7 +100,7 @@ func (a *applier) report(o Outcome) {
 // probe reads the state and rejects conflicts before anything changes.
 func (a *applier) probe(ctx context.Context) error {
 	p, r := a.p, a.env.Runner
-	if p.Spec.Engine == EngineMD {
+	if p.Spec.Striping == StripingMD {
 		members, found, err := mdMembers(ctx, r, p.Target)
 		if err != nil {
 			return err
@@ -179,7 +179,7 @@ func (a *applier) probeMount() error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	ours := map[string]bool{resolveDevice(p.Target): true}
-	if p.Spec.Engine == EngineBtrfs {
+	if p.Spec.Striping == StripingBtrfs {
 		for _, m := range p.memberPaths() {
 			ours[resolveDevice(m)] = true
 		}
@@ -289,7 +289,7 @@ func (a *applier) failed(ctx context.Context, s Step) {
 
 // fsOn names the devices that carry the filesystem.
 func (a *applier) fsOn() string {
-	if a.p.Spec.Engine == EngineBtrfs {
+	if a.p.Spec.Striping == StripingBtrfs {
 		return strings.Join(a.p.memberPaths(), " ")
 	}
 	return a.p.Target

@@ -244,7 +244,7 @@ func TestLoopBtrfsEndToEnd(t *testing.T) {
 	mnt := filepath.Join(dir, "striped")
 	unmountAtEnd(t, mnt)
 	fstab := filepath.Join(dir, "fstab")
-	spec := Spec{Engine: EngineBtrfs, Devices: []string{a, b}, Name: "s3pdtest", Mount: mnt, Fstab: true, FstabFile: fstab}
+	spec := Spec{Striping: StripingBtrfs, Devices: []string{a, b}, Name: "s3pdtest", Mount: mnt, Fstab: true, FstabFile: fstab}
 	sys := DefaultSystem()
 	inv, err := sys.Discover()
 	if err != nil {
@@ -293,7 +293,7 @@ func TestLoopBtrfsEndToEnd(t *testing.T) {
 		t.Errorf("second run changed things: %+v", res.Outcomes)
 	}
 
-	td := TeardownSpec{Engine: EngineBtrfs, Name: "s3pdtest", Mount: mnt, FstabFile: fstab, Wipe: true, Members: []string{a, b}}
+	td := TeardownSpec{Striping: StripingBtrfs, Name: "s3pdtest", Mount: mnt, FstabFile: fstab, Wipe: true, Members: []string{a, b}}
 	if _, err := Teardown(context.Background(), td, env); err != nil {
 		t.Fatal(err)
 	}

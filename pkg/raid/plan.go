@@ -15,13 +15,13 @@ const DefaultChunk = 512 << 10
 
 // Spec is what the user asked for.
 type Spec struct {
-	Engine  Engine   // EngineMD when empty
-	Devices []string // member device paths (symlinks such as /dev/disk/by-id are resolved)
-	Name    string   // md: the array is /dev/<Name>; btrfs: the filesystem label
-	Mount   string   // absolute mount point
-	FS      string   // md: xfs (default) or ext4; btrfs: btrfs
-	Chunk   int64    // md stripe unit in bytes; 0 means DefaultChunk
-	Owner   string   // "user" or "user:group" to chown the mount point to; "" to leave it
+	Striping Striping // StripingMD when empty
+	Devices  []string // member device paths (symlinks such as /dev/disk/by-id are resolved)
+	Name     string   // md: the array is /dev/<Name>; btrfs: the filesystem label
+	Mount    string   // absolute mount point
+	FS       string   // md: xfs (default) or ext4; btrfs: btrfs
+	Chunk    int64    // md stripe unit in bytes; 0 means DefaultChunk
+	Owner    string   // "user" or "user:group" to chown the mount point to; "" to leave it
 	// Fstab adds a line to FstabFile (by UUID, with nofail) when true.
 	Fstab     bool
 	FstabFile string
@@ -84,11 +84,11 @@ func NewPlan(spec Spec, inventory []Device) (*Plan, error) {
 	}
 	if inPlace > 0 && inPlace < len(p.Members) {
 		return nil, fmt.Errorf("plan: only %d of %d devices belong to %s; the others would have to join an existing %s, which raid-setup does not do",
-			inPlace, len(p.Members), spec.Name, spec.Engine)
+			inPlace, len(p.Members), spec.Name, spec.Striping)
 	}
 	p.InPlace = inPlace == len(p.Members)
 	p.Target = "/dev/" + spec.Name
-	if spec.Engine == EngineBtrfs {
+	if spec.Striping == StripingBtrfs {
 		p.Target = p.Members[0].Path
 	}
 	p.Warnings = append(p.Warnings, mixWarnings(p.Members)...)
@@ -119,10 +119,10 @@ func refusal(d Device, spec Spec, inPlace *int, wipe *[]string) string {
 		return "holds the root filesystem; raid-setup never touches it, whatever the flags"
 	case d.Kind == KindArray:
 		return "is an md array itself"
-	case spec.Engine == EngineMD && slices.Equal(d.Holders, []string{spec.Name}):
+	case spec.Striping == StripingMD && slices.Equal(d.Holders, []string{spec.Name}):
 		*inPlace++
 		return ""
-	case spec.Engine == EngineBtrfs && d.Signature == "btrfs" && d.Label == spec.Name && len(d.Partitions) == 0:
+	case spec.Striping == StripingBtrfs && d.Signature == "btrfs" && d.Label == spec.Name && len(d.Partitions) == 0:
 		*inPlace++
 		return ""
 	case len(d.MountPoints) > 0:
@@ -165,8 +165,8 @@ func mixWarnings(ms []Device) []string {
 
 // normalize fills defaults and validates the fields that need no devices.
 func (s *Spec) normalize() error {
-	if s.Engine == "" {
-		s.Engine = EngineMD
+	if s.Striping == "" {
+		s.Striping = StripingMD
 	}
 	if s.Name == "" {
 		s.Name = "md0"
@@ -174,8 +174,8 @@ func (s *Spec) normalize() error {
 	if !namePattern.MatchString(s.Name) {
 		return fmt.Errorf("plan: name %q: use letters, digits, '.', '_' and '-'", s.Name)
 	}
-	switch s.Engine {
-	case EngineMD:
+	switch s.Striping {
+	case StripingMD:
 		if s.FS == "" {
 			s.FS = "xfs"
 		}
@@ -188,7 +188,7 @@ func (s *Spec) normalize() error {
 		if s.Chunk < 4096 || s.Chunk > 64<<20 || s.Chunk&(s.Chunk-1) != 0 {
 			return fmt.Errorf("plan: chunk %d: want a power of two from 4K to 64M", s.Chunk)
 		}
-	case EngineBtrfs:
+	case StripingBtrfs:
 		if s.FS != "" && s.FS != "btrfs" {
 			return fmt.Errorf("plan: filesystem %q: --engine btrfs formats btrfs", s.FS)
 		}
@@ -197,7 +197,7 @@ func (s *Spec) normalize() error {
 			return fmt.Errorf("plan: btrfs stripes in fixed 64 KiB units; a chunk size applies to --engine md only")
 		}
 	default:
-		return fmt.Errorf("plan: engine %q: want md or btrfs", s.Engine)
+		return fmt.Errorf("plan: engine %q: want md or btrfs", s.Striping)
 	}
 	if !filepath.IsAbs(s.Mount) || strings.ContainsAny(s.Mount, " \t\n\\") {
 		return fmt.Errorf("plan: mount point %q: want an absolute path without spaces", s.Mount)

@@ -52,7 +52,7 @@ func TestPlanCommands(t *testing.T) {
 			"mkdir -p /striped",
 			"mount -o noatime /dev/md0 /striped",
 		}},
-		{"btrfs", Spec{Engine: EngineBtrfs, Devices: []string{"/dev/nvme1n1", "/dev/nvme2n1"}, Name: "landing", Mount: "/striped", Fstab: true}, []string{
+		{"btrfs", Spec{Striping: StripingBtrfs, Devices: []string{"/dev/nvme1n1", "/dev/nvme2n1"}, Name: "landing", Mount: "/striped", Fstab: true}, []string{
 			"mkfs.btrfs -d raid0 -m raid1 -L landing /dev/nvme1n1 /dev/nvme2n1",
 			"btrfs device scan /dev/nvme1n1 /dev/nvme2n1",
 			"mkdir -p /striped",
@@ -96,9 +96,9 @@ func TestPlanRefuses(t *testing.T) {
 		{"relative mount", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "striped"}, "absolute path"},
 		{"chunk not power of two", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Chunk: 384 << 10}, "power of two"},
 		{"chunk too small", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Chunk: 2048}, "power of two"},
-		{"btrfs chunk", Spec{Engine: EngineBtrfs, Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Chunk: 1 << 20}, "fixed 64 KiB"},
+		{"btrfs chunk", Spec{Striping: StripingBtrfs, Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Chunk: 1 << 20}, "fixed 64 KiB"},
 		{"md btrfs", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", FS: "btrfs"}, "xfs or ext4"},
-		{"engine", Spec{Engine: "zfs", Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s"}, "want md or btrfs"},
+		{"engine", Spec{Striping: "zfs", Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s"}, "want md or btrfs"},
 		{"name", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Name: "../x"}, "name"},
 		{"owner", Spec{Devices: two("/dev/nvme1n1", "/dev/nvme2n1"), Mount: "/s", Owner: "a b"}, "owner"},
 		{"partly in place", Spec{Devices: two("/dev/nvme5n1", "/dev/nvme1n1"), Mount: "/s", Name: "md5"}, "only 1 of 2 devices belong to md5"},
@@ -158,7 +158,7 @@ func TestPlanInPlace(t *testing.T) {
 	if _, err := NewPlan(Spec{Devices: []string{"/dev/a", "/dev/b"}, Mount: "/s", Name: "md1"}, inv); err == nil {
 		t.Error("members of md0 planned as md1: got no error")
 	}
-	p, err = NewPlan(Spec{Engine: EngineBtrfs, Devices: []string{"/dev/c", "/dev/d"}, Name: "land", Mount: "/s"}, inv)
+	p, err = NewPlan(Spec{Striping: StripingBtrfs, Devices: []string{"/dev/c", "/dev/d"}, Name: "land", Mount: "/s"}, inv)
 	if err != nil || !p.InPlace {
 		t.Errorf("btrfs labelled land: got %v; want a plan already in place", err)
 	}

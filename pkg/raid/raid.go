@@ -36,16 +36,17 @@ func kindOf(name, model string) Kind {
 	return KindOther
 }
 
-// Engine is the striping engine a plan uses.
-type Engine string
+// Striping names what stripes the devices of a plan (the --engine flag):
+// Linux md or btrfs.
+type Striping string
 
 // The striping engines.
 const (
-	// EngineMD stripes with Linux md (mdadm RAID0) and formats the array
+	// StripingMD stripes with Linux md (mdadm RAID0) and formats the array
 	// with XFS or ext4.
-	EngineMD Engine = "md"
-	// EngineBtrfs stripes with btrfs itself: data raid0, metadata raid1.
-	EngineBtrfs Engine = "btrfs"
+	StripingMD Striping = "md"
+	// StripingBtrfs stripes with btrfs itself: data raid0, metadata raid1.
+	StripingBtrfs Striping = "btrfs"
 )
 
 // Device is one whole block device from /sys/block.

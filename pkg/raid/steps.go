@@ -52,13 +52,13 @@ func (p *Plan) Steps() []Step {
 	if len(p.Wipe) > 0 {
 		out = append(out, Step{Action: ActWipe, Cmd: append([]string{"wipefs", "-a"}, p.Wipe...)})
 	}
-	switch s.Engine {
-	case EngineMD:
+	switch s.Striping {
+	case StripingMD:
 		out = append(out,
 			Step{Action: ActCreate, Cmd: append([]string{"mdadm", "--create", p.Target, "--level=0",
 				"--raid-devices=" + strconv.Itoa(len(paths)), "--chunk=" + strconv.FormatInt(s.Chunk>>10, 10), "--run"}, paths...)},
 			Step{Action: ActMkfs, Cmd: p.mkfsCmd()})
-	case EngineBtrfs:
+	case StripingBtrfs:
 		out = append(out,
 			Step{Action: ActMkfs, Cmd: p.mkfsCmd()},
 			Step{Action: ActScan, Cmd: append([]string{"btrfs", "device", "scan"}, paths...)})

@@ -18,9 +18,9 @@ const (
 
 // TeardownSpec says which volume to take down.
 type TeardownSpec struct {
-	Engine Engine // EngineMD when empty
-	Name   string // md: the array is /dev/<Name>; btrfs: the filesystem label
-	Mount  string
+	Striping Striping // StripingMD when empty
+	Name     string   // md: the array is /dev/<Name>; btrfs: the filesystem label
+	Mount    string
 	// FstabFile loses its lines for Mount; "" leaves fstab alone.
 	FstabFile string
 	// Wipe erases the members' md superblocks (md) or btrfs signatures.
@@ -33,8 +33,8 @@ type TeardownSpec struct {
 }
 
 func (s *TeardownSpec) normalize() error {
-	if s.Engine == "" {
-		s.Engine = EngineMD
+	if s.Striping == "" {
+		s.Striping = StripingMD
 	}
 	if s.Name == "" {
 		s.Name = "md0"
@@ -42,8 +42,8 @@ func (s *TeardownSpec) normalize() error {
 	if !namePattern.MatchString(s.Name) {
 		return fmt.Errorf("teardown: name %q: use letters, digits, '.', '_' and '-'", s.Name)
 	}
-	if s.Engine != EngineMD && s.Engine != EngineBtrfs {
-		return fmt.Errorf("teardown: engine %q: want md or btrfs", s.Engine)
+	if s.Striping != StripingMD && s.Striping != StripingBtrfs {
+		return fmt.Errorf("teardown: engine %q: want md or btrfs", s.Striping)
 	}
 	if !filepath.IsAbs(s.Mount) || filepath.Clean(s.Mount) == "/" {
 		return fmt.Errorf("teardown: mount point %q: want an absolute path other than /", s.Mount)
@@ -67,17 +67,17 @@ func TeardownSteps(spec TeardownSpec) ([]Step, error) {
 	if spec.FstabFile != "" {
 		steps = append(steps, Step{Action: ActFstabRemove, Cmd: []string{"sed", "-i", "\\#^[^#]*[[:space:]]" + spec.Mount + "[[:space:]]#d", spec.FstabFile}, File: spec.FstabFile})
 	}
-	if spec.Engine == EngineMD {
+	if spec.Striping == StripingMD {
 		steps = append(steps, Step{Action: ActStop, Cmd: []string{"mdadm", "--stop", "/dev/" + spec.Name}})
 	}
 	if spec.Wipe && len(spec.Members) > 0 {
-		steps = append(steps, Step{Action: ActZero, Cmd: zeroCmd(spec.Engine, spec.Members)})
+		steps = append(steps, Step{Action: ActZero, Cmd: zeroCmd(spec.Striping, spec.Members)})
 	}
 	return steps, nil
 }
 
-func zeroCmd(e Engine, members []string) []string {
-	if e == EngineMD {
+func zeroCmd(e Striping, members []string) []string {
+	if e == StripingMD {
 		return append([]string{"mdadm", "--zero-superblock"}, members...)
 	}
 	return append([]string{"wipefs", "-a"}, members...)
@@ -120,10 +120,10 @@ func Teardown(ctx context.Context, spec TeardownSpec, env Env) (*Result, error) 
 		switch {
 		case slices.Contains(spec.Protected, src):
 			return res, fmt.Errorf("teardown: %s is mounted from %s, the root device; refusing", spec.Mount, m.Source)
-		case spec.Engine == EngineMD && src != resolveDevice(array):
+		case spec.Striping == StripingMD && src != resolveDevice(array):
 			return res, fmt.Errorf("teardown: %s is mounted from %s, not %s; pass --name %s if that is the array",
 				spec.Mount, m.Source, array, filepath.Base(m.Source))
-		case spec.Engine == EngineBtrfs && m.FSType != "btrfs":
+		case spec.Striping == StripingBtrfs && m.FSType != "btrfs":
 			return res, fmt.Errorf("teardown: %s holds %s, not btrfs", spec.Mount, m.FSType)
 		}
 		if err := run(um); err != nil {
@@ -148,7 +148,7 @@ func Teardown(ctx context.Context, spec TeardownSpec, env Env) (*Result, error) 
 
 	// Stop the array.
 	members := spec.Members
-	if spec.Engine == EngineMD {
+	if spec.Striping == StripingMD {
 		stop := Step{Action: ActStop, Cmd: []string{"mdadm", "--stop", array}}
 		listed, running, err := mdMembers(ctx, env.Runner, array)
 		if err != nil {
@@ -174,7 +174,7 @@ func Teardown(ctx context.Context, spec TeardownSpec, env Env) (*Result, error) 
 		return res, nil
 	}
 	want := "linux_raid_member"
-	if spec.Engine == EngineBtrfs {
+	if spec.Striping == StripingBtrfs {
 		want = "btrfs"
 	}
 	var dirty []string
@@ -187,7 +187,7 @@ func Teardown(ctx context.Context, spec TeardownSpec, env Env) (*Result, error) 
 			dirty = append(dirty, m)
 		}
 	}
-	zero := Step{Action: ActZero, Cmd: zeroCmd(spec.Engine, dirty)}
+	zero := Step{Action: ActZero, Cmd: zeroCmd(spec.Striping, dirty)}
 	switch {
 	case len(members) == 0:
 		report(zero, false, "no members known; pass --devices to wipe them")

@@ -25,7 +25,7 @@ var packages = map[string][2]string{
 func (p *Plan) Tools() []string {
 	tools := []string{"blkid"}
 	seen := map[string]bool{"blkid": true}
-	if p.Spec.Engine == EngineMD {
+	if p.Spec.Striping == StripingMD {
 		tools, seen["mdadm"] = append(tools, "mdadm"), true
 	}
 	for _, s := range p.Steps() {
@@ -40,12 +40,12 @@ func (p *Plan) Tools() []string {
 // TeardownTools lists the programs Teardown runs for spec.
 func TeardownTools(spec TeardownSpec) []string {
 	tools := []string{"umount"}
-	if spec.Engine == EngineMD || spec.Engine == "" {
+	if spec.Striping == StripingMD || spec.Striping == "" {
 		tools = append(tools, "mdadm")
 	}
 	if spec.Wipe {
 		tools = append(tools, "blkid")
-		if spec.Engine == EngineBtrfs {
+		if spec.Striping == StripingBtrfs {
 			tools = append(tools, "wipefs")
 		}
 	}
