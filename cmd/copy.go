@@ -17,6 +17,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -26,6 +27,7 @@ import (
 type copyOptions struct {
 	output         outputFlags
 	rules          ruleFlags
+	scale          scaleFlags
 	benchmark      bool
 	overwrite      bool
 	followSymlinks bool
@@ -74,6 +76,7 @@ S3 to local: as get.`,
 	addSettingsFlags(fs)
 	opts.output.register(fs)
 	opts.rules.register(fs)
+	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
 	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", false, "copy what symbolic links point to instead of reporting and skipping them")
@@ -97,6 +100,7 @@ type copyRun struct {
 	settings config.Settings
 	explicit map[string]bool
 	src, dst string
+	shard    *shard.Spec  // --shard, nil without it
 	failures atomic.Int64 // entries of the source that could not be read
 }
 
@@ -140,7 +144,11 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 		return err
 	}
 	f.Logger = log
-	r := &copyRun{f: f, opts: opts, settings: settings, explicit: origins.Explicit(), src: args[0], dst: dst}
+	spec, err := opts.scale.spec(f.Getenv)
+	if err != nil {
+		return err
+	}
+	r := &copyRun{f: f, opts: opts, settings: settings, explicit: origins.Explicit(), src: args[0], dst: dst, shard: spec}
 	srcS3, dstS3 := isS3(r.src), isS3(dst)
 	crossStore := opts.source.endpoint != "" || opts.source.region != "" || opts.source.profile != ""
 	if crossStore && !(srcS3 && dstS3) {
@@ -165,7 +173,7 @@ func isS3(p string) bool { return strings.HasPrefix(p, "s3://") }
 
 // getDelegate runs S3 to local (and --benchmark of an S3 source) as get.
 func (r *copyRun) getDelegate(ctx context.Context, fs *pflag.FlagSet, args []string) error {
-	g := &getOptions{benchmark: r.opts.benchmark, output: r.opts.output, rules: r.opts.rules, req: r.opts.req}
+	g := &getOptions{benchmark: r.opts.benchmark, output: r.opts.output, rules: r.opts.rules, scale: r.opts.scale, req: r.opts.req}
 	g.sink.Overwrite = r.opts.overwrite
 	return runGet(ctx, r.f, fs, g, args)
 }
@@ -193,7 +201,9 @@ func (r *copyRun) localSource(name string) (*local.Source, error) {
 // finish runs the engine and fails the run if parts of the source could
 // not be read.
 func (r *copyRun) finish(ctx context.Context, lanes []transfer.Lane, sk transfer.Sink) error {
-	err := runEngine(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false)
+	sc := &scaleRun{}
+	sc.split(lanes[0].Source, r.shard, r.opts.rules.rules)
+	err := runEngineObserved(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false, nil, nil, sc)
 	if err == nil && r.failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", r.failures.Load(), r.src)}
 	}
@@ -385,6 +395,9 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		}
 		if single, err = resolve(ctx, su.Key, name); err != nil {
 			return startError(ctx, err)
+		}
+		if single && r.shard != nil {
+			return usageErrorf("--shard splits a prefix; %s is a single object", r.src)
 		}
 		if single {
 			prefix = ""

@@ -16,6 +16,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -28,6 +29,7 @@ type getOptions struct {
 	delete    bool
 	output    outputFlags
 	rules     ruleFlags
+	scale     scaleFlags
 	req       s3store.Request
 	versionID string
 }
@@ -99,6 +101,7 @@ dropped.`,
 	addSettingsFlags(fs)
 	opts.output.register(fs)
 	opts.rules.register(fs)
+	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
@@ -132,6 +135,13 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	if opts.versionID != "" && u.Prefix {
 		return usageErrorf("--version-id names one object; %s is a prefix", args[0])
+	}
+	spec, err := opts.scale.spec(f.Getenv)
+	if err != nil {
+		return err
+	}
+	if spec != nil && opts.delete {
+		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}
 	if opts.req.SSECKey != "" && len(opts.req.SSECKey) != 32 {
 		return usageErrorf("--sse-c-key must be 32 bytes, got %d", len(opts.req.SSECKey))
@@ -201,6 +211,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 			root = dest
 		}
 	}
+	if single && spec != nil {
+		return usageErrorf("--shard splits a prefix; %s is a single object", args[0])
+	}
 	if !single {
 		if dest == "-" {
 			return usageErrorf("DEST - takes a single object; %s is a prefix", args[0])
@@ -226,7 +239,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		listing = listed
 	}
 	var counted countingObserver
-	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted, listing)
+	sc := &scaleRun{}
+	sc.split(lanes[0].Source, spec, opts.rules.rules)
+	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted, listing, sc)
 	if err == nil && !u.Prefix && !single && counted.n.Load() == 0 {
 		// s3://b/p named neither an object nor a prefix: a typo must
 		// not look like success.
@@ -269,7 +284,7 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 
 // runEngine runs one transfer and renders its outcome.
 func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
-	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil, nil)
+	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil, nil, nil)
 }
 
 // countingObserver counts the objects that reached a verdict.
@@ -281,8 +296,9 @@ type countingObserver struct {
 func (c *countingObserver) ObjectDone(transfer.Result) { c.n.Add(1) }
 
 // runEngineObserved is runEngine with one more observer of the events
-// and of the listing (either may be nil).
-func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver) error {
+// and of the listing, and what --shard and --manifest change (any of
+// them may be nil).
+func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver, sc *scaleRun) error {
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -307,6 +323,10 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if listing != nil {
 		eopts.Listing = listings{total, listing}
 	}
+	var shardReport *shard.Report
+	if sc != nil {
+		eopts.Lister, shardReport = sc.lister, sc.report
+	}
 	eng, err := transfer.New(lanes, sk, eopts)
 	if err != nil {
 		return err
@@ -316,10 +336,13 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
 		return startError(ctx, err)
 	}
+	if shardReport != nil && shardReport.ListingHash == "" {
+		shardReport = nil // the listing did not complete
+	}
 	if out.dryRun {
-		rep.printDryRun()
+		rep.printDryRun(shardReport)
 	} else {
-		printSummary(out.textOut(f), out.jsonOut(f), sum, out, latency)
+		printSummary(out.textOut(f), out.jsonOut(f), sum, out, latency, shardReport)
 	}
 	switch {
 	case ctx.Err() != nil:

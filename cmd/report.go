@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
 
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -173,17 +174,25 @@ func (r *reporter) dryRun(res transfer.Result) {
 	}
 }
 
-// printDryRun writes the totals of a dry run.
-func (r *reporter) printDryRun() {
+// printDryRun writes the totals of a dry run, and the shard's report
+// when there is one.
+func (r *reporter) printDryRun(sr *shard.Report) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.json != nil {
-		r.json.Encode(map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip, "peak_rss_kib": peakRSS()})
+		line := map[string]any{"type": "dry-run", "fetch": r.wouldFetch, "fetch_bytes": r.fetchBytes, "skip": r.wouldSkip, "peak_rss_kib": peakRSS()}
+		if sr != nil {
+			line["shard"] = sr
+		}
+		r.json.Encode(line)
 	}
 	if r.out == nil {
 		return
 	}
 	fmt.Fprintf(r.out, "dry run: would fetch %d objects (%d bytes), skip %d\n", r.wouldFetch, r.fetchBytes, r.wouldSkip)
+	if sr != nil {
+		printShard(r.out, sr)
+	}
 }
 
 // summaryLine is the last --json line.
@@ -204,6 +213,8 @@ type summaryLine struct {
 	// EmulatorInProcess: the peak includes the embedded emulator's memory.
 	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
 	Lanes             []laneSummary `json:"nics,omitempty"`
+	// Shard is this process's shard of the listing (--shard).
+	Shard *shard.Report `json:"shard,omitempty"`
 }
 
 type laneSummary struct {
@@ -244,9 +255,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // printSummary writes the human summary to w and the JSON summary line
 // to js; either may be nil.
-func printSummary(w, js io.Writer, s transfer.Summary, out outputFlags, latency bool) {
+func printSummary(w, js io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report) {
 	line := newSummaryLine(s)
 	line.EmulatorInProcess = out.embedded
+	line.Shard = sr
 	if js != nil {
 		json.NewEncoder(js).Encode(line)
 	}
@@ -267,5 +279,8 @@ func printSummary(w, js io.Writer, s transfer.Summary, out outputFlags, latency 
 	}
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %d bytes, %.4f Gibps\n", l.Name, l.Bytes, l.Gibps)
+	}
+	if sr != nil {
+		printShard(w, sr)
 	}
 }

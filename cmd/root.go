@@ -34,6 +34,7 @@ get when SRC is an s3:// URL, and copy when SRC is a local path.`,
 		NewCmdNics(f),
 		NewCmdRaidSetup(f),
 		NewCmdConfig(f),
+		NewCmdShards(f),
 	)
 	return root
 }

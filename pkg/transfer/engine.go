@@ -50,6 +50,11 @@ type Options struct {
 	// DryRun lists and checks objects but transfers nothing: each object
 	// that would be transferred is reported skipped with that reason.
 	DryRun bool
+	// Lister, when set, lists the objects instead of the first lane's
+	// source (a manifest, one shard of a listing); the lanes still open
+	// them. When it is also a Refresher, an object that changed since it
+	// was listed is looked up again and transferred anew, once.
+	Lister Lister
 }
 
 func (o Options) withDefaults() Options {
@@ -168,7 +173,11 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	g.Go(func() error {
 		defer close(queue)
 		queued := 0
-		err := e.lanes[0].Source.List(gctx, func(o Object) error {
+		var lister Lister = e.lanes[0].Source
+		if e.opts.Lister != nil {
+			lister = e.opts.Lister
+		}
+		err := lister.List(gctx, func(o Object) error {
 			if e.opts.Filter != nil && !e.opts.Filter(o) {
 				return nil
 			}
@@ -253,6 +262,9 @@ func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 	wait := e.transferObject(ctx, &o)
 	return func() {
 		n, verified, err := wait()
+		if r, ok := e.opts.Lister.(Refresher); ok && errors.Is(err, ErrModified) && ctx.Err() == nil {
+			n, verified, err = e.refreshed(ctx, r, &o, n)
+		}
 		e.markBegun()
 		r := Result{Object: o, Bytes: n, Err: err, Verified: verified, Elapsed: time.Since(start)}
 		var skip *SkipError
@@ -271,6 +283,17 @@ func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 		}
 		e.opts.Observer.ObjectDone(r)
 	}
+}
+
+// refreshed looks up an object that changed since it was listed and
+// transfers it anew; n is what the first attempt moved.
+func (e *Engine) refreshed(ctx context.Context, r Refresher, o *Object, n int64) (int64, string, error) {
+	if err := r.Refresh(ctx, o); err != nil {
+		return n, "", fmt.Errorf("changed since listed, look up again: %w", err)
+	}
+	e.retries.Add(1)
+	m, verified, err := e.transferObject(ctx, o)()
+	return n + m, verified, err
 }
 
 // outcome waits for an object and gives the bytes moved, how it was

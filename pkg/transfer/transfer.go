@@ -62,11 +62,23 @@ type Body struct {
 	Encrypted bool
 }
 
-// Source lists objects and opens ranges of them.
-type Source interface {
+// Lister lists the objects to transfer.
+type Lister interface {
 	// List calls emit for every object to transfer, in order, streaming:
 	// emit may block, and List must not gather the whole listing first.
 	List(ctx context.Context, emit func(Object) error) error
+}
+
+// Refresher is implemented by listers whose metadata may be stale (an
+// inventory written hours ago): Refresh looks obj up again at the source
+// and updates its size, ETag and modification time.
+type Refresher interface {
+	Refresh(ctx context.Context, obj *Object) error
+}
+
+// Source lists objects and opens ranges of them.
+type Source interface {
+	Lister
 	// Open opens bytes [off, off+n) of obj; n < 0 means to the end. The
 	// body must carry exactly those bytes; the engine checks Off and Len.
 	Open(ctx context.Context, obj *Object, off, n int64) (*Body, error)
