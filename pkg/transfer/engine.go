@@ -11,14 +11,17 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Options tune the engine. Zero values take the defaults noted.
+// Options tune the engine. Zero values take the defaults noted, which are
+// the built-in settings of pkg/config (the one set of defaults: the
+// command line passes every field from config.Settings; a test in cmd
+// checks that the two agree).
 type Options struct {
-	// Workers is the number of objects in flight (default 16).
+	// Workers is the number of objects in flight (default 256).
 	Workers int
 	// Threads is the number of ranges in flight per object (default 8).
 	Threads int
 	// MaxRequests caps the ranges in flight overall (default
-	// Workers*Threads).
+	// Workers*Threads, at most 256).
 	MaxRequests int
 	// PartSize is the size of one range (default 8 MiB).
 	PartSize int64
@@ -57,15 +60,16 @@ type Options struct {
 	Lister Lister
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
 	if o.Workers <= 0 {
-		o.Workers = 16
+		o.Workers = 256
 	}
 	if o.Threads <= 0 {
 		o.Threads = 8
 	}
 	if o.MaxRequests <= 0 {
-		o.MaxRequests = o.Workers * o.Threads
+		o.MaxRequests = min(o.Workers*o.Threads, 256)
 	}
 	if o.PartSize <= 0 {
 		o.PartSize = 8 << 20
@@ -146,7 +150,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	if len(lanes) == 0 {
 		return nil, errors.New("transfer: no source")
 	}
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, gate: newGate(opts.MaxRequests), begun: make(chan struct{})}
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
