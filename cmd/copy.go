@@ -41,8 +41,9 @@ type copyOptions struct {
 func NewCmdCopy(f *Factory) *cobra.Command {
 	opts := &copyOptions{}
 	c := &cobra.Command{
-		Use:   "copy [flags] SRC DEST",
-		Short: "Copy local to local, local to S3, S3 to S3 or S3 to local",
+		Use:     "copy [flags] SRC DEST",
+		Aliases: []string{"cp"},
+		Short:   "Copy local to local, local to S3, S3 to S3 or S3 to local",
 		Long: `Copy a file, a directory tree, an object or a prefix, in any direction,
 through the same engine as get: many objects at once (--workers), large ones
 in parallel parts (--threads, --partsize), each under a temporary name (or an

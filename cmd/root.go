@@ -18,15 +18,15 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Long: `s3pd downloads from Amazon S3 and S3-compatible stores with many ranged
 GETs in parallel, verified, resumable and in bounded memory.
 
-The original s3pd's form without a subcommand, s3pd [flags] SRC DEST, runs
-get when SRC is an s3:// URL, and copy when SRC is a local path.`,
+The original s3pd's form without a subcommand, s3pd [flags] s3://SRC DEST,
+runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		Version:       f.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(suggestFlag(c, err)) })
 	root.AddCommand(
 		NewCmdGet(f),
 		NewCmdCopy(f),
@@ -44,8 +44,25 @@ get when SRC is an s3:// URL, and copy when SRC is a local path.`,
 func Execute(ctx context.Context, io *IOStreams, version string, args []string) int {
 	f := &Factory{IO: io, Version: version, Getenv: os.Getenv}
 	root := NewCmdRoot(f)
-	root.SetArgs(legacyArgs(root, args))
+	// cobra adds help and completion when it runs; add them now, so the
+	// no-subcommand form sees their names.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		// An unknown shell is an error, not cobra's help and exit 0.
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return usageErrorf("completion %q: want bash, zsh, fish or powershell", args[0])
+		}
+	}
+	args = legacyArgs(root, args)
+	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if isUnknownCommand(err) {
+		err = explainUnknownCommand(root, args, err)
+	}
 	for _, fn := range f.exits {
 		fn()
 	}
@@ -76,6 +93,9 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 func isUsage(err error) bool { return exitCode(err) == ExitUsage }
 
 func isUnknownCommand(err error) bool {
+	if err == nil {
+		return false
+	}
 	s := err.Error()
 	return strings.HasPrefix(s, "unknown command") || strings.HasPrefix(s, "unknown flag") ||
 		strings.Contains(s, "accepts") && strings.Contains(s, "arg(s)")
@@ -86,39 +106,40 @@ func oneLine(s string) string {
 }
 
 // legacyArgs maps the original s3pd's form without a subcommand,
-// `s3pd [flags] SRC DEST`, onto `s3pd get`.
+// `s3pd [flags] s3://bucket/prefix DEST`, onto `s3pd get`. It applies
+// only when the first word is an s3:// URL, so it never shadows a command,
+// an alias or cobra's own (help, completion, __complete), and a local
+// source needs `s3pd copy`.
 func legacyArgs(root *cobra.Command, args []string) []string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			if c, _, err := root.Find([]string{a}); err == nil && c != root {
-				return args // a subcommand is named
-			}
-			break
-		}
-	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" || a == "--version" {
 			return args
 		}
 	}
-	var positional []string
+	if words := positionals(root, args); len(words) > 0 && strings.HasPrefix(words[0], "s3://") {
+		return append([]string{"get"}, args...)
+	}
+	return args
+}
+
+// positionals returns the words of args that are neither flags nor the
+// values of get's and copy's flags.
+func positionals(root *cobra.Command, args []string) []string {
+	var words []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case strings.HasPrefix(a, "s3://"):
-			return append([]string{"get"}, args...)
-		case strings.HasPrefix(a, "-"):
+		case a == "--":
+			return append(words, args[i+1:]...)
+		case strings.HasPrefix(a, "-") && a != "-":
 			if !strings.Contains(a, "=") && i+1 < len(args) && !boolFlag(root, a) {
 				i++ // the flag's value
 			}
 		default:
-			positional = append(positional, a)
+			words = append(words, a)
 		}
 	}
-	if len(positional) == 2 {
-		return append([]string{"copy"}, args...)
-	}
-	return args
+	return words
 }
 
 // boolFlag reports whether flag (as written, "--name" or "-n") is a

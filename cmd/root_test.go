@@ -1,0 +1,79 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLegacyArgs(t *testing.T) {
+	tests := []struct {
+		args []string
+		get  bool // rewritten to get
+	}{
+		{[]string{"s3://b/p/", "dest"}, true},
+		{[]string{"--workers=40", "--threads", "32", "s3://b/p/", "dest"}, true},
+		{[]string{"--quiet", "s3://b/p", "-"}, true},
+		{[]string{"completion", "bash"}, false},
+		{[]string{"completion", "zsh"}, false},
+		{[]string{"help", "get"}, false},
+		{[]string{"__complete", "get", "--ver"}, false},
+		{[]string{"cp", "a", "b"}, false},
+		{[]string{"get", "s3://b/k", "d"}, false},
+		{[]string{"./a", "./b"}, false}, // local to local needs copy
+		{[]string{"--help", "s3://b/k", "d"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			root := NewCmdRoot(&Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}})
+			root.InitDefaultHelpCmd()
+			root.InitDefaultCompletionCmd()
+			got := legacyArgs(root, tt.args)
+			want := tt.args
+			if tt.get {
+				want = append([]string{"get"}, tt.args...)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestCommandSurface runs whole command lines through Execute and checks
+// the exit code and the one line on stderr.
+func TestCommandSurface(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string // a substring of stdout
+		stderr string // a substring of stderr
+	}{
+		{[]string{"completion", "bash"}, 0, "bash completion", ""},
+		{[]string{"completion", "zsh"}, 0, "#compdef s3pd", ""},
+		{[]string{"completion", "fish"}, 0, "complete -c s3pd", ""},
+		{[]string{"completion", "powershell"}, 0, "Register-ArgumentCompleter", ""},
+		{[]string{"help", "get"}, 0, "Download an object or every object", ""},
+		{[]string{"__complete", "get", "--no-res"}, 0, "--no-resume", ""},
+		{[]string{"cp", "--help"}, 0, "Copy a file", ""},
+		{[]string{"gte", "s3://b/k", "d"}, 2, "", "did you mean get?"},
+		{[]string{"sync", "s3://b/p/", "d"}, 2, "", "get --delete"},
+		{[]string{"./a", "./b"}, 2, "", "s3pd copy SRC DEST"},
+		{[]string{"get", "--worker", "3", "s3://b/k", "d"}, 2, "", "did you mean --workers?"},
+		{[]string{"frob"}, 2, "", "s3pd --help"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", tt.args)
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errOut.String(), tt.stderr) {
+				t.Errorf("exit %d, want %d; stdout %.200q (want %q); stderr %q (want %q)", code, tt.code, out.String(), tt.stdout, errOut.String(), tt.stderr)
+			}
+			if n := strings.Count(strings.TrimSpace(errOut.String()), "\n"); tt.code != 0 && n > 0 {
+				t.Errorf("stderr has %d lines, want one: %q", n+1, errOut.String())
+			}
+		})
+	}
+}
