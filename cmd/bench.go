@@ -55,6 +55,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	addSettingsFlags(fs)
 	opts.output.register(fs)
 	opts.rules.register(fs)
+	registerTLSFlags(fs, &f.TLS)
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
 	fs.DurationVar(&opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
@@ -115,7 +116,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if !u.Prefix {
 		u.Key += "/"
 	}
-	lanes, err := newLanes(ctx, settings, u.Bucket)
+	lanes, err := newLanes(ctx, settings, u.Bucket, f.TLS)
 	if err != nil {
 		return usageError(err)
 	}

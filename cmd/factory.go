@@ -5,6 +5,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"io"
 	"os"
 
@@ -43,6 +44,9 @@ type Factory struct {
 	Getenv func(string) string
 	// Logger is built by the root command from --log-level/--log-format.
 	Logger *zap.Logger
+	// TLS is how servers' certificates are checked (--ca-bundle,
+	// --no-verify-ssl).
+	TLS s3store.TLS
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
 }

@@ -38,6 +38,8 @@ type getOptions struct {
 type outputFlags struct {
 	asJSON, quiet, dryRun bool
 	jsonFile              string
+	// recursive and onlyErrors are the AWS CLI's habits (habits.go).
+	recursive, onlyErrors bool
 	verify                string
 	stall                 time.Duration
 	// route is where lines go, set by openRoute; nil means stdout.
@@ -67,6 +69,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
 	fs.DurationVar(&o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
+	o.registerHabits(fs)
 }
 
 // NewCmdGet builds `s3pd get`.
@@ -102,6 +105,7 @@ dropped.`,
 	opts.output.register(fs)
 	opts.rules.register(fs)
 	opts.scale.register(fs)
+	registerTLSFlags(fs, &f.TLS)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
@@ -169,7 +173,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 	}
 
-	lanes, err := newLanes(ctx, settings, u.Bucket)
+	lanes, err := newLanes(ctx, settings, u.Bucket, f.TLS)
 	if err != nil {
 		return usageError(err)
 	}

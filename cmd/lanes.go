@@ -14,8 +14,8 @@ import (
 // newLanes builds one S3 source per network card named by --nics (one in
 // all without it), each with its own HTTP client and connection pool.
 // Every client spreads its connections over all the addresses the
-// endpoint resolves to.
-func newLanes(ctx context.Context, s config.Settings, bucket string) ([]transfer.Lane, error) {
+// endpoint resolves to, and checks certificates as tls says.
+func newLanes(ctx context.Context, s config.Settings, bucket string, tls s3store.TLS) ([]transfer.Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer
@@ -33,8 +33,8 @@ func newLanes(ctx context.Context, s config.Settings, bucket string) ([]transfer
 	}
 	copts := s3store.ClientOptions{
 		Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest,
-		Conns:         max(s.MaxConcurrentRequests/len(lanes), 1),
+		NoSignRequest: s.NoSignRequest, TLS: tls,
+		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
 	var out []transfer.Lane
 	for _, l := range lanes {

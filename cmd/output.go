@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"io"
 	"os"
 )
@@ -18,6 +19,9 @@ type route struct {
 // whether stdout carries data. It opens --json-file, which f closes when
 // the command ends.
 func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) error {
+	if o.recursive {
+		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
+	}
 	r := &route{human: f.IO.Out}
 	if dataOnStdout {
 		r.human = f.IO.ErrOut
@@ -64,7 +68,7 @@ func (o outputFlags) jsonOut(f *Factory) io.Writer {
 // textOut is where human summaries go: nil with --json, whose lines take
 // their place.
 func (o outputFlags) textOut(f *Factory) io.Writer {
-	if o.asJSON {
+	if o.asJSON || o.onlyErrors {
 		return nil
 	}
 	return o.humanOut(f)

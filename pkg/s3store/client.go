@@ -4,11 +4,14 @@
 package s3store
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,6 +36,18 @@ type ClientOptions struct {
 	// DialContext, when set, dials every connection (per-NIC binding,
 	// spreading over the endpoint's addresses).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS is how the server's certificate is checked.
+	TLS TLS
+}
+
+// TLS says how a server's certificate is checked: against the system's
+// authorities by default.
+type TLS struct {
+	// CABundle is a PEM file of the authorities to trust instead
+	// (the AWS CLI's --ca-bundle; AWS_CA_BUNDLE is read by the SDK).
+	CABundle string
+	// Insecure skips the check (the AWS CLI's --no-verify-ssl).
+	Insecure bool
 }
 
 // HTTPClient builds an HTTP client tuned for many parallel range GETs:
@@ -58,6 +73,12 @@ func buildableClient(opts ClientOptions) *awshttp.BuildableClient {
 		t.ExpectContinueTimeout = 0
 		if opts.DialContext != nil {
 			t.DialContext = opts.DialContext
+		}
+		if opts.TLS.Insecure {
+			if t.TLSClientConfig == nil {
+				t.TLSClientConfig = &tls.Config{}
+			}
+			t.TLSClientConfig.InsecureSkipVerify = true
 		}
 	})
 }
@@ -88,6 +109,13 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 		config.WithLogger(logging.Nop{}))
 	if opts.NoSignRequest {
 		load = append(load, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	if opts.TLS.CABundle != "" {
+		pem, err := os.ReadFile(opts.TLS.CABundle)
+		if err != nil {
+			return nil, fmt.Errorf("ca bundle: %w", err)
+		}
+		load = append(load, config.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
