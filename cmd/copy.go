@@ -102,6 +102,7 @@ type copyRun struct {
 	explicit map[string]bool
 	src, dst string
 	shard    *shard.Spec  // --shard, nil without it
+	scale    scaleRun     // who lists, when not the source (--manifest)
 	failures atomic.Int64 // entries of the source that could not be read
 }
 
@@ -151,6 +152,9 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	}
 	r := &copyRun{f: f, opts: opts, settings: settings, explicit: origins.Explicit(), src: args[0], dst: dst, shard: spec}
 	srcS3, dstS3 := isS3(r.src), isS3(dst)
+	if opts.scale.manifest != "" && !srcS3 {
+		return usageErrorf("--manifest names S3 objects; SRC %s is local", r.src)
+	}
 	crossStore := opts.source.endpoint != "" || opts.source.region != "" || opts.source.profile != ""
 	if crossStore && !(srcS3 && dstS3) {
 		return usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
@@ -202,7 +206,7 @@ func (r *copyRun) localSource(name string) (*local.Source, error) {
 // finish runs the engine and fails the run if parts of the source could
 // not be read.
 func (r *copyRun) finish(ctx context.Context, lanes []transfer.Lane, sk transfer.Sink) error {
-	sc := &scaleRun{}
+	sc := &r.scale
 	sc.split(lanes[0].Source, r.shard, r.opts.rules.rules)
 	err := runEngineObserved(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false, nil, nil, sc)
 	if err == nil && r.failures.Load() > 0 {
@@ -389,6 +393,10 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	}
 	prefix := du.Key
 	single := false
+	if r.opts.scale.manifest != "" {
+		su.Key, su.Prefix = manifestPrefix(su.Key), true
+		r.scale.readManifest(r.f, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, src)
+	}
 	if !su.Prefix {
 		name := du.Key
 		if du.Prefix {

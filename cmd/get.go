@@ -147,6 +147,17 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if spec != nil && opts.delete {
 		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}
+	if opts.scale.manifest != "" {
+		switch {
+		case opts.delete:
+			return usageErrorf("--delete with --manifest: a manifest need not name every object, so it cannot tell what to delete")
+		case opts.versionID != "":
+			return usageErrorf("--version-id with --manifest: the manifest names the objects")
+		case dest == "-":
+			return usageErrorf("DEST - takes a single object, not a --manifest")
+		}
+		u.Key, u.Prefix = manifestPrefix(u.Key), true
+	}
 	if opts.req.SSECKey != "" && len(opts.req.SSECKey) != 32 {
 		return usageErrorf("--sse-c-key must be 32 bytes, got %d", len(opts.req.SSECKey))
 	}
@@ -244,6 +255,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	var counted countingObserver
 	sc := &scaleRun{}
+	if opts.scale.manifest != "" {
+		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, src)
+	}
 	sc.split(lanes[0].Source, spec, opts.rules.rules)
 	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted, listing, sc)
 	if err == nil && !u.Prefix && !single && counted.n.Load() == 0 {
@@ -352,7 +366,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
 	case err != nil:
-		return err
+		return badManifest(err)
 	case sum.Failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d objects failed", sum.Failed, sum.Failed+sum.Objects+sum.Skipped)}
 	case rep.archived.Load() > 0:

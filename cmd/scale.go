@@ -1,21 +1,31 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/manifest"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // scaleFlags are --shard and --manifest, shared by get and copy.
 type scaleFlags struct {
-	shard string
+	shard    string
+	manifest string
 }
 
 func (s *scaleFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.manifest, "manifest", "", `list the objects from FILE instead of ListObjectsV2: "-" (stdin), a local path or an s3:// URL; a text manifest (one s3://BUCKET/KEY or KEY per line, optionally a tab and the size) or an S3 Inventory's manifest.json`)
 	fs.StringVar(&s.shard, "shard", "", `take shard K/N of the objects (0 <= K < N), split by bytes; "auto" reads K and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, S3PD_SHARD_COUNT) or a Slurm job array (SLURM_ARRAY_TASK_*)`)
 }
 
@@ -64,4 +74,73 @@ func (r *scaleRun) split(inner transfer.Lister, spec *shard.Spec, rules transfer
 func printShard(w io.Writer, r *shard.Report) {
 	fmt.Fprintf(w, "shard %s: %d objects, %d bytes (%.1f%% of %d objects, %d bytes), keys %q to %q, listing %s\n",
 		r.Shard, r.Objects, r.Bytes, r.Share*100, r.ListingObjects, r.ListingBytes, r.FirstKey, r.LastKey, r.ListingHash)
+}
+
+// readManifest makes run list the objects of --manifest, under bucket
+// and prefix, looking objects up through src.
+func (r *scaleRun) readManifest(f *Factory, settings config.Settings, location, bucket, prefix string, src *s3store.Source) {
+	loc := &locations{in: f.IO.In, settings: settings, sources: map[string]*s3store.Source{bucket: src}}
+	r.lister = manifest.New(manifest.Options{Location: location, Bucket: bucket, Prefix: prefix, Open: loc.open, Stat: src.Stat})
+}
+
+// manifestPrefix is the prefix a --manifest run's URL names: with a
+// manifest, s3://b/p always means the prefix p/.
+func manifestPrefix(key string) string {
+	if key != "" && !strings.HasSuffix(key, "/") {
+		key += "/"
+	}
+	return key
+}
+
+// locations opens what a manifest names: stdin, local files, objects
+// in any bucket of the same endpoint.
+type locations struct {
+	in       io.Reader
+	settings config.Settings
+	mu       sync.Mutex
+	sources  map[string]*s3store.Source
+}
+
+func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
+	switch {
+	case loc == "-":
+		return io.NopCloser(l.in), nil
+	case strings.HasPrefix(loc, "s3://"):
+		u, err := s3store.ParseURL(loc)
+		if err != nil {
+			return nil, err
+		}
+		src, err := l.source(ctx, u.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		return src.Open(ctx, &transfer.Object{Key: u.Key, Size: -1}, 0, -1)
+	}
+	return os.Open(loc)
+}
+
+// source returns a source over bucket, made once.
+func (l *locations) source(ctx context.Context, bucket string) (*s3store.Source, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.sources[bucket]; ok {
+		return s, nil
+	}
+	c, err := s3store.NewClient(ctx, bucket, s3store.ClientOptions{Region: l.settings.Region, EndpointURL: l.settings.EndpointURL,
+		Profile: l.settings.Profile, NoSignRequest: l.settings.NoSignRequest, Conns: 4})
+	if err != nil {
+		return nil, err
+	}
+	s := s3store.NewSource(c, bucket)
+	l.sources[bucket] = s
+	return s, nil
+}
+
+// badManifest turns a bad manifest entry into a usage error (exit 2).
+func badManifest(err error) error {
+	var le *manifest.LineError
+	if errors.As(err, &le) {
+		return usageError(err)
+	}
+	return err
 }

@@ -272,3 +272,35 @@ func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64)
 	s.Key, s.Name, s.resolved = key, name, obj
 	return true, nil
 }
+
+// Stat looks key up with one HeadObject (retried as a checksum HEAD is):
+// its size, ETag, modification time and, when s verifies, its
+// full-object checksums. It serves manifests, whose entries may lack a
+// size or have gone stale.
+func (s *Source) Stat(ctx context.Context, key string) (transfer.Object, error) {
+	o := transfer.Object{Key: key}
+	var resp *http.Response
+	err := headBackoff.Retry(ctx, func() (err error) {
+		resp, err = s.get.head(ctx, &o, s.Req, s.Verify)
+		return err
+	})
+	if err != nil {
+		return o, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, key, err)
+	}
+	h := resp.Header
+	o.Size, o.ETag = resp.ContentLength, header(h, "Etag")
+	if lm := header(h, "Last-Modified"); lm != "" {
+		if t, err := http.ParseTime(lm); err == nil {
+			o.ModTime = t
+		}
+	}
+	if o.Checksums = headerChecksums(h); len(o.Checksums) > 0 {
+		for _, alg := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
+			if _, ok := o.Checksums[alg]; ok {
+				o.ChecksumAlgorithm = alg
+				break
+			}
+		}
+	}
+	return o, nil
+}

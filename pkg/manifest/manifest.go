@@ -1,0 +1,204 @@
+// Package manifest lists objects from a file instead of ListObjectsV2: a
+// text manifest (one key per line, optionally with its size) or an S3
+// Inventory (manifest.json and its gzipped CSV files). It streams both,
+// so a manifest of any length runs in fixed memory.
+package manifest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Options configure a Lister.
+type Options struct {
+	// Location is the manifest: "-" (standard input), a local path or an
+	// s3://bucket/key URL, as Open understands it.
+	Location string
+	// Bucket and Prefix are the transfer's: every key must be under them
+	// (an inventory's other keys are skipped), and an object's name is its
+	// key less Prefix, as a listing of s3://Bucket/Prefix would name it.
+	Bucket, Prefix string
+	// Open opens a location: "-", a local path or an s3:// URL.
+	Open func(ctx context.Context, location string) (io.ReadCloser, error)
+	// Stat looks an object up at the source: entries without a size, and
+	// objects that changed since the manifest was written.
+	Stat func(ctx context.Context, key string) (transfer.Object, error)
+	// Lookups bounds the Stat calls in flight (default 16).
+	Lookups int
+}
+
+// Lister lists the objects of a manifest. It is a transfer.Refresher:
+// an object whose ETag or size went stale is looked up again.
+type Lister struct{ opts Options }
+
+// New returns a lister of the manifest at opts.Location.
+func New(opts Options) *Lister {
+	if opts.Lookups <= 0 {
+		opts.Lookups = 16
+	}
+	return &Lister{opts: opts}
+}
+
+// LineError is a bad entry in a manifest: the run is a usage error.
+type LineError struct {
+	Location string
+	Line     int
+	Err      error
+}
+
+func (e *LineError) Error() string {
+	return fmt.Sprintf("manifest %s line %d: %v", e.Location, e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// List implements transfer.Lister: it reads the manifest once, in order.
+func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) error {
+	rc, err := l.opts.Open(ctx, l.opts.Location)
+	if err != nil {
+		return fmt.Errorf("manifest %s: %w", l.opts.Location, err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<20)
+	r := newResolver(ctx, l.opts, emit)
+	if isJSON(br) {
+		err = l.inventory(ctx, br, r.add)
+	} else {
+		err = l.text(br, r.add)
+	}
+	return r.close(err)
+}
+
+// Refresh implements transfer.Refresher.
+func (l *Lister) Refresh(ctx context.Context, o *transfer.Object) error {
+	if l.opts.Stat == nil {
+		return errors.New("no way to look objects up")
+	}
+	s, err := l.opts.Stat(ctx, o.Key)
+	if err != nil {
+		return err
+	}
+	o.Size, o.ETag, o.ModTime, o.ChecksumAlgorithm, o.Checksums = s.Size, s.ETag, s.ModTime, s.ChecksumAlgorithm, s.Checksums
+	return nil
+}
+
+// isJSON reports whether the manifest is a JSON document (an inventory's
+// manifest.json) rather than lines of keys.
+func isJSON(br *bufio.Reader) bool {
+	for i := 1; ; i++ {
+		b, err := br.Peek(i)
+		if err != nil || len(b) < i {
+			return false
+		}
+		switch b[i-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+}
+
+// name is key's name under the prefix, or an error when it is outside.
+func (l *Lister) name(key string) (string, error) {
+	name, ok := strings.CutPrefix(key, l.opts.Prefix)
+	if !ok || name == "" {
+		return "", fmt.Errorf("key %q is not under s3://%s/%s", key, l.opts.Bucket, l.opts.Prefix)
+	}
+	return name, nil
+}
+
+// resolver emits entries in manifest order, looking up those without a
+// size with up to Lookups Stat calls in flight.
+type resolver struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	opts   Options
+	queue  chan *pending
+	sem    chan struct{}
+	done   chan error
+	once   sync.Once
+}
+
+type pending struct {
+	obj   transfer.Object
+	ready chan struct{} // closed once obj is resolved
+}
+
+func newResolver(ctx context.Context, opts Options, emit func(transfer.Object) error) *resolver {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &resolver{ctx: ctx, cancel: cancel, opts: opts, queue: make(chan *pending, 4*opts.Lookups),
+		sem: make(chan struct{}, opts.Lookups), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for p := range r.queue {
+			if err != nil {
+				continue // drain
+			}
+			select {
+			case <-p.ready:
+			case <-ctx.Done():
+				err = ctx.Err()
+				continue
+			}
+			if err = emit(p.obj); err != nil {
+				cancel()
+			}
+		}
+		r.done <- err
+	}()
+	return r
+}
+
+// add queues one entry; an entry of unknown size is looked up.
+func (r *resolver) add(o transfer.Object) error {
+	p := &pending{obj: o, ready: make(chan struct{})}
+	if o.Size >= 0 || r.opts.Stat == nil {
+		close(p.ready)
+	} else {
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+		go func() {
+			defer close(p.ready)
+			defer func() { <-r.sem }()
+			s, err := r.opts.Stat(r.ctx, o.Key)
+			if err != nil {
+				return // left unknown: the engine probes it and reports its error
+			}
+			p.obj.Size, p.obj.ETag, p.obj.ModTime = s.Size, s.ETag, s.ModTime
+			p.obj.ChecksumAlgorithm, p.obj.Checksums = s.ChecksumAlgorithm, s.Checksums
+		}()
+	}
+	select {
+	case r.queue <- p:
+		return nil
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+}
+
+// close waits for every queued entry to be emitted and returns the first
+// error: readErr (reading the manifest) or emit's.
+func (r *resolver) close(readErr error) error {
+	if readErr != nil {
+		r.cancel()
+	}
+	close(r.queue)
+	err := <-r.done
+	r.cancel()
+	if readErr != nil {
+		return readErr
+	}
+	return err
+}
