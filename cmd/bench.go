@@ -109,7 +109,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		}
 		opts.output.embedded = true
 	}
-	u, err := s3store.ParseURL(url)
+	u, err := opts.rules.parseSource(url)
 	if err != nil {
 		return usageError(err)
 	}

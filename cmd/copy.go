@@ -291,7 +291,7 @@ func realPath(p string) (string, error) {
 }
 
 func (r *copyRun) localToS3(ctx context.Context) error {
-	u, err := s3store.ParseURL(r.dst)
+	u, err := s3store.ParseRawURL(r.dst)
 	if err != nil {
 		return usageError(err)
 	}
@@ -345,11 +345,11 @@ const copyPartSize = 1 << 30
 const streamBuffer = 1 << 30
 
 func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) error {
-	su, err := s3store.ParseURL(r.src)
+	su, err := r.opts.rules.parseSource(r.src)
 	if err != nil {
 		return usageError(err)
 	}
-	du, err := s3store.ParseURL(r.dst)
+	du, err := s3store.ParseRawURL(r.dst)
 	if err != nil {
 		return usageError(err)
 	}

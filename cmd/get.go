@@ -81,7 +81,10 @@ func NewCmdGet(f *Factory) *cobra.Command {
 		Long: `Download an object or every object under a prefix.
 
 s3://b/p names the object p if it exists, else the prefix p/; s3://b/p/ and
-s3://b/p/* always name the prefix. Under a prefix, key p/a/b lands at
+s3://b/p/* always name the prefix. A key with "*" or "?" is a pattern over
+the prefix before it, matched across "/" like the AWS CLI's --include:
+s3://b/m/*.safetensors is --exclude "*" --include "*.safetensors" under m/,
+ahead of any --include and --exclude given; --raw takes the key literally. Under a prefix, key p/a/b lands at
 DEST/a/b. A single object lands at DEST/<basename> when DEST is an existing
 directory or ends in /, else at DEST itself. DEST "-" writes one object to
 stdout in order. With --benchmark no DEST is needed: bytes are counted and
@@ -120,7 +123,7 @@ dropped.`,
 }
 
 func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions, args []string) error {
-	u, err := s3store.ParseURL(args[0])
+	u, err := opts.rules.parseSource(args[0])
 	if err != nil {
 		return usageError(err)
 	}
