@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,7 +150,7 @@ type verifiedCount struct {
 }
 
 func (v *verifiedCount) ObjectDone(r transfer.Result) {
-	if r.Err == nil && strings.Contains(r.Verified, "crc64nvme") {
+	if r.Err == nil && slices.Contains(r.Verification.Checksums, "crc64nvme") {
 		v.n.Add(1)
 	}
 }

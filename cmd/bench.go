@@ -71,11 +71,9 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
-	if err != nil {
+	if err := f.startLogger(settings); err != nil {
 		return err
 	}
-	f.Logger = log
 	url := "s3://bench/"
 	if len(args) == 1 {
 		url = args[0]

@@ -141,11 +141,9 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
-	if err != nil {
+	if err := f.startLogger(settings); err != nil {
 		return err
 	}
-	f.Logger = log
 	spec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return err

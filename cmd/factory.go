@@ -49,6 +49,11 @@ type Factory struct {
 	TLS s3store.TLS
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
+	// LogJSON: the logger writes JSON (--log-format json), so every line
+	// on stderr must be JSON.
+	LogJSON bool
+	// JSON, when set, is where the run's --json lines go.
+	JSON io.Writer
 }
 
 // onExit runs fn when the command ends, whatever its outcome.

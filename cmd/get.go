@@ -44,6 +44,8 @@ type outputFlags struct {
 	stall                 time.Duration
 	// route is where lines go, set by openRoute; nil means stdout.
 	route *route
+	// logJSON: --log-format json, so stderr carries JSON lines only
+	logJSON bool
 	// embedded says the S3 server runs in this process (bench without a
 	// URL), so its memory is in the peak this process reports.
 	embedded bool
@@ -176,11 +178,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
-	if err != nil {
+	if err := f.startLogger(settings); err != nil {
 		return err
 	}
-	f.Logger = log
 	if dest != "" && dest != "-" {
 		if err := checkWritable(dest); err != nil {
 			return usageError(err)
@@ -284,7 +284,7 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 		n++
 		bytes += size
 		if js := out.jsonOut(f); js != nil {
-			writeJSONLine(js, deleteLine{Type: "delete", Name: name, Bytes: size, DryRun: out.dryRun})
+			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
 		if out.dryRun && !out.asJSON {
 			fmt.Fprintf(out.humanOut(f), "would delete: %s (%d bytes)\n", name, size)
@@ -329,8 +329,13 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 			s.Verify = verify != transfer.VerifyOff
 		}
 	}
+	out.logJSON = f.LogJSON
+	f.JSON = out.jsonOut(f)
 	total := &listedBytes{}
 	rep := newReporter(f, f.Logger, out, total)
+	if d, ok := sk.(interface{ Destination(string) string }); ok {
+		rep.destination = d.Destination
+	}
 	eopts := engineOptions(settings)
 	eopts.Verify = verify
 	eopts.StallTimeout = out.stall
@@ -360,11 +365,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if shardReport != nil && shardReport.ListingHash == "" {
 		shardReport = nil // the listing did not complete
 	}
-	if out.dryRun {
-		rep.printDryRun(shardReport)
-	} else {
-		printSummary(out.textOut(f), out.jsonOut(f), sum, out, latency, shardReport)
-	}
+	rep.printSummary(out.textOut(f), sum, out, latency, shardReport)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/s3pd/s3pd/pkg/config"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -27,4 +29,15 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 		return nil, usageError(fmt.Errorf("log format %q: want console or json", format))
 	}
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
+}
+
+// startLogger builds the run's logger from its settings and records
+// whether stderr carries JSON.
+func (f *Factory) startLogger(s config.Settings) error {
+	log, err := newLogger(f.IO.ErrOut, s.LogLevel, s.LogFormat)
+	if err != nil {
+		return err
+	}
+	f.Logger, f.LogJSON = log, s.LogFormat == "json"
+	return nil
 }

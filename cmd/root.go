@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // NewCmdRoot builds the s3pd command tree.
@@ -63,22 +66,17 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		err = explainUnknownCommand(root, args, err)
 	}
-	for _, fn := range f.exits {
-		fn()
-	}
+	defer func() {
+		// After the error line, which goes with the JSON lines.
+		for _, fn := range f.exits {
+			fn()
+		}
+	}()
 	if f.Logger != nil {
 		f.Logger.Sync()
 	}
 	if err == nil {
 		return ExitOK
-	}
-	if ctx.Err() != nil && !isUsage(err) {
-		fmt.Fprintln(io.ErrOut, "s3pd: interrupted")
-		return ExitInterrupted
-	}
-	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Err != nil {
-		fmt.Fprintln(io.ErrOut, "s3pd: "+oneLine(err.Error()))
 	}
 	code := exitCode(err)
 	if code == ExitOK {
@@ -87,7 +85,72 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		code = ExitUsage
 	}
+	msg := oneLine(err.Error())
+	switch {
+	case ctx.Err() != nil && !isUsage(err):
+		code, msg = ExitInterrupted, "interrupted"
+	case s3store.NoCredentials(err):
+		msg = s3store.ErrNoCredentials.Error()
+	}
+	var ee *ExitError
+	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
+	reportError(f, args, err, msg, code, quiet)
 	return code
+}
+
+// reportError writes the one line of an error on stderr (a JSON line
+// under --log-format json) and, under --json, an error line with the
+// other JSON lines.
+func reportError(f *Factory, args []string, err error, msg string, code int, quiet bool) {
+	ecode, status := errorCode(err)
+	if code == ExitInterrupted {
+		ecode = codeInterrupted
+	}
+	if f.JSON != nil || hasFlag(args, "json") {
+		w := f.JSON
+		if w == nil {
+			w = f.IO.Out
+		}
+		writeJSONLine(w, errorLine{header: newHeader(lineError), Error: msg, ErrorCode: ecode, HTTPStatus: status, ExitCode: code})
+	}
+	if quiet {
+		return
+	}
+	if f.LogJSON || flagValue(args, "log-format") == "json" || f.Getenv("S3PD_LOG_FORMAT") == "json" {
+		writeJSONLine(f.IO.ErrOut, map[string]any{"level": "error", "ts": time.Now().UTC().Format("2006-01-02T15:04:05.000Z0700"),
+			"msg": msg, "error_code": ecode, "exit_code": code})
+		return
+	}
+	fmt.Fprintln(f.IO.ErrOut, "s3pd: "+msg)
+}
+
+// hasFlag reports whether args set the boolean flag --name (before "--").
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--" + name, "--" + name + "=true":
+			return true
+		}
+	}
+	return false
+}
+
+// flagValue returns the value args give --name ("" when none).
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 func isUsage(err error) bool { return exitCode(err) == ExitUsage }

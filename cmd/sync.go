@@ -40,11 +40,15 @@ func (l *listedNames) has(name string) bool {
 // can show a total and an ETA once the listing is complete.
 type listedBytes struct {
 	bytes    atomic.Int64
+	objects  atomic.Int64
 	complete atomic.Bool
 }
 
 // Listed implements transfer.ListObserver.
-func (l *listedBytes) Listed(o transfer.Object) { l.bytes.Add(max(o.Size, 0)) }
+func (l *listedBytes) Listed(o transfer.Object) {
+	l.bytes.Add(max(o.Size, 0))
+	l.objects.Add(1)
+}
 
 // ListingDone implements transfer.ListObserver.
 func (l *listedBytes) ListingDone() { l.complete.Store(true) }
@@ -55,6 +59,15 @@ func (l *listedBytes) total() (int64, bool) {
 		return 0, false
 	}
 	return l.bytes.Load(), l.complete.Load()
+}
+
+// totals is the bytes and objects listed, and whether the listing is
+// complete.
+func (l *listedBytes) totals() (int64, int64, bool) {
+	if l == nil {
+		return 0, 0, false
+	}
+	return l.bytes.Load(), l.objects.Load(), l.complete.Load()
 }
 
 // listings fans listing events out to several observers.

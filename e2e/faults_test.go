@@ -96,7 +96,7 @@ func TestFaults(t *testing.T) {
 					continue
 				}
 				checkSynthetic(t, path, key, size)
-				if line["status"] != "ok" || line["verified"] != "crc64nvme" {
+				if cs, _ := line["checksums"].([]any); line["status"] != "ok" || line["verification"] != "verified" || len(cs) != 1 || cs[0] != "crc64nvme" {
 					t.Errorf("%s: JSON line %v, want ok and verified crc64nvme", key, line)
 				}
 			}

@@ -166,7 +166,8 @@ func TestGetListsInBoundedMemory(t *testing.T) {
 	n := 0
 	var last struct {
 		Type    string `json:"type"`
-		Fetch   int    `json:"fetch"`
+		DryRun  bool   `json:"dry_run"`
+		Fetch   int    `json:"would_transfer"`
 		PeakRSS int64  `json:"peak_rss_kib"`
 	}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
@@ -174,7 +175,7 @@ func TestGetListsInBoundedMemory(t *testing.T) {
 		n++
 		json.Unmarshal(sc.Bytes(), &last)
 	}
-	if n != 200_001 || last.Type != "dry-run" || last.Fetch != 200_000 {
+	if n != 200_001 || last.Type != "summary" || !last.DryRun || last.Fetch != 200_000 {
 		t.Fatalf("got %d JSON lines ending %+v, want 200,001 ending with the dry run's totals", n, last)
 	}
 	// Peak RSS as s3pd reads it from /proc (VmHWM): rusage's ru_maxrss

@@ -24,7 +24,7 @@ func TestSyncDeleteDryRunAndMarkers(t *testing.T) {
 
 	// A dry run lists and fetches nothing.
 	r := run(t, nil, s.cmd("get", "--dry-run", s.url("p/"), dest)...)
-	if r.code != 0 || !strings.Contains(r.stdout, "would fetch: p/a (1000 bytes)") || !strings.Contains(r.stdout, "would fetch 3 objects (3010 bytes)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "would fetch: p/a (1000 bytes)") || !strings.Contains(r.stdout, "would fetch 3 objects (2.94 KiB)") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if entries, _ := os.ReadDir(dest); len(entries) != 0 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -101,6 +102,9 @@ func (s *Sink) probe() error {
 	f.Close()
 	return s.root.Remove(name)
 }
+
+// Destination is the path at which the object named name lands.
+func (s *Sink) Destination(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
 
 // Close releases the root.
 func (s *Sink) Close() error {

@@ -2,7 +2,10 @@ package s3store
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 
@@ -12,6 +15,9 @@ import (
 // statusError turns an SDK error into the engine's *transfer.StatusError
 // where the server answered, so the engine can classify it.
 func statusError(err error) error {
+	if NoCredentials(err) {
+		return withCredentials(err)
+	}
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) {
 		return err
@@ -39,4 +45,34 @@ func codeOfStatus(status int) string {
 		return "SlowDown"
 	}
 	return ""
+}
+
+// ErrNoCredentials reports that no credentials were found to sign a
+// request with.
+var ErrNoCredentials = errors.New("no AWS credentials found: run `aws configure`, set AWS_PROFILE, or use --no-sign-request")
+
+// credentialsError is a failed credentials lookup: it reads as
+// ErrNoCredentials and keeps the SDK's chain for --log-level debug.
+type credentialsError struct{ err error }
+
+func (e credentialsError) Error() string   { return ErrNoCredentials.Error() }
+func (e credentialsError) Unwrap() []error { return []error{ErrNoCredentials, e.err} }
+func (e credentialsError) Retriable() bool { return false }
+
+// NoCredentials reports whether err is a failed credentials lookup, from
+// s3pd's own signer or the SDK's.
+func NoCredentials(err error) bool {
+	if errors.Is(err, ErrNoCredentials) {
+		return true
+	}
+	var se *v4.SigningError
+	return errors.As(err, &se) && strings.Contains(se.Error(), "retrieve credentials")
+}
+
+// withCredentials rewrites a failed credentials lookup as ErrNoCredentials.
+func withCredentials(err error) error {
+	if err != nil && !errors.Is(err, ErrNoCredentials) && NoCredentials(err) {
+		return credentialsError{fmt.Errorf("%w", err)}
+	}
+	return err
 }

@@ -3,7 +3,6 @@ package s3store
 import (
 	"context"
 	"encoding/xml"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -132,7 +131,7 @@ func (g *getter) send(ctx context.Context, method, u string, req Request, set fu
 	if g.creds != nil {
 		creds, err := g.creds.Retrieve(ctx)
 		if err != nil {
-			return nil, transfer.Permanent(fmt.Errorf("credentials: %w", err))
+			return nil, credentialsError{err}
 		}
 		h.Set("X-Amz-Content-Sha256", unsignedPayload)
 		g.signer.Sign(r, creds, unsignedPayload, "s3", g.region, time.Now())

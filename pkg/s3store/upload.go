@@ -88,6 +88,9 @@ func uploadAPI(o *s3.Options) {
 
 func (u *UploadSink) url(key string) string { return "s3://" + u.bucket + "/" + key }
 
+// Destination is the URL of the object that name is uploaded to.
+func (u *UploadSink) Destination(name string) string { return u.url(u.opts.Prefix + name) }
+
 // Create implements transfer.Sink. Unless Overwrite, an object already
 // present with the same size and checksum is skipped (*transfer.SkipError).
 func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.File, error) {

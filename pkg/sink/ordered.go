@@ -27,6 +27,9 @@ func NewOrdered(w io.Writer, window int) *Ordered {
 	return &Ordered{w: w, window: window}
 }
 
+// Destination is "-": the object goes to standard output.
+func (s *Ordered) Destination(string) string { return "-" }
+
 // Create implements transfer.Sink; a stream takes one object only.
 func (s *Ordered) Create(context.Context, transfer.Object) (transfer.File, error) {
 	s.mu.Lock()

@@ -265,12 +265,13 @@ func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 	e.opts.Observer.ObjectStarted(o)
 	wait := e.transferObject(ctx, &o)
 	return func() {
-		n, verified, err := wait()
-		if r, ok := e.opts.Lister.(Refresher); ok && errors.Is(err, ErrModified) && ctx.Err() == nil {
-			n, verified, err = e.refreshed(ctx, r, &o, n)
+		r := wait()
+		if rf, ok := e.opts.Lister.(Refresher); ok && errors.Is(r.Err, ErrModified) && ctx.Err() == nil {
+			r = e.refreshed(ctx, rf, &o, r.Bytes)
 		}
 		e.markBegun()
-		r := Result{Object: o, Bytes: n, Err: err, Verified: verified, Elapsed: time.Since(start)}
+		r.Object, r.Elapsed = o, time.Since(start)
+		err := r.Err
 		var skip *SkipError
 		var why interface{ SkipReason() string }
 		switch {
@@ -291,21 +292,22 @@ func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 
 // refreshed looks up an object that changed since it was listed and
 // transfers it anew; n is what the first attempt moved.
-func (e *Engine) refreshed(ctx context.Context, r Refresher, o *Object, n int64) (int64, string, error) {
+func (e *Engine) refreshed(ctx context.Context, r Refresher, o *Object, n int64) Result {
 	if err := r.Refresh(ctx, o); err != nil {
-		return n, "", fmt.Errorf("changed since listed, look up again: %w", err)
+		return Result{Bytes: n, Err: fmt.Errorf("changed since listed, look up again: %w", err)}
 	}
 	e.retries.Add(1)
-	m, verified, err := e.transferObject(ctx, o)()
-	return n + m, verified, err
+	res := e.transferObject(ctx, o)()
+	res.Bytes += n
+	return res
 }
 
-// outcome waits for an object and gives the bytes moved, how it was
-// verified, and its error.
-type outcome func() (int64, string, error)
+// outcome waits for an object and gives its result: the bytes moved and
+// reused, how it was verified, and its error.
+type outcome func() Result
 
-func done(n int64, how string, err error) outcome {
-	return func() (int64, string, error) { return n, how, err }
+func done(err error) outcome {
+	return func() Result { return Result{Err: err} }
 }
 
 // DryRunReason is the skip reason of every object a dry run would transfer.
@@ -326,12 +328,12 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
 		if err := c.Check(*o); err != nil {
 			closeBody(first)
-			return done(0, "", err)
+			return done(err)
 		}
 	}
 	if e.opts.DryRun {
 		closeBody(first)
-		return done(0, "", &SkipError{Reason: DryRunReason})
+		return done(&SkipError{Reason: DryRunReason})
 	}
 	if o.Size < 0 {
 		// The size is unknown: fetch the first part and learn it from
@@ -339,7 +341,7 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 		if first == nil {
 			b, err := e.probe(ctx, o)
 			if err != nil {
-				return done(0, "", err)
+				return done(err)
 			}
 			first = b
 		}
@@ -354,11 +356,11 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 	f, err := e.sink.Create(ctx, *o)
 	if err != nil {
 		closeBody(first)
-		return done(0, "", err)
+		return done(err)
 	}
-	var moved atomic.Int64
-	wait := e.parts(ctx, o, f, first, &moved)
-	return func() (int64, string, error) {
+	var moved, reused atomic.Int64
+	wait := e.parts(ctx, o, f, first, &moved, &reused)
+	return func() Result {
 		verified, err := wait()
 		if err == nil {
 			if err = f.Commit(); err != nil {
@@ -374,27 +376,31 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 				err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 			}
 		}
-		return moved.Load(), verified, err
+		return Result{Bytes: moved.Load(), Resumed: reused.Load(), Verification: verified, Err: err}
 	}
 }
 
 // parts starts fetching every part of o into f, up to Threads at a time,
 // and returns the wait for them, which verifies the object and says how.
 // An object fetched in one request is fetched before parts returns.
-func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved *atomic.Int64) func() (string, error) {
+func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved, reused *atomic.Int64) func() (Verification, error) {
 	size := o.Size
 	if size == 0 {
 		closeBody(first)
-		return func() (string, error) { return "unverified: empty object", nil }
+		v := Verification{Off: e.opts.Verify == VerifyOff}
+		if !v.Off {
+			v.unverified(UnverifiedEmpty, "an empty object has nothing to check")
+		}
+		return func() (Verification, error) { return v, nil }
 	}
 	if first == nil && size < e.opts.Threshold {
 		c := e.newCheck(ctx, o, nil)
 		ps := c.partSum()
 		n, err := e.fetch(ctx, o, f, 0, size, -1, nil, c, ps)
 		moved.Add(n)
-		return func() (string, error) {
+		return func() (Verification, error) {
 			if err != nil {
-				return "", err
+				return Verification{}, err
 			}
 			return c.result(ps.whole(), f, size)
 		}
@@ -428,6 +434,7 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 		}
 		if journal != nil && b == nil {
 			if sum, ok := journal.Completed(off, n); ok && c.restore(off, n, sum) {
+				reused.Add(n)
 				continue // durable from an earlier run
 			}
 		}
@@ -448,9 +455,9 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 			return nil
 		})
 	}
-	return func() (string, error) {
+	return func() (Verification, error) {
 		if err := g.Wait(); err != nil {
-			return "", err
+			return Verification{}, err
 		}
 		return c.result(nil, f, size)
 	}

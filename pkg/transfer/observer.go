@@ -34,9 +34,12 @@ type Result struct {
 	Err error
 	// Skipped says why the object was not transferred, when it was not.
 	Skipped string
-	// Verified says what was verified and how ("crc64nvme", "md5", ...),
-	// empty when nothing could be.
-	Verified string
+	// Resumed is how many of the object's bytes an earlier run had
+	// already written and this run kept.
+	Resumed int64
+	// Verification says how the bytes were checked (for an object that
+	// arrived whole).
+	Verification Verification
 	// Elapsed is the time from the first request to the commit.
 	Elapsed time.Duration
 }

@@ -50,6 +50,8 @@ type check struct {
 	etag      string        // an MD5 ETag to verify (--verify full), or ""
 	md5       hash.Hash     // MD5 of a whole-object fetch, in order
 	encrypted bool          // a response said SSE-KMS or SSE-C: no MD5 ETag
+	// md5Offered: the ETag looks like an MD5, which --verify full checks
+	md5Offered bool
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -68,8 +70,8 @@ func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *chec
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &check{want: o.Checksums}
-	if e.opts.Verify == VerifyFull && checksum.IsMD5ETag(o.ETag) {
+	c := &check{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag)}
+	if e.opts.Verify == VerifyFull && c.md5Offered {
 		c.etag = strings.Trim(o.ETag, `"`)
 	}
 	if offsets == nil {
@@ -123,16 +125,17 @@ func (c *check) fromResponse(b *Body) {
 
 // result compares what was computed with what the object declares, and
 // returns how the object was verified, or an error on a mismatch.
-func (c *check) result(whole *checksum.Running, f File, size int64) (string, error) {
+func (c *check) result(whole *checksum.Running, f File, size int64) (Verification, error) {
+	var v Verification
 	if c == nil {
-		return "off", nil
+		v.Off = true
+		return v, nil
 	}
 	if c.head != nil {
 		<-c.head
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var how []string
 	if c.alg != "" {
 		var got uint64
 		var err error
@@ -147,43 +150,46 @@ func (c *check) result(whole *checksum.Running, f File, size int64) (string, err
 		sent, ok := c.want[string(c.alg)]
 		switch {
 		case err != nil:
-			how = append(how, "unverified: "+err.Error())
+			v.unverified(UnverifiedUnsupported, err.Error())
+		case !ok && c.wantErr != nil:
+			v.unverified(UnverifiedLookupFailed, "checksum lookup failed: "+c.wantErr.Error())
 		case !ok:
-			reason := "no checksum returned"
-			if c.wantErr != nil {
-				reason = "checksum lookup failed: " + c.wantErr.Error()
-			}
-			how = append(how, "unverified: "+reason)
+			v.unverified(UnverifiedNoChecksum, "no checksum returned")
 		default:
 			verdict, cerr := checksum.Compare(c.alg, sent, got)
-			switch verdict {
-			case checksum.Match:
-				how = append(how, strings.ToLower(string(c.alg)))
-			case checksum.Mismatch:
-				return "", Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
+			switch {
+			case verdict == checksum.Match:
+				v.Checksums = append(v.Checksums, strings.ToLower(string(c.alg)))
+			case verdict == checksum.Mismatch:
+				return v, Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
+			case errors.Is(cerr, checksum.ErrComposite):
+				v.unverified(UnverifiedComposite, cerr.Error())
 			default:
-				how = append(how, "unverified: "+cerr.Error())
+				v.unverified(UnverifiedUnsupported, cerr.Error())
 			}
 		}
 	}
 	if c.etag != "" {
-		m, err := c.verifyMD5(f, size)
-		if err != nil {
-			return "", err
+		if err := c.verifyMD5(&v, f, size); err != nil {
+			return v, err
 		}
-		how = append(how, m)
 	}
-	if len(how) == 0 {
-		return "unverified: the object has no checksum", nil
+	if c.alg == "" && c.etag == "" {
+		if c.md5Offered {
+			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
+		} else {
+			v.unverified(UnverifiedNoChecksum, "the object has no checksum")
+		}
 	}
-	return strings.Join(how, ", "), nil
+	return v, nil
 }
 
 // verifyMD5 checks the MD5 ETag: from the hash computed in order for a
 // whole-object fetch, else by reading the written file back in order.
-func (c *check) verifyMD5(f File, size int64) (string, error) {
+func (c *check) verifyMD5(v *Verification, f File, size int64) error {
 	if c.encrypted {
-		return "unverified md5: the etag of an SSE-KMS or SSE-C object is not its md5", nil
+		v.unverified(UnverifiedEncrypted, "the etag of an SSE-KMS or SSE-C object is not its md5")
+		return nil
 	}
 	var got string
 	switch r, ok := f.(io.ReaderAt); {
@@ -192,15 +198,17 @@ func (c *check) verifyMD5(f File, size int64) (string, error) {
 	case ok:
 		var err error
 		if got, err = md5Of(r, size); err != nil {
-			return "", fmt.Errorf("read back for md5: %w", err)
+			return fmt.Errorf("read back for md5: %w", err)
 		}
 	default:
-		return "unverified md5: the destination cannot be read back in order", nil
+		v.unverified(UnverifiedUnreadable, "the destination cannot be read back in order for md5")
+		return nil
 	}
 	if got != c.etag {
-		return "", Permanent(fmt.Errorf("%w: md5 etag %s, data has %s", ErrChecksum, c.etag, got))
+		return Permanent(fmt.Errorf("%w: md5 etag %s, data has %s", ErrChecksum, c.etag, got))
 	}
-	return "md5", nil
+	v.Checksums = append(v.Checksums, "md5")
+	return nil
 }
 
 // md5Of reads size bytes of r in order and returns their MD5.

@@ -1,0 +1,263 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// summaryLine is the last --json line of a transfer.
+type summaryLine struct {
+	header
+	DryRun bool `json:"dry_run,omitempty"`
+	// Objects counts those transferred whole; WouldTransfer those a dry
+	// run would transfer.
+	Objects            int64   `json:"objects"`
+	Failed             int64   `json:"failed"`
+	Skipped            int64   `json:"skipped"`
+	Interrupted        int64   `json:"interrupted"`
+	WouldTransfer      int64   `json:"would_transfer,omitempty"`
+	WouldTransferBytes int64   `json:"would_transfer_bytes,omitempty"`
+	Bytes              int64   `json:"bytes"`
+	Seconds            float64 `json:"seconds"`
+	BytesPerSecond     float64 `json:"bytes_per_second"`
+	ObjectsPerSecond   float64 `json:"objects_per_second"`
+	// Gibps and GiBps are derived from BytesPerSecond: Gibit/s and GiB/s.
+	Gibps             float64          `json:"gibps"`
+	GiBps             float64          `json:"gib_per_s"`
+	VerifiedObjects   int64            `json:"verified_objects"`
+	VerifiedBytes     int64            `json:"verified_bytes"`
+	UnverifiedObjects int64            `json:"unverified_objects"`
+	UnverifiedBytes   int64            `json:"unverified_bytes"`
+	Checksums         map[string]int64 `json:"checksums,omitempty"`
+	UnverifiedReasons map[string]int64 `json:"unverified_reasons,omitempty"`
+	ResumedObjects    int64            `json:"resumed_objects"`
+	ResumedBytes      int64            `json:"resumed_bytes"`
+	Requests          int64            `json:"requests"`
+	Retries           int64            `json:"retries"`
+	TTFB50ms          float64          `json:"ttfb_p50_ms"`
+	TTFB99ms          float64          `json:"ttfb_p99_ms"`
+	PeakRSS           int64            `json:"peak_rss_kib"`
+	// EmulatorInProcess: the peak includes the embedded emulator's memory.
+	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
+	Lanes             []laneSummary `json:"nics,omitempty"`
+	// Shard is this process's shard of the listing (--shard).
+	Shard *shard.Report `json:"shard,omitempty"`
+}
+
+type laneSummary struct {
+	Name           string  `json:"name"`
+	Bytes          int64   `json:"bytes"`
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	Gibps          float64 `json:"gibps"`
+}
+
+// summary builds the summary line from the engine's summary and what the
+// reporter counted.
+func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
+	secs := s.Elapsed.Seconds()
+	r.mu.Lock()
+	t := r.tally
+	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
+		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted,
+		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
+		ObjectsPerSecond: perSecond(s.Objects, secs),
+		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30),
+		VerifiedObjects: t.verified, VerifiedBytes: t.verifiedBytes,
+		UnverifiedObjects: t.unverified, UnverifiedBytes: t.unverifiedBytes,
+		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
+		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
+		Requests: s.Requests, Retries: s.Retries,
+		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
+		EmulatorInProcess: out.embedded}
+	if r.dry {
+		line.Skipped = r.wouldSkip
+		line.WouldTransfer, line.WouldTransferBytes = r.wouldFetch, r.fetchBytes
+	}
+	r.mu.Unlock()
+	if len(s.Lanes) > 1 {
+		for _, l := range s.Lanes {
+			line.Lanes = append(line.Lanes, laneSummary{Name: l.Name, Bytes: l.Bytes,
+				BytesPerSecond: perSecond(l.Bytes, secs), Gibps: gibps(l.Bytes, secs)})
+		}
+	}
+	return line
+}
+
+func perSecond(n int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
+}
+
+func gibps(b int64, secs float64) float64 { return perSecond(b, secs) * 8 / (1 << 30) }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// printSummary writes the human summary to w (none when nil) and the
+// JSON summary line where the JSON lines go; sr is the shard's report,
+// nil without --shard.
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report) {
+	line := r.summary(s, out)
+	line.Shard = sr
+	if r.json != nil {
+		r.mu.Lock()
+		r.json.Encode(line)
+		r.mu.Unlock()
+	}
+	switch {
+	case w == nil:
+		return
+	case out.logJSON:
+		// Every line on stderr is JSON: the summary is its JSON line.
+		writeJSONLine(w, line)
+		return
+	}
+	defer func() {
+		if sr != nil {
+			printShard(w, sr)
+		}
+	}()
+	if line.DryRun {
+		fmt.Fprintf(w, "dry run: would fetch %d objects (%s), skip %d\n", line.WouldTransfer, humanBytes(line.WouldTransferBytes), line.Skipped)
+		return
+	}
+	objects := fmt.Sprintf("objects: %d transferred, %d skipped, %d failed", line.Objects, line.Skipped, line.Failed)
+	if line.Interrupted > 0 {
+		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
+	}
+	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
+	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
+	r.printVerification(w, line)
+	if line.ResumedObjects > 0 {
+		fmt.Fprintf(w, "resumed: %d objects, %s kept from an earlier run\n", line.ResumedObjects, humanBytes(line.ResumedBytes))
+	}
+	if line.Interrupted > 0 {
+		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
+	}
+	fmt.Fprintf(w, "requests: %d, retries: %d\n", line.Requests, line.Retries)
+	if latency {
+		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
+		where := ""
+		if line.EmulatorInProcess {
+			where = " (this process: the embedded emulator's included)"
+		}
+		fmt.Fprintf(w, "peak memory: %s%s\n", humanBytes(line.PeakRSS*1024), where)
+	}
+	for _, l := range line.Lanes {
+		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
+	}
+	r.printFailures(w)
+}
+
+// unverifiedHints say, for each reason, what would check the objects.
+var unverifiedHints = map[string]string{
+	transfer.UnverifiedMD5Only:    "--verify full checks their MD5 ETags",
+	transfer.UnverifiedComposite:  "their checksums are of parts, not of the bytes (uploaded in parts without a full-object checksum)",
+	transfer.UnverifiedNoChecksum: "upload them with a checksum (aws s3 cp --checksum-algorithm CRC64NVME, or s3pd copy) to have them checked",
+}
+
+// printVerification says how many objects were verified, by which
+// checksums, and how many could not be and why.
+func (r *reporter) printVerification(w io.Writer, line summaryLine) {
+	if line.VerifiedObjects+line.UnverifiedObjects == 0 {
+		return
+	}
+	var algs []string
+	for _, a := range slices.Sorted(maps.Keys(line.Checksums)) {
+		algs = append(algs, fmt.Sprintf("%s %d", a, line.Checksums[a]))
+	}
+	v := fmt.Sprintf("verified: %d objects (%s)", line.VerifiedObjects, humanBytes(line.VerifiedBytes))
+	if len(algs) > 0 {
+		v += " by " + strings.Join(algs, ", ")
+	}
+	fmt.Fprintln(w, v)
+	if len(line.UnverifiedReasons) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "unverified: %d objects (%s)\n", line.UnverifiedObjects, humanBytes(line.UnverifiedBytes))
+	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
+		hint := unverifiedHints[why]
+		if hint != "" {
+			hint = ": " + hint
+		}
+		fmt.Fprintf(w, "  %d %s%s\n", line.UnverifiedReasons[why], why, hint)
+	}
+}
+
+// printFailures recaps the failed objects, at most maxRecap of them.
+func (r *reporter) printFailures(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.tally
+	if t.failedCount == 0 {
+		return
+	}
+	fmt.Fprintf(w, "failed: %d objects\n", t.failedCount)
+	for _, f := range t.failed {
+		fmt.Fprintf(w, "  %s: %s\n", f.key, f.reason)
+	}
+	if more := t.failedCount - int64(len(t.failed)); more > 0 {
+		fmt.Fprintf(w, "  ... and %d more (--json lists every one)\n", more)
+	}
+}
+
+// humanBytes writes n bytes with a binary unit: "512 B", "1.5 KiB",
+// "64.0 MiB", "1.50 GiB".
+func humanBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	i := -1
+	for v >= 1024 && i+1 < len(units) {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%s %ciB", threeDigits(v), units[i])
+}
+
+// humanRate writes a rate in bytes per second with a binary unit, and in
+// Gbit/s (network units, 10^9 bits) from 1 MiB/s up.
+func humanRate(bps float64) string {
+	s := humanBytes(int64(bps)) + "/s"
+	if bps >= 1<<20 {
+		s += fmt.Sprintf(" (%s Gbit/s)", threeDigits(bps*8/1e9))
+	}
+	return s
+}
+
+// humanCount writes a count per second with three significant digits.
+func humanCount(v float64) string { return threeDigits(v) }
+
+// humanSeconds writes a duration in seconds: "812 ms", "3.41 s", "2m05s".
+func humanSeconds(secs float64) string {
+	switch {
+	case secs < 1:
+		return fmt.Sprintf("%.0f ms", secs*1000)
+	case secs < 60:
+		return threeDigits(secs) + " s"
+	}
+	d := time.Duration(secs * float64(time.Second)).Round(time.Second)
+	return d.String()
+}
+
+// threeDigits formats v with three significant digits (at least the
+// integer part): 1.23, 12.3, 123, 1234.
+func threeDigits(v float64) string {
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -1,0 +1,77 @@
+package transfer
+
+import "strings"
+
+// Reasons an object's bytes could not be checked (Verification.Unverified).
+const (
+	// UnverifiedNoChecksum: the object declares no checksum s3pd can check.
+	UnverifiedNoChecksum = "no-checksum"
+	// UnverifiedMD5Only: the object's only checksum is an MD5 ETag, which
+	// --verify full checks.
+	UnverifiedMD5Only = "md5-only"
+	// UnverifiedComposite: the checksum is a checksum of part checksums
+	// (a multipart upload without a full-object checksum).
+	UnverifiedComposite = "composite"
+	// UnverifiedLookupFailed: the request for the object's checksum failed.
+	UnverifiedLookupFailed = "lookup-failed"
+	// UnverifiedEncrypted: the ETag of an SSE-KMS or SSE-C object is not
+	// its MD5.
+	UnverifiedEncrypted = "encrypted"
+	// UnverifiedUnreadable: the destination cannot be read back for MD5.
+	UnverifiedUnreadable = "unreadable"
+	// UnverifiedUnsupported: the checksum is of an unsupported algorithm
+	// or malformed.
+	UnverifiedUnsupported = "unsupported"
+	// UnverifiedEmpty: an empty object has nothing to check.
+	UnverifiedEmpty = "empty"
+)
+
+// Verification says how one object's bytes were checked.
+type Verification struct {
+	// Off: verification was turned off.
+	Off bool
+	// Checksums are the algorithms whose values matched the bytes, in the
+	// order checked: "crc64nvme", "crc32c", "crc32", "md5".
+	Checksums []string
+	// Unverified is the reason (one of the Unverified* constants) a check
+	// the object offers could not be made, "" when none was missed.
+	Unverified string
+	// Detail says the same in words, for people.
+	Detail string
+}
+
+// Verified reports whether at least one checksum matched the bytes.
+func (v Verification) Verified() bool { return len(v.Checksums) > 0 }
+
+// Status is "off", "verified" or "unverified".
+func (v Verification) Status() string {
+	switch {
+	case v.Off:
+		return "off"
+	case v.Verified():
+		return "verified"
+	}
+	return "unverified"
+}
+
+// String is the verification in words: "crc64nvme", "unverified: ...".
+func (v Verification) String() string {
+	if v.Off {
+		return "off"
+	}
+	s := strings.Join(v.Checksums, ", ")
+	if v.Unverified != "" {
+		if s != "" {
+			s += ", "
+		}
+		s += "unverified " + v.Unverified + ": " + v.Detail
+	}
+	return s
+}
+
+// unverified records a check that could not be made; the first reason wins.
+func (v *Verification) unverified(reason, detail string) {
+	if v.Unverified == "" {
+		v.Unverified, v.Detail = reason, detail
+	}
+}
