@@ -30,6 +30,7 @@ type copyOptions struct {
 	scale          scaleFlags
 	benchmark      bool
 	overwrite      bool
+	noLock         bool
 	followSymlinks bool
 	req            s3store.Request
 	upload         s3store.UploadOptions
@@ -80,6 +81,7 @@ S3 to local: as get.`,
 	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
+	fs.BoolVar(&opts.noLock, "no-lock", false, "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", false, "copy what symbolic links point to instead of reporting and skipping them")
 	fs.StringVar(&opts.upload.StorageClass, "storage-class", "", "storage class of uploaded and copied objects (STANDARD, INTELLIGENT_TIERING, ...)")
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
@@ -177,7 +179,7 @@ func isS3(p string) bool { return strings.HasPrefix(p, "s3://") }
 // getDelegate runs S3 to local (and --benchmark of an S3 source) as get.
 func (r *copyRun) getDelegate(ctx context.Context, fs *pflag.FlagSet, args []string) error {
 	g := &getOptions{benchmark: r.opts.benchmark, output: r.opts.output, rules: r.opts.rules, scale: r.opts.scale, req: r.opts.req}
-	g.sink.Overwrite = r.opts.overwrite
+	g.sink.Overwrite, g.sink.NoLock = r.opts.overwrite, r.opts.noLock
 	return runGet(ctx, r.f, fs, g, args)
 }
 
@@ -237,7 +239,7 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := checkWritable(r.dst); err != nil {
 		return usageError(err)
 	}
-	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, DryRun: r.opts.output.dryRun})
+	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, NoLock: r.opts.noLock, DryRun: r.opts.output.dryRun})
 	if err != nil {
 		return usageError(err)
 	}

@@ -226,11 +226,16 @@ func tree(t *testing.T, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(dir, p)
 		if d.IsDir() {
+			if rel == ".s3pd" {
+				left, _ := os.ReadDir(p)
+				t.Errorf("work folder left behind with %d entries", len(left))
+				return filepath.SkipDir
+			}
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
-		if strings.HasPrefix(d.Name(), ".s3pd-") {
+		if strings.HasPrefix(d.Name(), ".s3pd-probe") {
 			t.Errorf("temporary file left behind: %s", rel)
 			return nil
 		}

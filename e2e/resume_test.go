@@ -36,7 +36,7 @@ func startGet(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 // journaled sums the bytes that the journals under dir record as durable.
 func journaled(t *testing.T, dir string) int64 {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dir, ".s3pd-*.journal"))
+	paths, _ := filepath.Glob(filepath.Join(dir, ".s3pd", "*.journal"))
 	var n int64
 	for _, p := range paths {
 		f, err := os.Open(p)

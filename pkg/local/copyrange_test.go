@@ -147,7 +147,7 @@ func TestCopyTree(t *testing.T) {
 func assertNoPartials(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(d.Name(), ".s3pd-") {
+		if err == nil && (strings.HasPrefix(d.Name(), ".s3pd-") || d.Name() == WorkDir) {
 			t.Errorf("leftover %s", p)
 		}
 		return nil

@@ -3,13 +3,12 @@ package local
 import (
 	"errors"
 	"io/fs"
-	"strings"
 )
 
 // Prune walks the sink's root and removes every regular file for which
 // stale returns true, calling removed for each (before removal, or
-// instead of it when dryRun). s3pd's own partial files and journals are
-// left alone. It never follows a symlink.
+// instead of it when dryRun). The work folder (partial files, journals,
+// the lock) is left alone. It never follows a symlink.
 func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(name string, size int64)) error {
 	var errs []error
 	err := fs.WalkDir(s.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
@@ -17,7 +16,10 @@ func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(nam
 			errs = append(errs, err)
 			return nil
 		}
-		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".s3pd-") || !stale(name) {
+		if name == WorkDir && d.IsDir() {
+			return fs.SkipDir
+		}
+		if !d.Type().IsRegular() || !stale(name) {
 			return nil
 		}
 		var size int64

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -34,6 +33,14 @@ type Options struct {
 	NoResume bool
 	// DryRun makes Check free of side effects (no directory is made).
 	DryRun bool
+	// NoLock skips the destination lock, for file systems that refuse
+	// locks; the user then promises that no other run writes there.
+	NoLock bool
+	// LockID, when set, makes the sink take the lock of one part of the
+	// destination (a shard of the keys) instead of the whole of it: runs
+	// with different LockIDs share the destination, a run with the same
+	// LockID or with none is refused. See destLock.
+	LockID string
 	// ResumeMin is the smallest object that can have a partial file to
 	// resume: objects below it are fetched in one request, so no journal
 	// is looked for (the engine's multipart threshold).
@@ -49,6 +56,11 @@ type Sink struct {
 	// to a directory opened beneath it, with openat2(RESOLVE_BENEATH), a
 	// system call each, where os.Root spends several.
 	rootFd int
+	// workFd is the work folder (WorkDir) holding partial files and
+	// journals, -1 in a dry run.
+	workFd int
+	lock   *destLock
+	closed bool
 	dir    string
 	opts   Options
 	// empty: the root held nothing when the sink opened, so no file in it
@@ -57,8 +69,9 @@ type Sink struct {
 	empty bool
 }
 
-// NewSink opens dir (creating it if needed) as the root of a sink, and
-// checks that it is writable before any data is fetched.
+// NewSink opens dir (creating it if needed) as the root of a sink, takes
+// the destination's lock, and checks that it is writable before any data
+// is fetched. A dry run takes no lock and makes no work folder.
 func NewSink(dir string, opts Options) (*Sink, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
@@ -72,7 +85,13 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
-	s := &Sink{root: root, rootFd: fd, dir: dir, opts: opts}
+	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, opts: opts}
+	if !opts.DryRun {
+		if err := s.openWork(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if err := s.probe(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("destination %s is not writable: %w", dir, err)
@@ -81,20 +100,66 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 	return s, nil
 }
 
-// isEmpty reports whether the root holds no entry (false if it cannot
-// tell).
+// openWork makes the work folder, opens it and takes the lock in it. A
+// work folder that an ending run removed meanwhile is made again.
+func (s *Sink) openWork() error {
+	for range 10 {
+		if err := unix.Mkdirat(s.rootFd, WorkDir, 0o777); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("destination %s is not writable: mkdir %s: %w", s.dir, WorkDir, err)
+		}
+		wfd, err := unix.Openat2(s.rootFd, WorkDir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: beneath})
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("destination %s: open %s: %w", s.dir, WorkDir, err)
+		}
+		if s.opts.NoLock {
+			s.workFd = wfd
+			return nil
+		}
+		l, err := lockDest(wfd, s.dir, s.opts.LockID)
+		if err != nil {
+			unix.Close(wfd)
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		var held, now unix.Stat_t
+		if unix.Fstat(wfd, &held) == nil && unix.Fstatat(s.rootFd, WorkDir, &now, unix.AT_SYMLINK_NOFOLLOW) == nil &&
+			held.Dev == now.Dev && held.Ino == now.Ino {
+			s.workFd, s.lock = wfd, l
+			return nil
+		}
+		l.release() // the folder was removed under us: start over
+		unix.Close(wfd)
+	}
+	return fmt.Errorf("destination %s: %s keeps being replaced", s.dir, WorkDir)
+}
+
+// isEmpty reports whether the root holds no entry but the work folder
+// (false if it cannot tell).
 func (s *Sink) isEmpty() bool {
 	d, err := s.root.Open(".")
 	if err != nil {
 		return false
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(1)
-	return len(names) == 0 && errors.Is(err, io.EOF)
+	names, err := d.Readdirnames(2)
+	if len(names) > 0 && names[0] == WorkDir {
+		names = names[1:]
+	} else if len(names) > 1 && names[1] == WorkDir {
+		names = names[:1]
+	}
+	return len(names) == 0 && (errors.Is(err, io.EOF) || err == nil)
 }
 
 func (s *Sink) probe() error {
 	name := fmt.Sprintf(".s3pd-probe-%d", os.Getpid())
+	if s.workFd >= 0 {
+		name = path.Join(WorkDir, fmt.Sprintf("probe-%d", os.Getpid()))
+	}
 	f, err := s.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return unwrapPath(err)
@@ -103,11 +168,20 @@ func (s *Sink) probe() error {
 	return s.root.Remove(name)
 }
 
-// Destination is the path at which the object named name lands.
-func (s *Sink) Destination(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
-
-// Close releases the root.
+// Close releases the lock, removes the work folder if nothing is left in
+// it for a later run, and releases the root.
 func (s *Sink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.lock != nil {
+		s.lock.release()
+	}
+	if s.workFd >= 0 {
+		unix.Unlinkat(s.rootFd, WorkDir, unix.AT_REMOVEDIR)
+		unix.Close(s.workFd)
+	}
 	unix.Close(s.rootFd)
 	return s.root.Close()
 }
@@ -130,12 +204,12 @@ func (s *Sink) closeDir(fd int) {
 	}
 }
 
-// TempName is the temporary name an object's file has while it is
-// written: hidden, in the same directory, and short whatever the final
-// name's length.
+// TempName is the name an object's file has while it is written, in the
+// work folder: short whatever the final name's length, and out of reach
+// of every key.
 func TempName(rel string) string {
 	sum := sha256.Sum256([]byte(rel))
-	return path.Join(path.Dir(rel), ".s3pd-"+hex.EncodeToString(sum[:8])+".partial")
+	return hex.EncodeToString(sum[:12]) + ".partial"
 }
 
 // Check implements transfer.Checker: a file already at the final name is
@@ -145,7 +219,7 @@ func TempName(rel string) string {
 func (s *Sink) Check(obj transfer.Object) error {
 	if dir, ok := strings.CutSuffix(obj.Name, "/"); ok && obj.Size == 0 {
 		if dir != "" {
-			if _, err := RelPath(dir); err != nil {
+			if _, err := keyPath(dir); err != nil {
 				return transfer.Permanent(err)
 			}
 			if s.opts.DryRun {
@@ -157,7 +231,7 @@ func (s *Sink) Check(obj transfer.Object) error {
 		}
 		return &transfer.SkipError{Reason: "directory marker: directory created"}
 	}
-	rel, err := RelPath(obj.Name)
+	rel, err := keyPath(obj.Name)
 	if err != nil {
 		return transfer.Permanent(err)
 	}
@@ -183,7 +257,7 @@ func (s *Sink) Check(obj transfer.Object) error {
 // Create implements transfer.Sink. A partial file left by an earlier run
 // of the same object version is resumed; otherwise a fresh one is made.
 func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, error) {
-	rel, err := RelPath(obj.Name)
+	rel, err := keyPath(obj.Name)
 	if err != nil {
 		return nil, transfer.Permanent(err)
 	}
@@ -198,15 +272,15 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 		return nil, transfer.Permanent(fmt.Errorf("open %s: %w", path.Join(s.dir, dir), err))
 	}
 	tmp := TempName(rel)
-	f := &file{sink: s, tmp: tmp, rel: rel, dirfd: dfd, base: path.Base(rel), tmpBase: path.Base(tmp), obj: obj}
+	f := &file{sink: s, tmp: path.Join(WorkDir, tmp), rel: rel, dirfd: dfd, base: path.Base(rel), tmpBase: tmp, obj: obj}
 	multipart := obj.Size >= s.opts.ResumeMin && obj.Size > 0
 	if !s.opts.NoResume && multipart {
-		if j, fh := s.resume(tmp, obj); j != nil {
+		if j, fh := s.resume(f.tmp, obj); j != nil {
 			f.File, f.journal = fh, j
 			return f, nil
 		}
 	}
-	fd, err := unix.Openat2(dfd, f.tmpBase, &unix.OpenHow{
+	fd, err := unix.Openat2(s.workFd, f.tmpBase, &unix.OpenHow{
 		Flags: unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o666, Resolve: beneath})
 	if err != nil {
 		s.closeDir(dfd)
@@ -221,7 +295,7 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 			return nil, transfer.Permanent(fmt.Errorf("size %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
 		}
 		if !s.opts.NoResume {
-			j, err := newJournal(s.root, tmp, obj)
+			j, err := newJournal(s.root, f.tmp, obj)
 			if err != nil {
 				f.Abort()
 				return nil, transfer.Permanent(err)
@@ -279,8 +353,8 @@ type file struct {
 	*os.File
 	sink          *Sink
 	tmp, rel      string // relative to the root
-	dirfd         int    // the directory both are in
-	tmpBase, base string // their names in it
+	dirfd         int    // the directory of the final name
+	tmpBase, base string // the names in the work folder and in dirfd
 	obj           transfer.Object
 	journal       *journal
 	// ended: the file was committed, aborted or suspended, and its
@@ -318,7 +392,7 @@ func (f *file) Suspend() error {
 		f.journal.close()
 	}
 	if f.journal == nil || f.journal.f == nil {
-		unix.Unlinkat(f.dirfd, f.tmpBase, 0) // nothing durable to resume from
+		unix.Unlinkat(f.sink.workFd, f.tmpBase, 0) // nothing durable to resume from
 	}
 	return err
 }
@@ -378,25 +452,25 @@ func (f *file) discard() error {
 	if f.journal != nil {
 		f.journal.remove()
 	}
-	if err := unix.Unlinkat(f.dirfd, f.tmpBase, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := unix.Unlinkat(f.sink.workFd, f.tmpBase, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	return nil
 }
 
 func (f *file) place() error {
-	d := f.dirfd
+	d, w := f.dirfd, f.sink.workFd
 	if f.sink.opts.NoClobber {
 		// link(2) fails if the name exists: no check-then-rename race.
-		if err := unix.Linkat(d, f.tmpBase, d, f.base, 0); err != nil {
+		if err := unix.Linkat(w, f.tmpBase, d, f.base, 0); err != nil {
 			if errors.Is(err, unix.EEXIST) {
 				return transfer.Permanent(&transfer.SkipError{Reason: "appeared during the run (--no-clobber)"})
 			}
 			return fmt.Errorf("link into %s: %w", f.rel, err)
 		}
-		return unix.Unlinkat(d, f.tmpBase, 0)
+		return unix.Unlinkat(w, f.tmpBase, 0)
 	}
-	err := unix.Renameat(d, f.tmpBase, d, f.base)
+	err := unix.Renameat(w, f.tmpBase, d, f.base)
 	if err == nil {
 		return nil
 	}
@@ -407,7 +481,7 @@ func (f *file) place() error {
 	if f.sink.opts.ConflictSuffix == "" {
 		return fmt.Errorf("conflict: %s is both an object and a prefix; use --conflict-suffix to keep both", f.rel)
 	}
-	if err := unix.Renameat(d, f.tmpBase, d, f.base+f.sink.opts.ConflictSuffix); err != nil {
+	if err := unix.Renameat(w, f.tmpBase, d, f.base+f.sink.opts.ConflictSuffix); err != nil {
 		return fmt.Errorf("rename into %s: %w", f.rel+f.sink.opts.ConflictSuffix, err)
 	}
 	return nil

@@ -61,7 +61,7 @@ func TestSinkWritesAtFinalNameOnlyWhenWhole(t *testing.T) {
 	if err != nil || string(got) != "hello" {
 		t.Fatalf("got %q, %v; want hello", got, err)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, "a", ".s3pd-*"))
+	left, _ := filepath.Glob(filepath.Join(dir, WorkDir, "*.*"))
 	if len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
@@ -89,6 +89,7 @@ func TestSinkSkipsUnchangedFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The next run opens the destination again.
+			first.Close()
 			s, err := NewSink(dir, tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -136,6 +137,7 @@ func TestSinkEmptyRootLooksForNothing(t *testing.T) {
 			if err := s.Check(obj); errors.As(err, &skip) != tt.skip {
 				t.Errorf("Check of a file made after the sink opened: %v, want skip=%v", err, tt.skip)
 			}
+			s.Close()
 			again, err := NewSink(dir, tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -248,7 +250,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	if want := strings.Repeat("a", 10) + strings.Repeat("b", 10) + strings.Repeat("c", 10); string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".s3pd-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, WorkDir, "*.*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
 

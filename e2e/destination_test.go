@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// TestSecondRunIntoTheSameDestIsRefused: while one get writes into DEST,
+// a second exits 2 at once naming the first's pid, and touches nothing;
+// once the first is killed, a new run takes the lock and finishes.
+func TestSecondRunIntoTheSameDestIsRefused(t *testing.T) {
+	const size = 48 << 20
+	s := emuStore(t, s3emu.Options{Dataset: "big:1:48MiB", ConnRate: 3 << 20})
+	dest := t.TempDir()
+	args := s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("big/"), dest)
+	first, _ := startGet(t, args...)
+	waitForJournal(t, dest)
+	start := time.Now()
+	r := run(t, nil, args...)
+	want := fmt.Sprintf("is in use by s3pd (pid %d)", first.Process.Pid)
+	if r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("second run: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the second run took %s to give up, want at once", took)
+	}
+	// The refused run must not have disturbed the first's journal.
+	first.Process.Signal(syscall.SIGKILL)
+	first.Wait()
+	done := journaled(t, dest)
+	if done <= 0 || done >= size {
+		t.Fatalf("journal records %d bytes after the refused run, want part of %d", done, size)
+	}
+	r = run(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("run after the holder died: exit %d\n%s", r.code, r.stderr)
+	}
+	checkSynthetic(t, finalName(dest), "big/00000000", size)
+	tree(t, dest)
+}
+
+// TestKeysCannotReachPartialFiles: a key named like another key's partial
+// file (as s3pd once named them beside the object) is an ordinary object,
+// and a key inside the work folder is refused by name; the real object is
+// whole either way.
+func TestKeysCannotReachPartialFiles(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	real := randomBytes(7, 3<<20+123)
+	old := sha256.Sum256([]byte("x/a"))
+	lookalike := "x/.s3pd-" + hex.EncodeToString(old[:8]) + ".partial"
+	reserved := local.WorkDir + "/" + local.TempName("x/a")
+	objs := map[string][]byte{
+		"x/a":     real,
+		lookalike: randomBytes(8, 1<<20),
+		reserved:  randomBytes(9, 3<<20+123),
+	}
+	for k, v := range objs {
+		s.put(t, "p/"+k, v)
+	}
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--json", s.url("p/"), dest)...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (the reserved key fails)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "reserved name") || !strings.Contains(r.stdout+r.stderr, reserved) {
+		t.Errorf("no per-object error names %s as reserved:\n%s\n%s", reserved, r.stdout, r.stderr)
+	}
+	delete(objs, reserved)
+	sameTree(t, dest, objs)
+	if _, err := os.Stat(filepath.Join(dest, local.WorkDir)); !os.IsNotExist(err) {
+		t.Errorf("work folder after the run: %v", err)
+	}
+}
