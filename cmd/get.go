@@ -150,6 +150,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if err != nil {
 		return err
 	}
+	opts.sink.LockID = shardLockID(spec)
 	if spec != nil && opts.delete {
 		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}

@@ -144,3 +144,13 @@ func badManifest(err error) error {
 	}
 	return err
 }
+
+// shardLockID is the destination lock identity of a shard ("" for none):
+// shards of one DEST run together, a second run of the same shard or a
+// run over all keys is refused.
+func shardLockID(spec *shard.Spec) string {
+	if spec == nil {
+		return ""
+	}
+	return fmt.Sprintf("%dof%d", spec.K, spec.N)
+}

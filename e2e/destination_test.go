@@ -34,6 +34,11 @@ func TestSecondRunIntoTheSameDestIsRefused(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the second run took %s to give up, want at once", took)
 	}
+	// A shard of the keys is refused too while a run over all of them holds DEST.
+	shardArgs := s.cmd("get", "--partsize", "1MiB", "--shard", "0/2", s.url("big/"), dest)
+	if r := run(t, nil, shardArgs...); r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("a shard run: exit %d, want 2 and %q\n%s", r.code, want, r.stderr)
+	}
 	// The refused run must not have disturbed the first's journal.
 	first.Process.Signal(syscall.SIGKILL)
 	first.Wait()
