@@ -58,6 +58,9 @@ type shownSetting struct {
 	Text   string `json:"text"`
 	Source string `json:"source"`
 	Detail string `json:"detail,omitempty"`
+	// Overridden says which value from a lower-precedence source
+	// derivation replaced, and why.
+	Overridden string `json:"overridden,omitempty"`
 }
 
 // shownConfig is the document `config show --json` prints.
@@ -75,7 +78,7 @@ func showConfig(l *loaded) shownConfig {
 		or := l.origins.Get(name)
 		out.Settings = append(out.Settings, shownSetting{
 			Name: name, Value: l.settings.Value(name), Text: l.settings.Format(name),
-			Source: string(or.Source), Detail: or.Detail,
+			Source: string(or.Source), Detail: or.Detail, Overridden: l.origins.Overridden(name),
 		})
 	}
 	return out
@@ -107,7 +110,17 @@ func writeConfigText(f *Factory, l *loaded) error {
 			text = "-"
 		}
 		or := config.Origin{Source: config.SourceKind(s.Source), Detail: s.Detail}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, text, or)
+		mark := ""
+		if s.Overridden != "" {
+			mark = " (overridden)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s%s\n", s.Name, text, or, mark)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, why := range l.origins.Warnings() {
+		fmt.Fprintln(out, "overridden: "+why)
+	}
+	return nil
 }

@@ -39,5 +39,8 @@ func (f *Factory) startLogger(s config.Settings) error {
 		return err
 	}
 	f.Logger, f.LogJSON = log, s.LogFormat == "json"
+	for _, w := range f.warnings {
+		log.Warn(w)
+	}
 	return nil
 }

@@ -103,6 +103,9 @@ func loadSettings(f *Factory, fs *pflag.FlagSet) (config.Settings, *config.Origi
 	if err != nil {
 		return config.Settings{}, nil, err
 	}
+	if f != nil {
+		f.warnings = l.origins.Warnings()
+	}
 	return l.settings, l.origins, nil
 }
 

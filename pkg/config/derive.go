@@ -14,34 +14,77 @@ const MaxTunedConnections = 4096
 type Derivation struct {
 	// Setting is the derived setting; From names what it came from.
 	Setting, From string
+	// Overrode is set when the derived value replaced a value some source
+	// set at a lower precedence: that value, as text.
+	Overrode string
 }
 
 // Derive fills the concurrency settings that no source set (explicit holds
-// the names some source set) from those that were:
+// the names some source set) from those that were, as DeriveRanked with
+// every explicit setting at the same precedence.
+func (s *Settings) Derive(explicit map[string]bool) []Derivation {
+	rank := map[string]int{}
+	for name, set := range explicit {
+		if set {
+			rank[name] = 1
+		}
+	}
+	return s.DeriveRanked(rank)
+}
+
+// DeriveRanked fills the concurrency settings that no source set from
+// those that were. rank gives the precedence of the source of each
+// setting some source set (higher wins; absent or 0: not set):
 //   - max_concurrent_requests set: workers and threads that are not set are
 //     derived from it (threads keeps its value, at most the cap; workers =
 //     ceil(max/threads)); when only workers is set, threads = max/workers.
 //   - workers or threads set, max_concurrent_requests not: it becomes
 //     workers*threads.
-//   - none of the three set, target_bandwidth set and preferred_transfer_client
-//     not classic: connections = ceil(min(target, max_bandwidth) /
-//     ConnectionBandwidth), bounded to [1, MaxTunedConnections], become
-//     max_concurrent_requests, and workers and threads follow as above.
+//   - workers or threads set at a higher precedence than
+//     max_concurrent_requests: the lower setting does not cap them; it
+//     becomes workers*threads and the Derivation says what it overrode.
+//   - target_bandwidth set (preferred_transfer_client not classic) at a
+//     higher precedence than all three, or none of them set: connections =
+//     ceil(min(target, max_bandwidth) / ConnectionBandwidth), bounded to
+//     [1, MaxTunedConnections], become max_concurrent_requests, and
+//     workers and threads follow as above (overriding lower ones).
 //   - multipart_chunksize set below multipart_threshold, which is not set:
 //     the threshold follows it down, so every object larger than one part
 //     is split, as the original s3pd's --partsize did.
-func (s *Settings) Derive(explicit map[string]bool) []Derivation {
+func (s *Settings) DeriveRanked(rank map[string]int) []Derivation {
 	const mcr = "max_concurrent_requests"
 	var out []Derivation
-	add := func(name, from string) { out = append(out, Derivation{Setting: name, From: from}) }
-	setW, setT, setM := explicit["workers"], explicit["threads"], explicit[mcr]
+	overrode := map[string]string{}
+	add := func(name, from string) {
+		out = append(out, Derivation{Setting: name, From: from, Overrode: overrode[name]})
+	}
+	// drop forgets a setting set at a lower precedence than the one
+	// that replaces it, remembering its value for the Derivation.
+	drop := func(name string) {
+		if rank[name] > 0 {
+			overrode[name] = s.Format(name)
+		}
+	}
+	rW, rT, rM, rTB := rank["workers"], rank["threads"], rank[mcr], rank["target_bandwidth"]
 	from := mcr
-	if !setW && !setT && !setM && s.TargetBandwidth > 0 && s.PreferredTransferClient != ClientClassic {
+	if rTB > 0 && s.TargetBandwidth > 0 && s.PreferredTransferClient != ClientClassic && rTB > max(rW, rT, rM) {
+		for _, name := range []string{"workers", "threads", mcr} {
+			drop(name)
+		}
+		if rW > 0 || rT > 0 {
+			s.Threads = DefaultThreads
+		}
+		rW, rT = 0, 0
 		s.MaxConcurrentRequests = TunedConnections(s.TargetBandwidth, s.MaxBandwidth)
 		from = "target_bandwidth"
 		add(mcr, from)
-		setM = true
+		rM = rTB
 	}
+	if rM > 0 && max(rW, rT) > rM {
+		drop(mcr)
+		rM = 0
+	}
+	setW, setT, setM := rW > 0, rT > 0, rM > 0
 	switch {
 	case setM && !setW && !setT:
 		s.Threads = min(s.Threads, s.MaxConcurrentRequests)
@@ -58,7 +101,7 @@ func (s *Settings) Derive(explicit map[string]bool) []Derivation {
 		s.MaxConcurrentRequests = min(s.Workers*s.Threads, MaxRequests)
 		add(mcr, "workers*threads")
 	}
-	if explicit["multipart_chunksize"] && !explicit["multipart_threshold"] && s.PartSize < s.MultipartThreshold {
+	if rank["multipart_chunksize"] > 0 && rank["multipart_threshold"] == 0 && s.PartSize < s.MultipartThreshold {
 		// The original s3pd splits every object larger than --partsize.
 		s.MultipartThreshold = s.PartSize
 		add("multipart_threshold", "multipart_chunksize")

@@ -185,3 +185,49 @@ func TestResolverOrigins(t *testing.T) {
 		t.Errorf("Explicit() = %v, want multipart_chunksize and max_concurrent_requests", got)
 	}
 }
+
+// A setting from a higher-precedence source is never capped by a lower
+// one; the derivation says what it replaced.
+func TestDeriveRankedPrecedence(t *testing.T) {
+	tests := []struct {
+		name            string
+		set             map[string]string
+		rank            map[string]int
+		wantW, wantT    int
+		wantM           int
+		wantOverrodeMCR string
+	}{
+		{"flags over aws-config max", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
+			map[string]int{"max_concurrent_requests": 1, "workers": 6, "threads": 6}, 40, 32, 1280, "20"},
+		{"threads alone over a lower max", map[string]string{"max_concurrent_requests": "20", "threads": "32"},
+			map[string]int{"max_concurrent_requests": 1, "threads": 6}, DefaultWorkers, 32, DefaultWorkers * 32, "20"},
+		{"same source: max is the budget", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
+			map[string]int{"max_concurrent_requests": 3, "workers": 3, "threads": 3}, 40, 32, 20, ""},
+		{"higher max caps lower workers", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
+			map[string]int{"max_concurrent_requests": 6, "workers": 2, "threads": 2}, 40, 32, 20, ""},
+		{"target flag over aws-config max", map[string]string{"max_concurrent_requests": "20", "target_bandwidth": "50GB/s"},
+			map[string]int{"max_concurrent_requests": 1, "target_bandwidth": 6}, 72, 8, 569, "20"},
+		{"target under a higher max ignored", map[string]string{"max_concurrent_requests": "20", "target_bandwidth": "50GB/s"},
+			map[string]int{"max_concurrent_requests": 6, "target_bandwidth": 1}, 3, 8, 20, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Defaults()
+			for k, v := range tt.set {
+				if err := s.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var overrode string
+			for _, d := range s.DeriveRanked(tt.rank) {
+				if d.Setting == "max_concurrent_requests" {
+					overrode = d.Overrode
+				}
+			}
+			if s.Workers != tt.wantW || s.Threads != tt.wantT || s.MaxConcurrentRequests != tt.wantM || overrode != tt.wantOverrodeMCR {
+				t.Errorf("got workers %d threads %d max %d overrode %q, want %d %d %d %q",
+					s.Workers, s.Threads, s.MaxConcurrentRequests, overrode, tt.wantW, tt.wantT, tt.wantM, tt.wantOverrodeMCR)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // SourceKind names the kind of place a value came from.
@@ -21,6 +22,26 @@ const (
 	SourceFlag      SourceKind = "flag"
 	SourceDerived   SourceKind = "derived"
 )
+
+// Rank is the precedence of a source: higher wins; 0 for default and
+// derived values, which no source set.
+func (s SourceKind) Rank() int {
+	switch s {
+	case SourceAWSConfig:
+		return 1
+	case SourcePreset:
+		return 2
+	case SourceFile:
+		return 3
+	case SourceProfile:
+		return 4
+	case SourceEnv:
+		return 5
+	case SourceFlag:
+		return 6
+	}
+	return 0
+}
 
 // Origin is where one value came from: a source and the exact place in it
 // (a file and section, a variable, a flag).
@@ -44,10 +65,40 @@ func (o Origin) String() string {
 // Origins records where each effective setting came from.
 type Origins struct {
 	byName map[string]Origin
+	// overridden says, for a value a source set and derivation replaced,
+	// what it was and why it was replaced.
+	overridden map[string]string
 }
 
 // NewOrigins returns origins in which every setting is a default.
-func NewOrigins() *Origins { return &Origins{byName: map[string]Origin{}} }
+func NewOrigins() *Origins {
+	return &Origins{byName: map[string]Origin{}, overridden: map[string]string{}}
+}
+
+// Overridden returns, for the setting named name, a sentence saying which
+// value from which source derivation replaced and why ("" when none).
+func (o *Origins) Overridden(name string) string { return o.overridden[name] }
+
+// Warnings returns one sentence per overridden setting, in name order.
+func (o *Origins) Warnings() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(o.overridden)) {
+		out = append(out, o.overridden[name])
+	}
+	return out
+}
+
+// Ranks returns the precedence (Source.Rank) of each setting some source
+// set: the input of Settings.DeriveRanked.
+func (o *Origins) Ranks() map[string]int {
+	out := map[string]int{}
+	for name, or := range o.byName {
+		if r := or.Source.Rank(); r > 0 {
+			out[name] = r
+		}
+	}
+	return out
+}
 
 // Get returns the origin of the setting named name.
 func (o *Origins) Get(name string) Origin {
@@ -73,7 +124,9 @@ func (o *Origins) Explicit() map[string]bool {
 }
 
 // Clone returns a copy of o.
-func (o *Origins) Clone() *Origins { return &Origins{byName: maps.Clone(o.byName)} }
+func (o *Origins) Clone() *Origins {
+	return &Origins{byName: maps.Clone(o.byName), overridden: maps.Clone(o.overridden)}
+}
 
 // SettingError is a bad value: it names the setting, the value and where
 // the value came from.
@@ -127,7 +180,12 @@ func (r *Resolver) Resolve() (Settings, *Origins, error) {
 	s := r.settings
 	s.NICs = append([]string(nil), s.NICs...)
 	origins := r.origins.Clone()
-	for _, d := range s.Derive(origins.Explicit()) {
+	for _, d := range s.DeriveRanked(origins.Ranks()) {
+		if d.Overrode != "" {
+			was := origins.Get(d.Setting)
+			origins.overridden[d.Setting] = fmt.Sprintf("%s = %s from %s is overridden: %s = %s, from %s set at a higher precedence",
+				d.Setting, d.Overrode, was, d.Setting, s.Format(d.Setting), d.From)
+		}
 		origins.Set(d.Setting, Origin{Source: SourceDerived, Detail: "from " + d.From})
 	}
 	if err := s.Validate(); err != nil {
