@@ -38,6 +38,9 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		NewCmdRaidSetup(f),
 		NewCmdConfig(f),
 		NewCmdShards(f),
+		NewCmdLs(f),
+		NewCmdDu(f),
+		NewCmdCat(f),
 	)
 	return root
 }

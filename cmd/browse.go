@@ -1,0 +1,38 @@
+package cmd
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/s3store"
+)
+
+// openSource resolves the settings of a command that reads a bucket
+// without transferring (ls, du) and returns a source over it, built as
+// get builds its first lane.
+func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, bucket string) (*s3store.Source, error) {
+	settings, _, err := loadSettings(f, fs)
+	if err != nil {
+		return nil, err
+	}
+	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
+	if err != nil {
+		return nil, err
+	}
+	f.Logger = log
+	lanes, err := newLanes(ctx, settings, bucket, f.TLS)
+	if err != nil {
+		return nil, startError(ctx, err)
+	}
+	return lanes[0].Source.(*s3store.Source), nil
+}
+
+// acceptQuiet registers get's --quiet on a command that never shows a
+// progress bar, hidden, so that scripts can pass the same flags to all.
+func acceptQuiet(fs *pflag.FlagSet) {
+	fs.BoolP("quiet", "q", false, "no progress bar (this command never shows one)")
+	if err := fs.MarkHidden("quiet"); err != nil {
+		panic(err) // registered just above
+	}
+}

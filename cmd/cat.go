@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCmdCat builds `s3pd cat`: get of one object to stdout, with nothing
+// else on stdout and only errors and warnings on stderr.
+func NewCmdCat(f *Factory) *cobra.Command {
+	opts := &getOptions{}
+	c := &cobra.Command{
+		Use:   "cat [flags] s3://bucket/key",
+		Short: "Write one object to stdout",
+		Long: `Write one object to stdout, in order, with parts fetched in parallel and
+the object's checksum verified, as get s3://bucket/key - does. Nothing
+else is written to stdout; stderr has errors and warnings only. The key is
+taken literally ("*" and "?" are not wildcards).`,
+		Example: `  s3pd cat s3://my-bucket/config.json
+  s3pd cat s3://my-bucket/x.tar | tar x`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("cat takes one s3://bucket/key, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runGet(c.Context(), f, c.Flags(), opts, []string{args[0], "-"})
+		},
+	}
+	opts.output.quiet, opts.output.onlyErrors = true, true
+	opts.output.stall = 30 * time.Second
+	opts.rules.raw = true
+	fs := c.Flags()
+	addSettingsFlags(fs)
+	registerTLSFlags(fs, &f.TLS)
+	acceptQuiet(fs)
+	fs.StringVar(&opts.output.verify, "verify", "auto", "what to verify: auto, full or off (as get)")
+	fs.StringVar(&opts.versionID, "version-id", "", "version of the object")
+	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
+	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
+	fs.StringVar(&opts.req.SSECKey, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes")
+	return c
+}

@@ -1,0 +1,84 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/raid"
+)
+
+type duOptions struct {
+	rules  ruleFlags
+	asJSON bool
+	bytes  bool
+}
+
+// NewCmdDu builds `s3pd du`.
+func NewCmdDu(f *Factory) *cobra.Command {
+	opts := &duOptions{}
+	c := &cobra.Command{
+		Use:   "du [flags] s3://bucket[/prefix]",
+		Short: "Count the objects and bytes under a prefix",
+		Long: `Count the objects under a prefix and add up their sizes, as the AWS CLI's
+ls --recursive --summarize does: every key that starts with the prefix as
+given. A key with "*" or "?" counts only the keys that match it, and
+--include/--exclude apply as in get.`,
+		Example: `  s3pd du s3://my-bucket/models/
+  s3pd du s3://my-bucket/models/*.safetensors
+  s3pd du --json s3://my-bucket/`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("du takes one s3://bucket[/prefix], got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDu(c.Context(), f, c.Flags(), opts, args[0])
+		},
+	}
+	fs := c.Flags()
+	addSettingsFlags(fs)
+	registerTLSFlags(fs, &f.TLS)
+	acceptQuiet(fs)
+	opts.rules.register(fs)
+	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line: {"type":"usage","url":...,"objects":N,"bytes":N}`)
+	fs.BoolVarP(&opts.bytes, "bytes", "b", false, "the size in bytes only, without binary units")
+	return c
+}
+
+// duLine is du's --json line.
+type duLine struct {
+	Type    string `json:"type"`
+	URL     string `json:"url"`
+	Objects int64  `json:"objects"`
+	Bytes   int64  `json:"bytes"`
+}
+
+func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) error {
+	u, err := opts.rules.parseSource(arg)
+	if err != nil {
+		return usageError(err)
+	}
+	src, err := openSource(ctx, f, fs, u.Bucket)
+	if err != nil {
+		return err
+	}
+	src.Prefix = u.Key
+	usage, err := src.Usage(ctx, opts.rules.rules.Filter())
+	if err != nil {
+		return startError(ctx, err)
+	}
+	if opts.asJSON {
+		return json.NewEncoder(f.IO.Out).Encode(duLine{Type: "usage", URL: arg, Objects: usage.Objects, Bytes: usage.Bytes})
+	}
+	size := fmt.Sprintf("%s (%d bytes)", raid.HumanBytes(usage.Bytes), usage.Bytes)
+	if opts.bytes {
+		size = fmt.Sprint(usage.Bytes)
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "%d objects, %s\t%s\n", usage.Objects, size, arg)
+	return err
+}

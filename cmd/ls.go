@@ -1,0 +1,130 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/raid"
+	"github.com/s3pd/s3pd/pkg/s3store"
+)
+
+type lsOptions struct {
+	recursive, human, summarize, asJSON bool
+}
+
+// NewCmdLs builds `s3pd ls`.
+func NewCmdLs(f *Factory) *cobra.Command {
+	opts := &lsOptions{}
+	c := &cobra.Command{
+		Use:   "ls [flags] s3://bucket[/prefix]",
+		Short: "List objects and prefixes, as the AWS CLI's ls",
+		Long: `List the objects and common prefixes (PRE) directly under a prefix, or with
+--recursive every object under it, in key order, in the AWS CLI's format.
+As there, the prefix is matched as given: s3://b/p lists p/ and p.txt.`,
+		Example: `  s3pd ls s3://my-bucket/models/
+  s3pd ls --recursive --human-readable --summarize s3://my-bucket/models/
+  s3pd ls --json s3://my-bucket/models/`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("ls takes one s3://bucket[/prefix], got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runLs(c.Context(), f, c.Flags(), opts, args[0])
+		},
+	}
+	fs := c.Flags()
+	addSettingsFlags(fs)
+	registerTLSFlags(fs, &f.TLS)
+	acceptQuiet(fs)
+	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")
+	fs.BoolVarP(&opts.human, "human-readable", "H", false, "sizes in binary units (KiB, MiB, ...)")
+	fs.BoolVar(&opts.summarize, "summarize", false, "end with the number of objects and their total size")
+	fs.BoolVar(&opts.asJSON, "json", false, "one JSON line per object or prefix, then a summary line")
+	return c
+}
+
+// lsLine is one --json line of ls.
+type lsLine struct {
+	Type         string     `json:"type"` // object, prefix or summary
+	Key          string     `json:"key,omitempty"`
+	Bytes        int64      `json:"bytes,omitempty"`
+	Modified     *time.Time `json:"modified,omitempty"`
+	StorageClass string     `json:"storage_class,omitempty"`
+	Objects      int64      `json:"objects,omitempty"`
+}
+
+func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) error {
+	u, err := s3store.ParseRawURL(arg)
+	if err != nil {
+		return usageError(err)
+	}
+	src, err := openSource(ctx, f, fs, u.Bucket)
+	if err != nil {
+		return err
+	}
+	out := f.IO.Out
+	enc := json.NewEncoder(out)
+	// Without --recursive, names are shown relative to the prefix's
+	// directory, as the AWS CLI shows them.
+	dir := ""
+	if !opts.recursive {
+		dir = u.Key[:strings.LastIndexByte(u.Key, '/')+1]
+	}
+	var total s3store.Usage
+	err = src.ListDir(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
+		if !e.Dir {
+			total.Objects++
+			total.Bytes += e.Size
+		}
+		if opts.asJSON {
+			return enc.Encode(lsEntryLine(e))
+		}
+		return printLsEntry(out, e, strings.TrimPrefix(e.Key, dir), opts.human)
+	})
+	if err != nil {
+		return startError(ctx, err)
+	}
+	switch {
+	case opts.asJSON:
+		return enc.Encode(lsLine{Type: "summary", Objects: total.Objects, Bytes: total.Bytes})
+	case opts.summarize:
+		fmt.Fprintf(out, "\nTotal Objects: %d\n   Total Size: %s\n", total.Objects, sizeText(total.Bytes, opts.human))
+	}
+	return nil
+}
+
+func lsEntryLine(e s3store.Entry) lsLine {
+	if e.Dir {
+		return lsLine{Type: "prefix", Key: e.Key}
+	}
+	mod := e.ModTime.UTC()
+	return lsLine{Type: "object", Key: e.Key, Bytes: e.Size, Modified: &mod, StorageClass: e.StorageClass}
+}
+
+// printLsEntry writes one line in the AWS CLI's layout.
+func printLsEntry(w io.Writer, e s3store.Entry, name string, human bool) error {
+	var err error
+	if e.Dir {
+		_, err = fmt.Fprintf(w, "%26s PRE %s\n", "", name)
+	} else {
+		_, err = fmt.Fprintf(w, "%s %10s %s\n", e.ModTime.Local().Format("2006-01-02 15:04:05"), sizeText(e.Size, human), name)
+	}
+	return err
+}
+
+// sizeText is n in bytes, or in binary units when human.
+func sizeText(n int64, human bool) string {
+	if human {
+		return raid.HumanBytes(n)
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,98 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Entry is one line of a listing by directory: an object, or a common
+// prefix (Dir) that stands for everything under it.
+type Entry struct {
+	Key          string
+	Dir          bool
+	Size         int64
+	ModTime      time.Time
+	StorageClass string
+}
+
+// ListDir emits, in key order, the objects and common prefixes directly
+// under prefix ("/" delimits), or every object under it when recursive.
+// Keys start with prefix as given, as the AWS CLI's ls lists them: "p"
+// lists "p/" (as a Dir) and "p.txt".
+func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emit func(Entry) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix)}
+	if !recursive {
+		in.Delimiter = aws.String("/")
+	}
+	if s.Req.RequestPayer != "" {
+		in.RequestPayer = types.RequestPayer(s.Req.RequestPayer)
+	}
+	if s.Req.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(s.Req.ExpectedBucketOwner)
+	}
+	pages := s3.NewListObjectsV2Paginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", s.Bucket, prefix, err)
+		}
+		// S3 returns objects and prefixes in two lists, each in key
+		// order; merge them.
+		objs, dirs := page.Contents, page.CommonPrefixes
+		for len(objs) > 0 || len(dirs) > 0 {
+			var e Entry
+			if len(dirs) == 0 || len(objs) > 0 && aws.ToString(objs[0].Key) < aws.ToString(dirs[0].Prefix) {
+				o := objs[0]
+				objs = objs[1:]
+				e = Entry{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), StorageClass: string(o.StorageClass)}
+			} else {
+				e = Entry{Key: aws.ToString(dirs[0].Prefix), Dir: true}
+				dirs = dirs[1:]
+			}
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Usage is how many objects, and how many bytes, a prefix holds.
+type Usage struct {
+	Objects int64
+	Bytes   int64
+}
+
+// Usage lists every key that starts with the source's Prefix, the key
+// equal to it included (the AWS CLI's ls --recursive --summarize), and
+// adds up the objects that filter keeps (nil keeps all); an object's Name
+// is its key relative to Prefix.
+func (s *Source) Usage(ctx context.Context, filter func(transfer.Object) bool) (Usage, error) {
+	var u Usage
+	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize}
+	for token := ""; ; {
+		page, err := l.next(ctx, token)
+		if err != nil {
+			return u, fmt.Errorf("list %s: %w", s.URL(), err)
+		}
+		for _, c := range page.contents {
+			o := transfer.Object{Key: c.key, Name: strings.TrimPrefix(c.key, s.Prefix), Size: c.size}
+			if filter == nil || filter(o) {
+				u.Objects++
+				u.Bytes += o.Size
+			}
+		}
+		if !page.truncated || page.next == "" {
+			return u, nil
+		}
+		token = page.next
+	}
+}
