@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/pkg/raid"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 type duOptions struct {
@@ -45,17 +46,27 @@ given. A key with "*" or "?" counts only the keys that match it, and
 	registerTLSFlags(fs, &f.TLS)
 	acceptQuiet(fs)
 	opts.rules.register(fs)
-	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line: {"type":"usage","url":...,"objects":N,"bytes":N}`)
+	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line of type "usage" (docs/JSON.md)`)
 	fs.BoolVarP(&opts.bytes, "bytes", "b", false, "the size in bytes only, without binary units")
 	return c
 }
 
-// duLine is du's --json line.
-type duLine struct {
-	Type    string `json:"type"`
+// Line types of ls and du (docs/JSON.md).
+const (
+	lineEntry = "entry"
+	lineUsage = "usage"
+)
+
+// usageLine is du's --json line, and the last of ls --json.
+type usageLine struct {
+	header
 	URL     string `json:"url"`
 	Objects int64  `json:"objects"`
 	Bytes   int64  `json:"bytes"`
+}
+
+func newUsageLine(url string, u s3store.Usage) usageLine {
+	return usageLine{header: newHeader(lineUsage), URL: url, Objects: u.Objects, Bytes: u.Bytes}
 }
 
 func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) error {
@@ -73,7 +84,7 @@ func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, 
 		return startError(ctx, err)
 	}
 	if opts.asJSON {
-		return json.NewEncoder(f.IO.Out).Encode(duLine{Type: "usage", URL: arg, Objects: usage.Objects, Bytes: usage.Bytes})
+		return json.NewEncoder(f.IO.Out).Encode(newUsageLine(arg, usage))
 	}
 	size := fmt.Sprintf("%s (%d bytes)", raid.HumanBytes(usage.Bytes), usage.Bytes)
 	if opts.bytes {

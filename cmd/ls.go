@@ -48,18 +48,19 @@ As there, the prefix is matched as given: s3://b/p lists p/ and p.txt.`,
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")
 	fs.BoolVarP(&opts.human, "human-readable", "H", false, "sizes in binary units (KiB, MiB, ...)")
 	fs.BoolVar(&opts.summarize, "summarize", false, "end with the number of objects and their total size")
-	fs.BoolVar(&opts.asJSON, "json", false, "one JSON line per object or prefix, then a summary line")
+	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line per object or prefix ("entry"), then a "usage" line (docs/JSON.md)`)
 	return c
 }
 
-// lsLine is one --json line of ls.
-type lsLine struct {
-	Type         string     `json:"type"` // object, prefix or summary
-	Key          string     `json:"key,omitempty"`
-	Bytes        int64      `json:"bytes,omitempty"`
+// entryLine is one --json line of ls per object or prefix
+// (docs/JSON.md).
+type entryLine struct {
+	header
+	Kind         string     `json:"kind"` // object or prefix
+	Key          string     `json:"key"`
+	Size         *int64     `json:"size,omitempty"`
 	Modified     *time.Time `json:"modified,omitempty"`
 	StorageClass string     `json:"storage_class,omitempty"`
-	Objects      int64      `json:"objects,omitempty"`
 }
 
 func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) error {
@@ -95,19 +96,19 @@ func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, 
 	}
 	switch {
 	case opts.asJSON:
-		return enc.Encode(lsLine{Type: "summary", Objects: total.Objects, Bytes: total.Bytes})
+		return enc.Encode(newUsageLine(arg, total))
 	case opts.summarize:
 		fmt.Fprintf(out, "\nTotal Objects: %d\n   Total Size: %s\n", total.Objects, sizeText(total.Bytes, opts.human))
 	}
 	return nil
 }
 
-func lsEntryLine(e s3store.Entry) lsLine {
+func lsEntryLine(e s3store.Entry) entryLine {
 	if e.Dir {
-		return lsLine{Type: "prefix", Key: e.Key}
+		return entryLine{header: newHeader(lineEntry), Kind: "prefix", Key: e.Key}
 	}
-	mod := e.ModTime.UTC()
-	return lsLine{Type: "object", Key: e.Key, Bytes: e.Size, Modified: &mod, StorageClass: e.StorageClass}
+	mod, size := e.ModTime.UTC(), e.Size
+	return entryLine{header: newHeader(lineEntry), Kind: "object", Key: e.Key, Size: &size, Modified: &mod, StorageClass: e.StorageClass}
 }
 
 // printLsEntry writes one line in the AWS CLI's layout.

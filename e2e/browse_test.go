@@ -61,18 +61,25 @@ func TestLs(t *testing.T) {
 		var types []string
 		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 			var v struct {
-				Type, Key      string
-				Bytes, Objects int64
+				Schema, Type, Kind, Key string
+				Size                    *int64
+				Bytes, Objects          int64
 			}
 			if err := json.Unmarshal([]byte(l), &v); err != nil {
 				t.Fatalf("%q: %v", l, err)
 			}
-			types = append(types, v.Type+":"+v.Key)
-			if v.Type == "summary" && (v.Objects != 2 || v.Bytes != 1507) {
-				t.Errorf("summary %+v, want 2 objects, 1507 bytes", v)
+			if v.Schema != "s3pd/1" {
+				t.Errorf("%q: schema %q", l, v.Schema)
+			}
+			types = append(types, v.Type+":"+v.Kind+":"+v.Key)
+			if v.Type == "usage" && (v.Objects != 2 || v.Bytes != 1507) {
+				t.Errorf("usage %+v, want 2 objects, 1507 bytes", v)
+			}
+			if v.Kind == "object" && (v.Size == nil || *v.Size <= 0) {
+				t.Errorf("%q: no size", l)
 			}
 		}
-		if got, want := strings.Join(types, " "), "object:m/a.safetensors object:m/config.json prefix:m/sub/ summary:"; got != want {
+		if got, want := strings.Join(types, " "), "entry:object:m/a.safetensors entry:object:m/config.json entry:prefix:m/sub/ usage::"; got != want {
 			t.Errorf("got %s, want %s", got, want)
 		}
 	})
