@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -41,6 +42,7 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		NewCmdLs(f),
 		NewCmdDu(f),
 		NewCmdCat(f),
+		NewCmdMan(f),
 	)
 	return root
 }
@@ -48,7 +50,7 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 // Execute runs s3pd with args and returns the process's exit code. Every
 // error becomes one line on stderr here, and nowhere else.
 func Execute(ctx context.Context, io *IOStreams, version string, args []string) int {
-	f := &Factory{IO: io, Version: version, Getenv: os.Getenv}
+	f := &Factory{IO: io, Version: resolveVersion(version, debug.ReadBuildInfo), Getenv: os.Getenv}
 	root := NewCmdRoot(f)
 	// cobra adds help and completion when it runs; add them now, so the
 	// no-subcommand form sees their names.

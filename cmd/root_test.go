@@ -3,6 +3,9 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -75,5 +78,55 @@ func TestCommandSurface(t *testing.T) {
 				t.Errorf("stderr has %d lines, want one: %q", n+1, errOut.String())
 			}
 		})
+	}
+}
+
+func TestResolveVersion(t *testing.T) {
+	info := func(v string) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/s3pd/s3pd", Version: v}}, true
+		}
+	}
+	none := func() (*debug.BuildInfo, bool) { return nil, false }
+	tests := []struct {
+		ldflags string
+		info    func() (*debug.BuildInfo, bool)
+		want    string
+	}{
+		{"1.4.0", info("v9.9.9"), "1.4.0"},
+		{"", info("v1.2.3"), "v1.2.3"},
+		{"dev", info("v1.2.3"), "v1.2.3"},
+		{"", info("(devel)"), "dev"},
+		{"", none, "dev"},
+	}
+	for _, tt := range tests {
+		if got := resolveVersion(tt.ldflags, tt.info); got != tt.want {
+			t.Errorf("resolveVersion(%q): got %q, want %q", tt.ldflags, got, tt.want)
+		}
+	}
+}
+
+// TestManPages: the hidden man command writes one page per command.
+func TestManPages(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := Execute(context.Background(), &IOStreams{Out: &out, ErrOut: &errOut}, "1.0.0", []string{"man", dir}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, page := range []string{"s3pd.1", "s3pd-get.1", "s3pd-copy.1", "s3pd-ls.1", "s3pd-du.1", "s3pd-cat.1"} {
+		b, err := os.ReadFile(filepath.Join(dir, page))
+		if err != nil {
+			t.Errorf("%s: %v", page, err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte(".nh\n.TH")) && !bytes.Contains(b, []byte(".TH \"S3PD\"")) {
+			t.Errorf("%s is not a man page: %.80q", page, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "s3pd-get.1")); !bytes.Contains(b, []byte("no-clobber")) {
+		t.Error("s3pd-get.1 does not list get's flags")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s3pd-man.1")); err == nil {
+		t.Error("the hidden man command has a page of its own")
 	}
 }
