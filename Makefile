@@ -9,8 +9,11 @@ FUZZTIME ?= 2000x
 # A new input is minimised for at most this long: the default (60s)
 # would spend a short run minimising one input instead of fuzzing.
 FUZZMINIMIZE ?= 2s
+# staticcheck, pinned; `go run` fetches it through the module proxy into
+# the module cache, outside go.mod.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet test test-netns test-short fuzz tidy lint bench bench-copy release-check clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-copy release-check clean
 
 all: build
 
@@ -18,9 +21,9 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o s3pd .
 
-## check: gofmt, vet, the tests with -race, the network-namespace tests,
-## a short fuzz run, module tidiness
-check: fmt vet tidy test test-netns fuzz
+## check: gofmt, vet, staticcheck, the tests with -race, the
+## network-namespace tests, a short fuzz run, module tidiness
+check: fmt vet staticcheck tidy test test-netns fuzz
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -28,6 +31,12 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags netns ./internal/netnstest/
+
+## staticcheck: bugs, dead code and simplifications vet does not report
+staticcheck:
+	$(STATICCHECK) $(PKGS)
+	$(STATICCHECK) -tags netns ./internal/netnstest/
 
 ## test: every test with the race detector
 test:
@@ -56,8 +65,8 @@ tidy:
 		cp /tmp/s3pd-go.mod.bak go.mod; cp /tmp/s3pd-go.sum.bak go.sum; \
 		echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; fi
 
-## lint: gofmt and vet (what needs no extra tools)
-lint: fmt vet
+## lint: gofmt, vet and staticcheck
+lint: fmt vet staticcheck
 
 ## bench: the throughput benchmarks of docs/BENCHMARKS.md (get, bench)
 bench: build

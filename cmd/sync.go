@@ -53,14 +53,6 @@ func (l *listedBytes) Listed(o transfer.Object) {
 // ListingDone implements transfer.ListObserver.
 func (l *listedBytes) ListingDone() { l.complete.Store(true) }
 
-// total is the bytes listed, and whether the listing is complete.
-func (l *listedBytes) total() (int64, bool) {
-	if l == nil {
-		return 0, false
-	}
-	return l.bytes.Load(), l.complete.Load()
-}
-
 // totals is the bytes and objects listed, and whether the listing is
 // complete.
 func (l *listedBytes) totals() (int64, int64, bool) {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -125,7 +124,6 @@ type resolver struct {
 	queue  chan *pending
 	sem    chan struct{}
 	done   chan error
-	once   sync.Once
 }
 
 type pending struct {
