@@ -376,7 +376,7 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		return startError(ctx, err)
 	}
 	src := s3store.NewSource(srcClient, su.Bucket)
-	src.Req = r.opts.req
+	src.Req, src.StallTimeout = r.opts.req, r.opts.output.stall
 	var resolve func(ctx context.Context, key, name string) (bool, error)
 	var lane transfer.Source = src
 	if crossStore {

@@ -201,6 +201,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	for _, l := range lanes {
 		s := l.Source.(*s3store.Source)
 		s.Req, s.Version, s.Verify = opts.req, opts.versionID, verify != transfer.VerifyOff
+		s.StallTimeout = opts.output.stall
 	}
 
 	var sk transfer.Sink
@@ -273,6 +274,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if listed == nil || err != nil {
 		return err
 	}
+	if !listed.complete.Load() {
+		return &ExitError{Code: ExitFailed, Err: errors.New("--delete: the listing did not complete: nothing deleted")}
+	}
 	return prune(f, ls, listed, opts.rules.rules, opts.output)
 }
 
@@ -328,7 +332,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	}
 	for _, l := range lanes {
 		if s, ok := l.Source.(*s3store.Source); ok {
-			s.Verify = verify != transfer.VerifyOff
+			s.Verify, s.StallTimeout = verify != transfer.VerifyOff, out.stall
 		}
 	}
 	out.logJSON = f.LogJSON

@@ -12,8 +12,9 @@ import (
 // string per listed object: --delete costs memory in proportion to the
 // listing.
 type listedNames struct {
-	mu    sync.Mutex
-	names map[string]struct{}
+	mu       sync.Mutex
+	names    map[string]struct{}
+	complete atomic.Bool // the listing ended without error
 }
 
 func newListedNames() *listedNames { return &listedNames{names: map[string]struct{}{}} }
@@ -27,7 +28,7 @@ func (l *listedNames) Listed(o transfer.Object) {
 
 // ListingDone implements transfer.ListObserver; --delete runs only after
 // a run without error, whose listing is complete.
-func (l *listedNames) ListingDone() {}
+func (l *listedNames) ListingDone() { l.complete.Store(true) }
 
 func (l *listedNames) has(name string) bool {
 	l.mu.Lock()

@@ -20,7 +20,9 @@ import (
 // HEAD, PUT, LIST, *), range ("", "*", "none" or a Range header such as
 // bytes=0-99), attempt, times, action (required). Actions: status:CODE[:S3CODE[:MESSAGE]],
 // reset:N, truncate:N, short:N, badrange[:SHIFT], norange, stall:N:DURATION,
-// flip:N, replace, delay:DURATION.
+// flip:N, replace, delay:DURATION; for LIST: notoken[:empty], sametoken,
+// badtime[:I], dup[:I], listsize:N[:I]; body framing: noclamp, chunked,
+// closebody.
 //
 // A script that starts with '[' is JSON instead: an array of objects with
 // the same fields, e.g. [{"key":"a","attempt":1,"action":"reset:1000"}].
@@ -115,6 +117,18 @@ func ParseAction(s string) (Action, error) {
 			return 0, fmt.Errorf("action %q: missing duration", s)
 		}
 		return time.ParseDuration(args[i])
+	}
+	if a, ok, err := parseListAction(name, args); ok {
+		if err != nil {
+			return nil, fmt.Errorf("action %q: %w", s, err)
+		}
+		return a, nil
+	}
+	if a, ok, err := parseFramingAction(name, args); ok {
+		if err != nil {
+			return nil, fmt.Errorf("action %q: %w", s, err)
+		}
+		return a, nil
 	}
 	var err error
 	switch name {

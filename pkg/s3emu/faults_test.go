@@ -217,7 +217,9 @@ bucket=x key=c range=bytes=0-99 action=stall:10:1s`
 	}
 	// Every action's String form parses back to itself.
 	for _, a := range []Action{Status{Code: 503, S3Code: "SlowDown"}, Reset{At: 5}, Truncate{At: 6}, ShortBody{At: 7}, WrongRange{Shift: 2},
-		IgnoreRange{}, Stall{At: 1, For: time.Second}, Flip{At: 9}, Replace{}, Delay{For: time.Millisecond}} {
+		IgnoreRange{}, Stall{At: 1, For: time.Second}, Flip{At: 9}, Replace{}, Delay{For: time.Millisecond},
+		NoToken{}, NoToken{Empty: true}, SameToken{}, BadTime{Index: 2}, DupEntry{Index: 1}, ListSize{Size: 1 << 62, Index: 3},
+		NoClamp{}, Chunked{}, CloseBody{}} {
 		back, err := ParseAction(a.String())
 		if err != nil || back.String() != a.String() {
 			t.Errorf("ParseAction(%q) = %v, %v", a.String(), back, err)

@@ -138,7 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case opGet, opHead:
 		err = s.serveObject(rw, r, bucket, key, fault)
 	case opList:
-		err = s.serveList(rw, r, bucket, q)
+		err = s.serveList(rw, r, bucket, q, fault)
 	case opPut:
 		err = s.putObject(rw, r, bucket, key)
 	case opUploadPart:

@@ -31,6 +31,9 @@ type listResult struct {
 	StartAfter                            string
 	Contents                              []listContent
 	CommonPrefixes                        []string
+	// emptyNextToken writes an empty NextContinuationToken element (a
+	// listing fault).
+	emptyNextToken bool
 }
 
 func (res *listResult) writeTo(w io.Writer) error {
@@ -57,7 +60,7 @@ func (res *listResult) writeTo(w io.Writer) error {
 		if res.ContinuationToken != "" {
 			el("ContinuationToken", res.ContinuationToken)
 		}
-		if res.NextToken != "" {
+		if res.NextToken != "" || res.emptyNextToken {
 			el("NextContinuationToken", res.NextToken)
 		}
 		if res.StartAfter != "" {
@@ -94,17 +97,20 @@ func (res *listResult) writeTo(w io.Writer) error {
 // serveList answers ListObjects and ListObjectsV2. It walks the bucket's
 // keys from the marker and stops after max-keys entries, so a synthetic
 // listing costs O(page) whatever the dataset's size.
-func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.Values) error {
+func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.Values, fault Action) error {
 	st := s.storeFor(bucket)
 	v2 := q.Get("list-type") == "2"
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
 	maxKeys := maxListKeys
+	if s.opts.MaxKeys > 0 {
+		maxKeys = s.opts.MaxKeys
+	}
 	if v := q.Get("max-keys"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return &apiError{http.StatusBadRequest, "InvalidArgument", "max-keys must be a non-negative integer"}
 		}
-		maxKeys = min(n, maxListKeys)
+		maxKeys = min(n, maxKeys)
 	}
 	var marker string
 	if v2 {
@@ -188,6 +194,7 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		if res.IsTruncated {
 			res.NextToken = base64.RawURLEncoding.EncodeToString([]byte(last))
 		}
+		applyListFault(&res, fault, q.Get("continuation-token"))
 	} else {
 		res.Marker = enc(marker)
 		if res.IsTruncated {

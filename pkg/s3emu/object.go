@@ -53,6 +53,9 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 	}
 	if rng != "" {
 		start, length, ok, satisfiable := parseRange(rng, m.Size)
+		if _, strict := fault.(NoClamp); strict && pastEnd(rng, m.Size) {
+			satisfiable = false
+		}
 		if !satisfiable {
 			h.Set("Content-Range", "bytes */"+strconv.FormatInt(m.Size, 10))
 			return &apiError{http.StatusRequestedRangeNotSatisfiable, "InvalidRange", "The requested range is not satisfiable"}
@@ -89,7 +92,17 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 		}
 		defer body.Close()
 	}
-	w.WriteHeader(status)
+	switch fault.(type) {
+	case CloseBody:
+		s.addKeyBytes(bucket, key, writeCloseDelimited(w, status, body, length))
+		return nil
+	case Chunked:
+		h.Del("Content-Length")
+		w.WriteHeader(status)
+		http.NewResponseController(w).Flush() // headers out: chunked from here
+	default:
+		w.WriteHeader(status)
+	}
 	if n == 0 {
 		return nil
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	ConnRate int64
 	// Faults, when set, are injected into matching requests.
 	Faults *Faults
+	// MaxKeys caps every listing page (0: S3's 1,000), so a test pages
+	// through a few objects.
+	MaxKeys int
 	// LogRequests keeps an ordered log of requests (see Log), bounded by
 	// LogLimit entries (0: DefaultLogLimit); later requests are counted in
 	// Stats.LogDropped but not logged. Off, nothing is logged: benchmarks

@@ -27,6 +27,9 @@ type listEntry struct {
 	key, etag, storageClass, checksumAlgorithm string
 	size                                       int64
 	modTime                                    time.Time
+	// err is a field that could not be read: it fails this object, not
+	// the listing.
+	err error
 }
 
 // listing pages through ListObjectsV2 as plain signed GETs: the SDK's
@@ -37,8 +40,9 @@ type listing struct {
 	req      Request
 	prefix   string
 	pageSize int32
-	buf      bytes.Buffer // the page being read, reused
-	page     listPage     // the page last parsed, reused
+	stall    time.Duration // a page silent this long is asked again (0: never)
+	buf      bytes.Buffer  // the page being read, reused
+	page     listPage      // the page last parsed, reused
 }
 
 // listBackoff paces the tries of one page: ten, as the SDK's retryer made.
@@ -71,13 +75,15 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 
 // fetch sends one request for a page and parses it into l.page.
 func (l *listing) fetch(ctx context.Context, u string) error {
+	ctx, w := startWatch(ctx, l.stall)
 	resp, err := l.get.send(ctx, http.MethodGet, u, l.req, func(http.Header) {})
 	if err != nil {
-		return err
+		return w.failed(err)
 	}
-	defer resp.Body.Close()
+	body := w.body(resp.Body, true)
+	defer body.Close()
 	l.buf.Reset()
-	if _, err := l.buf.ReadFrom(io.LimitReader(resp.Body, maxPageBytes+1)); err != nil {
+	if _, err := l.buf.ReadFrom(io.LimitReader(body, maxPageBytes+1)); err != nil {
 		return err
 	}
 	if l.buf.Len() > maxPageBytes {
@@ -164,8 +170,8 @@ func parsePage(doc []byte, p *listPage) error {
 					encoded = strings.TrimSpace(text) == "url"
 				}
 			case depth == 3 && string(path[1]) == "Contents":
-				if err := cur.set(path[2], text); err != nil {
-					return err
+				if err := cur.set(path[2], text); err != nil && cur.err == nil {
+					cur.err = err
 				}
 			}
 		}
@@ -187,14 +193,17 @@ func (e *listEntry) set(field []byte, text string) error {
 		}
 	case "Size":
 		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err == nil && n < 0 {
+			err = errors.New("negative")
+		}
 		if err != nil {
-			return fmt.Errorf("size %q of %q: %w", text, e.key, err)
+			return fmt.Errorf("listed size %q: %w", text, err)
 		}
 		e.size = n
 	case "LastModified":
 		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(text))
 		if err != nil {
-			return fmt.Errorf("last-modified %q of %q: %w", text, e.key, err)
+			return fmt.Errorf("listed last-modified %q: %w", text, err)
 		}
 		e.modTime = t
 	}

@@ -41,6 +41,9 @@ type Source struct {
 	// Verify asks whole-object GETs (and Resolve) for the object's
 	// full-object checksums, for the engine to verify.
 	Verify bool
+	// StallTimeout bounds the wait for response headers and the silences
+	// within a listing page (0: no bound but the transport's).
+	StallTimeout time.Duration
 
 	resolved *transfer.Object // the single object, as Resolve found it
 }
@@ -60,6 +63,13 @@ func (s *Source) URL() string {
 
 // List implements transfer.Source: it streams ListObjectsV2 pages, so
 // the first object is emitted before the second page is requested.
+//
+// A listing is checked like any response, because --delete acts on what
+// it leaves out: a page that says it is truncated but gives no token to
+// continue from, and a token seen before (a listing that would loop), end
+// the listing with an error rather than as complete. A key listed twice
+// in a row is emitted once; an entry with a field that cannot be read
+// fails that object only.
 func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) error {
 	if s.resolved != nil {
 		o := *s.resolved
@@ -69,50 +79,92 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 	if s.Key != "" {
 		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
 	}
-	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize}
-	token := ""
-	for {
-		page, err := l.next(ctx, token)
+	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout}
+	token, last := "", ""
+	seen := map[string]struct{}{}   // continuation tokens
+	inPage := map[string]struct{}{} // keys of this page, and the last of the one before
+	for page := 1; ; page++ {
+		p, err := l.next(ctx, token)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", s.URL(), err)
+			return fmt.Errorf("list %s page %d: %w", s.URL(), page, err)
 		}
-		for _, c := range page.contents {
-			name := strings.TrimPrefix(c.key, s.Prefix)
-			if name == "" {
-				continue // the prefix's own directory marker
+		clear(inPage)
+		if page > 1 {
+			inPage[last] = struct{}{}
+		}
+		for _, c := range p.contents {
+			if _, twice := inPage[c.key]; twice {
+				continue // listed twice: one object
 			}
-			o := transfer.Object{
-				Key:               c.key,
-				Name:              name,
-				Size:              c.size,
-				ETag:              c.etag,
-				StorageClass:      c.storageClass,
-				ModTime:           c.modTime,
-				ChecksumAlgorithm: c.checksumAlgorithm,
-			}
-			if err := emit(o); err != nil {
+			inPage[c.key] = struct{}{}
+			last = c.key
+			if err := s.emitEntry(c, emit); err != nil {
 				return err
 			}
 		}
-		if !page.truncated || page.next == "" {
+		if !p.truncated {
 			return nil
 		}
-		token = page.next
+		if p.next == "" {
+			return fmt.Errorf("list %s page %d: %w", s.URL(), page,
+				transfer.Permanent(errors.New("the page is truncated but carries no continuation token: the listing cannot be completed")))
+		}
+		if _, again := seen[p.next]; again || p.next == token {
+			return fmt.Errorf("list %s page %d: %w", s.URL(), page,
+				transfer.Permanent(errors.New("the server repeated a continuation token: the listing would loop")))
+		}
+		seen[p.next] = struct{}{}
+		token = p.next
 	}
+}
+
+// emitEntry emits one listed object.
+func (s *Source) emitEntry(c listEntry, emit func(transfer.Object) error) error {
+	name := strings.TrimPrefix(c.key, s.Prefix)
+	if name == "" {
+		return nil // the prefix's own directory marker
+	}
+	o := transfer.Object{
+		Key:               c.key,
+		Name:              name,
+		Size:              c.size,
+		ETag:              c.etag,
+		StorageClass:      c.storageClass,
+		ModTime:           c.modTime,
+		ChecksumAlgorithm: c.checksumAlgorithm,
+	}
+	if c.err != nil {
+		o.Size, o.Err = -1, transfer.Permanent(c.err)
+	}
+	return emit(o)
 }
 
 // Open implements transfer.Source with one GetObject: ranged when n >= 0,
 // else for the whole object. It sends If-Match with the pinned ETag.
 func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
-	resp, err := s.get.get(ctx, obj, off, n, s.Req, n < 0 && s.Verify)
+	b, err := s.open(ctx, obj, off, n)
+	var se *transfer.StatusError
+	if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable && off == 0 && n > 0 {
+		// S3 answers a ranged GET of an empty object with 416, and some
+		// S3-compatible servers answer so for any range that runs past
+		// the end instead of clamping it. The whole object, asked for
+		// without a Range, says which: its length is in the answer.
+		b, err = s.open(ctx, obj, 0, -1)
+	}
 	if err != nil {
-		var se *transfer.StatusError
-		if errors.As(err, &se) && se.Status == 416 && off == 0 {
-			// S3 answers a ranged GET of an empty object with 416.
-			return &transfer.Body{ReadCloser: io.NopCloser(strings.NewReader("")), Size: 0}, nil
-		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
 	}
+	return b, nil
+}
+
+// open sends one GetObject and reads its framing into a Body.
+func (s *Source) open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
+	ctx, w := startWatch(ctx, s.StallTimeout)
+	resp, err := s.get.get(ctx, obj, off, n, s.Req, n < 0 && s.Verify)
+	if err != nil {
+		return nil, w.failed(err)
+	}
+	resp.Body = w.body(resp.Body, false)
 	h := resp.Header
 	b := &transfer.Body{ReadCloser: resp.Body, ETag: header(h, "Etag"), Size: -1,
 		Checksums: headerChecksums(h),
@@ -123,27 +175,77 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 			b.ModTime = t
 		}
 	}
-	length := resp.ContentLength
-	if cr := header(h, "Content-Range"); cr != "" && resp.StatusCode == http.StatusPartialContent {
-		start, end, total, perr := parseContentRange(cr)
-		if perr != nil {
-			resp.Body.Close()
-			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, &transfer.BadResponseError{Msg: perr.Error()})
-		}
-		b.Off, b.Len, b.Size = start, end-start+1, total
-		if length != b.Len {
-			resp.Body.Close()
-			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key,
-				&transfer.BadResponseError{Msg: fmt.Sprintf("content-length %d disagrees with content-range %q", length, cr)})
-		}
-	} else {
-		if length < 0 {
-			resp.Body.Close()
-			return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, &transfer.BadResponseError{Msg: "no content-length"})
-		}
-		b.Off, b.Len, b.Size = 0, length, length
+	if err := frame(b, resp, obj); err != nil {
+		resp.Body.Close()
+		return nil, err
 	}
 	return b, nil
+}
+
+// frame sets the bytes a response carries from its Content-Range and
+// Content-Length. A body without a length (chunked, or delimited by the
+// connection's close as HTTP/1.0 sends it) is taken when the length is
+// known otherwise: from Content-Range, or for a whole object from the
+// listed size; its reader then fails if the body runs short or long.
+// Without either, nothing says how long the object is: that is permanent,
+// not worth ten more attempts.
+func frame(b *transfer.Body, resp *http.Response, obj *transfer.Object) error {
+	length := resp.ContentLength
+	if cr := header(resp.Header, "Content-Range"); cr != "" && resp.StatusCode == http.StatusPartialContent {
+		start, end, total, err := parseContentRange(cr)
+		if err != nil {
+			return &transfer.BadResponseError{Msg: err.Error()}
+		}
+		b.Off, b.Len, b.Size = start, end-start+1, total
+		if length < 0 {
+			b.ReadCloser = &exactBody{ReadCloser: b.ReadCloser, left: b.Len}
+			return nil
+		}
+		if length != b.Len {
+			return &transfer.BadResponseError{Msg: fmt.Sprintf("content-length %d disagrees with content-range %q", length, cr)}
+		}
+		return nil
+	}
+	if length < 0 {
+		if obj.Size < 0 {
+			return transfer.Permanent(errors.New("bad response: a whole-object answer with no content-length: the object's size is unknown"))
+		}
+		b.Off, b.Len = 0, obj.Size
+		b.ReadCloser = &exactBody{ReadCloser: b.ReadCloser, left: b.Len}
+		return nil
+	}
+	b.Off, b.Len, b.Size = 0, length, length
+	return nil
+}
+
+// exactBody reads a body whose length no header declared: it ends with
+// io.ErrUnexpectedEOF if the body stops before left bytes, and with an
+// error if it holds more.
+type exactBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (e *exactBody) Read(p []byte) (int, error) {
+	if e.left == 0 {
+		var one [1]byte
+		if k, _ := io.ReadFull(e.ReadCloser, one[:]); k > 0 {
+			return 0, &transfer.BadResponseError{Msg: "the body is longer than the object"}
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.ReadCloser.Read(p)
+	e.left -= int64(n)
+	if errors.Is(err, io.EOF) && e.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil // checked at the next read
+	}
+	return n, err
 }
 
 // header reads a response header by its canonical name without
@@ -177,8 +279,9 @@ func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
 	var resp *http.Response
 	err := headBackoff.Retry(ctx, func() (err error) {
-		resp, err = s.get.head(ctx, obj, s.Req, true)
-		return err
+		hctx, w := startWatch(ctx, s.StallTimeout)
+		resp, err = s.get.head(hctx, obj, s.Req, true)
+		return w.failed(err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, err)
@@ -248,7 +351,13 @@ func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64)
 			head <- sums{m, err}
 		}()
 	}
-	b, err := s.Open(ctx, obj, 0, firstPart)
+	// The probe is retried like any range: a server that drops it or
+	// never answers (the stall timeout) must not end the run at once.
+	var b *transfer.Body
+	err := transfer.DefaultBackoff.Retry(ctx, func() (err error) {
+		b, err = s.Open(ctx, obj, 0, firstPart)
+		return err
+	})
 	if errors.Is(err, transfer.ErrNotFound) && s.Version == "" {
 		return false, nil
 	}

@@ -174,6 +174,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 
 	g, gctx := errgroup.WithContext(ctx)
 	queue := make(chan Object, e.opts.QueueSize)
+	// A listing that fails part way ends the run with its error, but the
+	// objects it listed before are still transferred: the error is kept
+	// aside instead of cancelling them.
+	var listErr error
 	g.Go(func() error {
 		defer close(queue)
 		queued := 0
@@ -208,6 +212,10 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		if err == nil && e.opts.Listing != nil {
 			e.opts.Listing.ListingDone()
 		}
+		if err != nil && gctx.Err() == nil {
+			listErr = err
+			return nil
+		}
 		return err
 	})
 	// A worker starts an object's parts, then hands the object's tail
@@ -233,6 +241,9 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		})
 	}
 	err := g.Wait()
+	if err == nil {
+		err = listErr
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -325,6 +336,10 @@ func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 	first := o.First
 	o.First = nil
+	if o.Err != nil {
+		closeBody(first)
+		return done(o.Err)
+	}
 	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
 		if err := c.Check(*o); err != nil {
 			closeBody(first)

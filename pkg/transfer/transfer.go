@@ -36,6 +36,10 @@ type Object struct {
 	// Checksums are the object's full-object checksums by algorithm
 	// ("CRC64NVME": base64 value), when known before the transfer.
 	Checksums map[string]string
+	// Err, when set, is what the source could not read of this object
+	// (a listed field it could not parse): the engine fails the object
+	// with it, without a request.
+	Err error
 	// First is a body for the object's first range that the source
 	// already opened while resolving it; the engine consumes it instead
 	// of opening that range again. Nil in the common case.
