@@ -25,6 +25,17 @@ func summaryOf(t *testing.T, stdout string) map[string]any {
 	return nil
 }
 
+// lastLine parses the last --json line.
+func lastLine(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	return m
+}
+
 // A listing is checked like a response: a hostile or broken listing ends
 // the run with an error, never as complete, and --delete then deletes
 // nothing. Six objects, listed two per page.
@@ -94,8 +105,9 @@ func TestHostileListings(t *testing.T) {
 			if got := sum["objects"].(float64); int(got) != ok {
 				t.Errorf("summary counts %v objects, want %d", got, ok)
 			}
-			if tt.code != 0 && sum["failed"].(float64) == 0 && sum["error"] == nil {
-				t.Errorf("exit %d but the summary reports no failure and no error: %v", tt.code, sum)
+			if last := lastLine(t, r.stdout); tt.code != 0 && sum["failed"].(float64) == 0 &&
+				(last["type"] != "error" || last["exit_code"] != float64(tt.code)) {
+				t.Errorf("exit %d but the summary reports no failure and no error line follows: %v, %v", tt.code, sum, last)
 			}
 			_, orphanErr := os.Stat(filepath.Join(dest, "orphan"))
 			if tt.code != 0 {

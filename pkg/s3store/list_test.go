@@ -55,8 +55,6 @@ func TestParsePageRefuses(t *testing.T) {
 		{"not a listing", `<Error><Code>AccessDenied</Code></Error>`, "not a ListBucketResult"},
 		{"unknown entity", `<ListBucketResult><Contents><Key>a&nbsp;</Key></Contents></ListBucketResult>`, "unknown entity"},
 		{"cdata", `<ListBucketResult><Contents><Key><![CDATA[a]]></Key></Contents></ListBucketResult>`, "CDATA"},
-		{"bad size", `<ListBucketResult><Contents><Key>a</Key><Size>x</Size></Contents></ListBucketResult>`, "size"},
-		{"bad time", `<ListBucketResult><Contents><Key>a</Key><LastModified>yesterday</LastModified></Contents></ListBucketResult>`, "last-modified"},
 		{"bad escape", `<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>%zz</Key></Contents></ListBucketResult>`, "url-encoded key"},
 		{"unterminated tag", `<ListBucketResult><Contents`, "unterminated tag"},
 	}
@@ -66,6 +64,30 @@ func TestParsePageRefuses(t *testing.T) {
 			err := parsePage([]byte(tt.doc), &p)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// A field of one entry that cannot be read fails that entry, not the page.
+func TestParsePageBadFieldFailsTheEntry(t *testing.T) {
+	tests := []struct{ name, field, want string }{
+		{"bad size", "<Size>x</Size>", "listed size"},
+		{"negative size", "<Size>-1</Size>", "listed size"},
+		{"bad time", "<LastModified>yesterday</LastModified>", "listed last-modified"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `<ListBucketResult><Contents><Key>a</Key>` + tt.field + `</Contents><Contents><Key>b</Key><Size>7</Size></Contents></ListBucketResult>`
+			var p listPage
+			if err := parsePage([]byte(doc), &p); err != nil {
+				t.Fatalf("the page failed: %v", err)
+			}
+			if len(p.contents) != 2 || p.contents[0].err == nil || !strings.Contains(p.contents[0].err.Error(), tt.want) {
+				t.Fatalf("entries %+v, want a's error to contain %q", p.contents, tt.want)
+			}
+			if b := p.contents[1]; b.err != nil || b.key != "b" || b.size != 7 {
+				t.Errorf("the next entry %+v, want b of 7 bytes", b)
 			}
 		})
 	}
