@@ -239,7 +239,7 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := checkWritable(r.dst); err != nil {
 		return usageError(err)
 	}
-	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, NoLock: r.opts.noLock, LockID: shardLockID(r.shard), DryRun: r.opts.output.dryRun})
+	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, NoLock: r.opts.noLock, LockID: shardLockID(r.shard), DryRun: r.opts.output.dryRun, Warn: sinkWarn(r.f)})
 	if err != nil {
 		return usageError(err)
 	}

@@ -246,6 +246,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	var ls *local.Sink
 	opts.sink.DryRun = opts.output.dryRun
 	opts.sink.ResumeMin = settings.MultipartThreshold
+	opts.sink.Warn = sinkWarn(f)
 	if sk == nil {
 		if ls, err = local.NewSink(root, opts.sink); err != nil {
 			return usageError(err)
@@ -278,6 +279,11 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		return &ExitError{Code: ExitFailed, Err: errors.New("--delete: the listing did not complete: nothing deleted")}
 	}
 	return prune(f, ls, listed, opts.rules.rules, opts.output)
+}
+
+// sinkWarn logs what a local sink warns of.
+func sinkWarn(f *Factory) func(string) {
+	return func(msg string) { f.Logger.Warn(msg) }
 }
 
 // prune removes local files whose keys no longer exist, leaving alone

@@ -63,7 +63,7 @@ func TestKeysCannotReachPartialFiles(t *testing.T) {
 	real := randomBytes(7, 3<<20+123)
 	old := sha256.Sum256([]byte("x/a"))
 	lookalike := "x/.s3pd-" + hex.EncodeToString(old[:8]) + ".partial"
-	reserved := local.WorkDir + "/" + local.TempName("x/a")
+	reserved := local.WorkDir + "/lock"
 	objs := map[string][]byte{
 		"x/a":     real,
 		lookalike: randomBytes(8, 1<<20),
@@ -84,5 +84,88 @@ func TestKeysCannotReachPartialFiles(t *testing.T) {
 	sameTree(t, dest, objs)
 	if _, err := os.Stat(filepath.Join(dest, local.WorkDir)); !os.IsNotExist(err) {
 		t.Errorf("work folder after the run: %v", err)
+	}
+}
+
+// killMidway starts get, waits until a part is journaled, and kills it.
+func killMidway(t *testing.T, args []string) {
+	t.Helper()
+	cmd, _ := startGet(t, args...)
+	waitForJournal(t, args[len(args)-1])
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+}
+
+// damageJournaledPart overwrites bytes of the partial file inside a part
+// its journal records as done, keeping the file's size and inode.
+func damageJournaledPart(t *testing.T, dest string) {
+	t.Helper()
+	js, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal"))
+	ps, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.partial"))
+	if len(js) != 1 || len(ps) != 1 {
+		t.Fatalf("journals %v, partial files %v: want one of each", js, ps)
+	}
+	b, err := os.ReadFile(js[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var off int64
+	if len(lines) < 2 {
+		t.Fatalf("journal has no part: %q", b)
+	}
+	fmt.Sscan(strings.Fields(lines[1])[0], &off)
+	f, err := os.OpenFile(ps[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("these bytes are not the object's"), off+10); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeNeverTrustsWhatIsNotOnDisk: a partial file changed between
+// runs, and a --no-resume run killed before it journaled anything, must
+// not end in a wrong file reported verified: the next run's file is the
+// object, byte for byte.
+func TestResumeNeverTrustsWhatIsNotOnDisk(t *testing.T) {
+	const size = 48 << 20
+	for _, tt := range []struct {
+		name    string
+		between func(t *testing.T, args []string, dest string)
+	}{
+		{"partial file changed", func(t *testing.T, _ []string, dest string) { damageJournaledPart(t, dest) }},
+		{"--no-resume killed", func(t *testing.T, args []string, dest string) {
+			nr := append(append([]string{}, args[:len(args)-2]...), "--no-resume", args[len(args)-2], dest)
+			cmd, _ := startGet(t, nr...)
+			// Killed once it made its partial file, before its first journal batch (1 s).
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				if fresh, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.partial")); len(fresh) > 0 && journaled(t, dest) == 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := emuStore(t, s3emu.Options{Dataset: "big:1:48MiB", ConnRate: 3 << 20})
+			dest := t.TempDir()
+			args := s.cmd("get", "--partsize", "1MiB", "--threads", "4", "--json", s.url("big/"), dest)
+			killMidway(t, args)
+			tt.between(t, args, dest)
+			r := run(t, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "crc64nvme") {
+				t.Errorf("rerun did not verify a CRC64NVME:\n%s", r.stdout)
+			}
+			checkSynthetic(t, finalName(dest), "big/00000000", size)
+			tree(t, dest)
+		})
 	}
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -41,6 +42,9 @@ type Options struct {
 	// with different LockIDs share the destination, a run with the same
 	// LockID or with none is refused. See destLock.
 	LockID string
+	// Warn, when set, receives warnings the sink does not fail for: a
+	// resume journal ignored because it does not match its partial file.
+	Warn func(msg string)
 	// ResumeMin is the smallest object that can have a partial file to
 	// resume: objects below it are fetched in one request, so no journal
 	// is looked for (the engine's multipart threshold).
@@ -60,6 +64,9 @@ type Sink struct {
 	// journals, -1 in a dry run.
 	workFd int
 	lock   *destLock
+	// runID names this run's partial files, so a journal can tell the
+	// file it describes from one another run made under the same name.
+	runID  string
 	closed bool
 	dir    string
 	opts   Options
@@ -85,11 +92,14 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
-	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, opts: opts}
+	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, opts: opts, runID: newRunID()}
 	if !opts.DryRun {
 		if err := s.openWork(); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if opts.LockID == "" {
+			s.sweep()
 		}
 	}
 	if err := s.probe(); err != nil {
@@ -204,12 +214,25 @@ func (s *Sink) closeDir(fd int) {
 	}
 }
 
-// TempName is the name an object's file has while it is written, in the
-// work folder: short whatever the final name's length, and out of reach
-// of every key.
-func TempName(rel string) string {
+// partialHash names an object's partial file and journal in the work
+// folder: short whatever the final name's length, and out of reach of
+// every key.
+func partialHash(rel string) string {
 	sum := sha256.Sum256([]byte(rel))
-	return hex.EncodeToString(sum[:12]) + ".partial"
+	return hex.EncodeToString(sum[:12])
+}
+
+// newRunID returns a random run id (16 hex digits).
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Sink) warn(msg string) {
+	if s.opts.Warn != nil {
+		s.opts.Warn(msg)
+	}
 }
 
 // Check implements transfer.Checker: a file already at the final name is
@@ -271,17 +294,26 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 	if err != nil {
 		return nil, transfer.Permanent(fmt.Errorf("open %s: %w", path.Join(s.dir, dir), err))
 	}
-	tmp := TempName(rel)
-	f := &file{sink: s, tmp: path.Join(WorkDir, tmp), rel: rel, dirfd: dfd, base: path.Base(rel), tmpBase: tmp, obj: obj}
+	hash := partialHash(rel)
+	f := &file{sink: s, rel: rel, dirfd: dfd, base: path.Base(rel), obj: obj}
 	multipart := obj.Size >= s.opts.ResumeMin && obj.Size > 0
-	if !s.opts.NoResume && multipart {
-		if j, fh := s.resume(f.tmp, obj); j != nil {
-			f.File, f.journal = fh, j
+	if multipart && !s.opts.NoResume {
+		if j, fh, tmp := s.resume(hash, obj); j != nil {
+			f.File, f.journal, f.tmpBase = fh, j, tmp
 			return f, nil
 		}
+	} else if multipart {
+		s.forget(hash)
 	}
+	f.tmpBase = partialName(hash, s.runID)
+	tmp := path.Join(WorkDir, f.tmpBase)
+	// O_EXCL: a key listed twice in one run cannot share a partial file.
 	fd, err := unix.Openat2(s.workFd, f.tmpBase, &unix.OpenHow{
-		Flags: unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o666, Resolve: beneath})
+		Flags: unix.O_RDWR | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC | unix.O_NOFOLLOW, Mode: 0o666, Resolve: beneath})
+	if errors.Is(err, unix.EEXIST) {
+		s.closeDir(dfd)
+		return nil, transfer.Permanent(fmt.Errorf("%s is already being written by this run (listed twice?)", rel))
+	}
 	if err != nil {
 		s.closeDir(dfd)
 		return nil, transfer.Permanent(fmt.Errorf("create %s: %w", path.Join(s.dir, tmp), err))
@@ -295,12 +327,12 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 			return nil, transfer.Permanent(fmt.Errorf("size %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
 		}
 		if !s.opts.NoResume {
-			j, err := newJournal(s.root, f.tmp, obj)
+			b, err := bindingOf(s.runID, fd)
 			if err != nil {
 				f.Abort()
-				return nil, transfer.Permanent(err)
+				return nil, transfer.Permanent(fmt.Errorf("stat %s: %w", path.Join(s.dir, tmp), err))
 			}
-			f.journal = j
+			f.journal = newJournal(s.workFd, hash, obj, b)
 		}
 	}
 	return f, nil
@@ -352,7 +384,7 @@ func (s *Sink) fileComponent(dir string) string {
 type file struct {
 	*os.File
 	sink          *Sink
-	tmp, rel      string // relative to the root
+	rel           string // relative to the root
 	dirfd         int    // the directory of the final name
 	tmpBase, base string // the names in the work folder and in dirfd
 	obj           transfer.Object

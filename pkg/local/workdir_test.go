@@ -100,7 +100,7 @@ func TestSinkWhereLocksAreRefused(t *testing.T) {
 // folder, and keys that look like partial files are ordinary objects.
 func TestSinkRefusesTheWorkFolderByName(t *testing.T) {
 	s, dir := newTestSink(t, Options{})
-	for _, name := range []string{WorkDir + "/" + TempName("a"), WorkDir + "/lock", WorkDir + "/"} {
+	for _, name := range []string{WorkDir + "/" + partialName(partialHash("a"), "0123456789abcdef"), WorkDir + "/lock", WorkDir + "/"} {
 		obj := transfer.Object{Key: name, Name: name, Size: 1}
 		if strings.HasSuffix(name, "/") {
 			obj.Size = 0 // a directory marker

@@ -447,13 +447,16 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 			closeBody(b)
 			break
 		}
+		var jsum string
+		journaled := false
 		if journal != nil && b == nil {
-			if sum, ok := journal.Completed(off, n); ok && c.restore(off, n, sum) {
-				reused.Add(n)
-				continue // durable from an earlier run
-			}
+			jsum, journaled = journal.Completed(off, n)
 		}
 		g.Go(func() error {
+			if journaled && c.restore(f, off, n, jsum) {
+				reused.Add(n)
+				return nil // durable from an earlier run, and read back
+			}
 			ps := c.partSum()
 			got, err := e.fetch(gctx, o, f, off, n, n, b, c, ps)
 			moved.Add(got)

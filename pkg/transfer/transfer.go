@@ -135,7 +135,9 @@ type Checker interface {
 type Journal interface {
 	// Completed reports whether bytes [off, off+n) were made durable by
 	// an earlier run of the same object version, with the sum given to
-	// PartDone.
+	// PartDone. When the object's checksum is verified, the engine reads
+	// such a part back (the file must be an io.ReaderAt) and takes it
+	// only if its checksum still equals sum; otherwise it fetches it.
 	Completed(off, n int64) (sum string, ok bool)
 	// PartDone records that bytes [off, off+n) are written, with sum, an
 	// opaque token of their checksum ("" when none was computed); the

@@ -284,9 +284,15 @@ func (c *check) record(off int64, ps *partSum) string {
 	return fmt.Sprintf("%s=%x", c.alg, ps.run.Sum())
 }
 
-// restore takes a part journaled by an earlier run; it reports false when
-// the part must be fetched again because its CRC is needed and unknown.
-func (c *check) restore(off, n int64, sum string) bool {
+// restore takes a part journaled by an earlier run, after proving it
+// against the bytes now in the file: it recomputes the part's CRC from
+// what f reads back (f must be an io.ReaderAt) and takes the part only if
+// that equals sum, the CRC the earlier run computed as the bytes arrived.
+// So a partial file changed between runs is caught, and "verified" always
+// covers the bytes that reach the final name. It reports false when the
+// part must be fetched again. With nothing to verify (no checksum, or
+// --verify off) the journal is taken as it is.
+func (c *check) restore(f File, off, n int64, sum string) bool {
 	if c == nil || c.parts == nil {
 		return true
 	}
@@ -298,7 +304,15 @@ func (c *check) restore(off, n int64, sum string) bool {
 	if _, err := fmt.Sscanf(hexSum, "%x", &v); err != nil {
 		return false
 	}
-	c.parts.Set(off, checksum.Restore(c.alg, v, n))
+	r, ok := f.(io.ReaderAt)
+	if !ok {
+		return false
+	}
+	got := checksum.Start(c.alg)
+	if _, err := io.Copy(&got, io.NewSectionReader(r, off, n)); err != nil || got.Sum() != v || got.Len() != n {
+		return false
+	}
+	c.parts.Set(off, got)
 	return true
 }
 
