@@ -69,8 +69,8 @@ func TestConfigShowJSON(t *testing.T) {
 			t.Errorf("%s source = %q, want %q", tt.name, s.Source, tt.source)
 		}
 	}
-	if len(got.Settings) != 15 {
-		t.Errorf("got %d settings, want 15", len(got.Settings))
+	if len(got.Settings) != 16 {
+		t.Errorf("got %d settings, want 16", len(got.Settings))
 	}
 }
 

@@ -323,7 +323,7 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 
 func (r *copyRun) clientOptions() s3store.ClientOptions {
 	s := r.settings
-	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
+	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
 		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, TLS: r.f.TLS}
 }
 

@@ -32,7 +32,7 @@ func newLanes(ctx context.Context, s config.Settings, bucket string, tls s3store
 		}
 	}
 	copts := s3store.ClientOptions{
-		Region: s.Region, EndpointURL: s.EndpointURL, Profile: s.Profile,
+		Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
 		NoSignRequest: s.NoSignRequest, TLS: tls,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}

@@ -126,7 +126,7 @@ func (l *locations) source(ctx context.Context, bucket string) (*s3store.Source,
 	if s, ok := l.sources[bucket]; ok {
 		return s, nil
 	}
-	c, err := s3store.NewClient(ctx, bucket, s3store.ClientOptions{Region: l.settings.Region, EndpointURL: l.settings.EndpointURL,
+	c, err := s3store.NewClient(ctx, bucket, s3store.ClientOptions{Region: l.settings.Region, EndpointURL: l.settings.EndpointURL, AddressingStyle: l.settings.AddressingStyle,
 		Profile: l.settings.Profile, NoSignRequest: l.settings.NoSignRequest, Conns: 4})
 	if err != nil {
 		return nil, err

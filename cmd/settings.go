@@ -173,6 +173,14 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 		}
 	}
 
+	ignoreEndpoints := isTrue(getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))
+	if v, ok := awsCfg.Get(out.profile, "ignore_configured_endpoint_urls"); ok && getenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS") == "" {
+		ignoreEndpoints = isTrue(v)
+	}
+	if err := awsProfileSettings(r, awsCfg, out.profile, ignoreEndpoints); err != nil {
+		return nil, usageError(err)
+	}
+
 	// Preset.
 	if v, ok := flagValue(flagPreset); ok {
 		out.preset, out.presetOrigin = v, config.Origin{Source: config.SourceFlag, Detail: "--" + flagPreset}
@@ -217,7 +225,10 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 		}
 	}
 
-	// Environment.
+	// Environment: the AWS CLI's variables, then s3pd's, which win.
+	if err := awsEnvSettings(r, getenv, ignoreEndpoints); err != nil {
+		return nil, usageError(err)
+	}
 	known := map[string]bool{envPreset: true, envConfig: true}
 	for _, name := range testHarnessEnv {
 		known[name] = true
@@ -402,3 +413,51 @@ func yamlText(v any) (string, error) {
 		return fmt.Sprint(t), nil
 	}
 }
+
+// awsProfileSettings reads what the AWS CLI reads from a profile besides
+// its s3 section: region, and endpoint_url (the [services NAME] section's
+// s3 block first, as the AWS CLI does, then the profile's own).
+func awsProfileSettings(r *config.Resolver, c *config.AWSConfig, profile string, ignoreEndpoints bool) error {
+	at := func(what string) config.Origin {
+		return config.Origin{Source: config.SourceAWSConfig, Detail: fmt.Sprintf("%s [%s] %s", c.Path, profile, what)}
+	}
+	if v, ok := c.Get(profile, "region"); ok && v != "" {
+		if err := r.Set("region", v, at("region")); err != nil {
+			return err
+		}
+	}
+	if ignoreEndpoints {
+		return nil
+	}
+	if svc, ok := c.Get(profile, "services"); ok {
+		if v := c.Service(svc, "s3")["endpoint_url"]; v != "" {
+			return r.Set("endpoint_url", v, at("services "+svc+" s3 endpoint_url"))
+		}
+	}
+	if v, ok := c.Get(profile, "endpoint_url"); ok && v != "" {
+		return r.Set("endpoint_url", v, at("endpoint_url"))
+	}
+	return nil
+}
+
+// awsEnvSettings reads the AWS CLI's variables for the region and the
+// endpoint, the more specific one last so that it wins.
+func awsEnvSettings(r *config.Resolver, getenv func(string) string, ignoreEndpoints bool) error {
+	vars := []struct{ name, setting string }{
+		{"AWS_DEFAULT_REGION", "region"}, {"AWS_REGION", "region"},
+	}
+	if !ignoreEndpoints {
+		vars = append(vars, struct{ name, setting string }{"AWS_ENDPOINT_URL", "endpoint_url"},
+			struct{ name, setting string }{"AWS_ENDPOINT_URL_S3", "endpoint_url"})
+	}
+	for _, v := range vars {
+		if val := getenv(v.name); val != "" {
+			if err := r.Set(v.setting, val, config.Origin{Source: config.SourceEnv, Detail: v.name}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func isTrue(v string) bool { b, _ := strconv.ParseBool(strings.TrimSpace(v)); return b }

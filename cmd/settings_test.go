@@ -131,7 +131,8 @@ profiles:
 			{"max_queue_size", "50", awsDefault},
 			{"max_bandwidth", "1GiB/s", awsDefault},
 			{"workers", "256", "default"},
-			{"region", "", "default"},
+			// The profile's region, read as the AWS CLI reads it.
+			{"region", "us-west-2", "aws-config " + e.vars["AWS_CONFIG_FILE"] + " [default] region"},
 		}},
 		{"AWS_PROFILE selects the section", map[string]string{"AWS_PROFILE": "dev"}, nil, []want{
 			{"multipart_chunksize", "32MiB", awsDev},

@@ -21,6 +21,9 @@ type AWSConfig struct {
 	Path     string
 	profiles map[string]map[string]string
 	nested   map[string]map[string]map[string]string
+	// services are the [services NAME] sections: per service ("s3"),
+	// its settings (endpoint_url).
+	services map[string]map[string]map[string]string
 }
 
 // ReadAWSConfig reads the AWS config file at path. Profiles are "[default]"
@@ -44,9 +47,20 @@ func ParseAWSConfig(r io.Reader, name string, credentials bool) (*AWSConfig, err
 	if err != nil {
 		return nil, fmt.Errorf("parse aws config %s: %w", name, err)
 	}
-	c := &AWSConfig{Path: name, profiles: map[string]map[string]string{}, nested: map[string]map[string]map[string]string{}}
+	c := &AWSConfig{Path: name, profiles: map[string]map[string]string{}, nested: map[string]map[string]map[string]string{},
+		services: map[string]map[string]map[string]string{}}
 	for _, sec := range sections {
 		if sec.name == "DEFAULT" {
+			continue
+		}
+		if svc, ok := servicesName(sec.name); ok && !credentials {
+			blocks := map[string]map[string]string{}
+			for k, v := range sec.values {
+				if sub, err := parseNested(v); err == nil && strings.HasPrefix(v, "\n") {
+					blocks[k] = sub
+				}
+			}
+			c.services[svc] = blocks
 			continue
 		}
 		profile, ok := sec.name, true
@@ -91,6 +105,21 @@ func (c *AWSConfig) Get(profile, key string) (string, bool) {
 // the profile has none.
 func (c *AWSConfig) Section(profile, key string) map[string]string {
 	return c.nested[profile][key]
+}
+
+// Service returns the block for service (such as "s3") of the [services
+// NAME] section, nil if there is none.
+func (c *AWSConfig) Service(name, service string) map[string]string {
+	return c.services[name][service]
+}
+
+// servicesName maps "services NAME" to NAME.
+func servicesName(section string) (string, bool) {
+	parts, err := shellSplit(section)
+	if err != nil || len(parts) != 2 || parts[0] != "services" {
+		return "", false
+	}
+	return parts[1], true
 }
 
 // profileName maps a config-file section name to its profile as botocore

@@ -33,6 +33,10 @@ type Settings struct {
 	Region string
 	// EndpointURL overrides the S3 endpoint; empty means AWS.
 	EndpointURL string
+	// AddressingStyle is auto, path or virtual: where the bucket goes in
+	// a request's URL. auto is path-style for a custom endpoint and
+	// virtual-hosted for AWS, as the AWS CLI does.
+	AddressingStyle string
 	// Profile is the AWS profile; empty means the SDK's default resolution.
 	Profile string
 	// NoSignRequest sends anonymous requests.
@@ -60,6 +64,13 @@ const (
 	ClientClassic = "classic"
 )
 
+// Addressing styles accepted by addressing_style.
+const (
+	AddressingAuto    = "auto"
+	AddressingPath    = "path"
+	AddressingVirtual = "virtual"
+)
+
 // Defaults returns the built-in settings.
 func Defaults() Settings {
 	return Settings{
@@ -70,6 +81,7 @@ func Defaults() Settings {
 		MaxConcurrentRequests:   DefaultMaxConcurrentRequests,
 		MaxQueueSize:            DefaultMaxQueueSize,
 		PreferredTransferClient: ClientAuto,
+		AddressingStyle:         AddressingAuto,
 		LogLevel:                "warn",
 		LogFormat:               "console",
 	}

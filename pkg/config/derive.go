@@ -144,7 +144,7 @@ func (s Settings) Validate() error {
 			return err
 		}
 	}
-	for _, name := range []string{"preferred_transfer_client", "nics", "region", "endpoint_url", "log_level", "log_format"} {
+	for _, name := range []string{"preferred_transfer_client", "nics", "region", "endpoint_url", "addressing_style", "log_level", "log_format"} {
 		var probe Settings
 		if err := probe.Set(name, s.Format(name)); err != nil {
 			return &SettingError{Setting: name, Value: s.Format(name), Err: err}

@@ -112,7 +112,7 @@ func TestSetAndFormatEverySetting(t *testing.T) {
 		"multipart_chunksize": "16MiB", "multipart_threshold": "64MiB", "max_queue_size": "10",
 		"max_bandwidth": "1GiB/s", "target_bandwidth": "50GiB/s", "preferred_transfer_client": "classic",
 		"nics": "eth0,eth1", "region": "us-west-2", "endpoint_url": "http://127.0.0.1:9000",
-		"no_sign_request": "true", "log_level": "debug", "log_format": "json",
+		"addressing_style": "virtual", "no_sign_request": "true", "log_level": "debug", "log_format": "json",
 	}
 	s := Defaults()
 	for _, name := range Names() {

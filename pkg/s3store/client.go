@@ -27,7 +27,10 @@ import (
 // ClientOptions describe how to reach S3.
 type ClientOptions struct {
 	Region        string // empty: detect the bucket's region
-	EndpointURL   string // S3-compatible store; path-style addressing
+	EndpointURL   string // S3-compatible store
+	// AddressingStyle is "path", "virtual" or "auto" (or ""): path-style
+	// for a custom endpoint, virtual-hosted for AWS.
+	AddressingStyle string
 	Profile       string // AWS profile for credentials
 	NoSignRequest bool   // anonymous requests (public buckets)
 	// Conns is the number of connections to keep per host (the
@@ -125,7 +128,16 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	configure := func(o *s3.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
+		}
+		switch opts.AddressingStyle {
+		case "path":
 			o.UsePathStyle = true
+		case "virtual":
+			o.UsePathStyle = false
+		default:
+			// As the AWS CLI: a custom endpoint (which may not resolve
+			// bucket.host names) is addressed path-style.
+			o.UsePathStyle = o.BaseEndpoint != nil && *o.BaseEndpoint != ""
 		}
 		// Listing, HEAD and uploads go through the SDK: ten attempts,
 		// and no shared retry token bucket, which empties at high

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// The endpoint comes from where the AWS CLI reads it (AWS_ENDPOINT_URL,
+// AWS_ENDPOINT_URL_S3, a profile's endpoint_url, its services section),
+// and a custom endpoint is addressed path-style: a virtual-hosted URL
+// (bucket.127.0.0.1) would not resolve.
+func TestEndpointFromAWSEnvironmentAndProfile(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "e:2:100KiB"})
+	home := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(home, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	profile := write("profile", "[default]\nendpoint_url = "+s.endpoint+"\n")
+	services := write("services", "[default]\nservices = emu\n[services emu]\ns3 =\n  endpoint_url = "+s.endpoint+"\n")
+	wrong := write("wrong", "[default]\nendpoint_url = http://127.0.0.1:1\n")
+	tests := []struct {
+		name, origin string
+		env          []string
+	}{
+		{"AWS_ENDPOINT_URL", "env AWS_ENDPOINT_URL", []string{"AWS_ENDPOINT_URL=" + s.endpoint}},
+		{"AWS_ENDPOINT_URL_S3 wins", "env AWS_ENDPOINT_URL_S3", []string{"AWS_ENDPOINT_URL=http://127.0.0.1:1", "AWS_ENDPOINT_URL_S3=" + s.endpoint}},
+		{"profile endpoint_url", "[default] endpoint_url", []string{"AWS_CONFIG_FILE=" + profile}},
+		{"services section", "[default] services emu s3 endpoint_url", []string{"AWS_CONFIG_FILE=" + services}},
+		{"env over profile", "env AWS_ENDPOINT_URL", []string{"AWS_CONFIG_FILE=" + wrong, "AWS_ENDPOINT_URL=" + s.endpoint}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := t.TempDir()
+			r := run(t, tt.env, "get", "--quiet", "--no-sign-request", s.url("e/"), dest)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			checkSynthetic(t, filepath.Join(dest, "00000001"), "e/00000001", 100<<10)
+			r = run(t, tt.env, "config", "show")
+			var line string
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(l, "endpoint_url ") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, s.endpoint) || !strings.Contains(line, tt.origin) {
+				t.Errorf("config show: %q, want %s from %s", line, s.endpoint, tt.origin)
+			}
+		})
+	}
+}
