@@ -26,13 +26,13 @@ import (
 
 // ClientOptions describe how to reach S3.
 type ClientOptions struct {
-	Region        string // empty: detect the bucket's region
-	EndpointURL   string // S3-compatible store
+	Region      string // empty: detect the bucket's region
+	EndpointURL string // S3-compatible store
 	// AddressingStyle is "path", "virtual" or "auto" (or ""): path-style
 	// for a custom endpoint, virtual-hosted for AWS.
 	AddressingStyle string
-	Profile       string // AWS profile for credentials
-	NoSignRequest bool   // anonymous requests (public buckets)
+	Profile         string // AWS profile for credentials
+	NoSignRequest   bool   // anonymous requests (public buckets)
 	// Conns is the number of connections to keep per host (the
 	// concurrency), so the pool does not churn.
 	Conns int
