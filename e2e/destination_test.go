@@ -169,3 +169,30 @@ func TestResumeNeverTrustsWhatIsNotOnDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestConflictCopiesSurviveDelete: the copy of an object that is also a
+// prefix (--conflict-suffix) is kept by --delete of the same run and of
+// the next; a key that ends in the suffix is refused by name, so it never
+// shares a name with a copy.
+func TestConflictCopiesSurviveDelete(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	objs := map[string][]byte{"a": randomBytes(1, 100), "a/b": randomBytes(2, 200), "c": randomBytes(3, 300)}
+	for k, v := range objs {
+		s.put(t, "p/"+k, v)
+	}
+	dest := t.TempDir()
+	want := map[string][]byte{"a.obj": objs["a"], "a/b": objs["a/b"], "c": objs["c"]}
+	for i := range 2 {
+		r := run(t, nil, s.cmd("get", "--conflict-suffix", ".obj", "--delete", s.url("p/"), dest)...)
+		if r.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s\n%s", i, r.code, r.stdout, r.stderr)
+		}
+		sameTree(t, dest, want)
+	}
+	s.put(t, "p/a.obj", randomBytes(4, 400))
+	r := run(t, nil, s.cmd("get", "--conflict-suffix", ".obj", s.url("p/"), dest)...)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `"a.obj": it ends in --conflict-suffix ".obj"`) {
+		t.Fatalf("a key ending in the suffix: exit %d, want 1 and its name refused\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	sameTree(t, dest, want)
+}

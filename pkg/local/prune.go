@@ -3,12 +3,15 @@ package local
 import (
 	"errors"
 	"io/fs"
+	"strings"
 )
 
 // Prune walks the sink's root and removes every regular file for which
 // stale returns true, calling removed for each (before removal, or
 // instead of it when dryRun). The work folder (partial files, journals,
-// the lock) is left alone. It never follows a symlink.
+// the lock) is left alone, and so is the conflict copy NAME+ConflictSuffix
+// of a name that is not stale (no key can end in the suffix). It never
+// follows a symlink.
 func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(name string, size int64)) error {
 	var errs []error
 	err := fs.WalkDir(s.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
@@ -19,7 +22,7 @@ func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(nam
 		if name == WorkDir && d.IsDir() {
 			return fs.SkipDir
 		}
-		if !d.Type().IsRegular() || !stale(name) {
+		if !d.Type().IsRegular() || !stale(name) || s.conflictCopy(name, stale) {
 			return nil
 		}
 		var size int64
@@ -35,4 +38,12 @@ func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(nam
 		return nil
 	})
 	return errors.Join(append(errs, err)...)
+}
+
+// conflictCopy reports whether name is the conflict copy of an object
+// that is not stale.
+func (s *Sink) conflictCopy(name string, stale func(string) bool) bool {
+	sfx := s.opts.ConflictSuffix
+	orig, ok := strings.CutSuffix(name, sfx)
+	return sfx != "" && ok && orig != "" && !stale(orig)
 }

@@ -242,7 +242,7 @@ func (s *Sink) warn(msg string) {
 func (s *Sink) Check(obj transfer.Object) error {
 	if dir, ok := strings.CutSuffix(obj.Name, "/"); ok && obj.Size == 0 {
 		if dir != "" {
-			if _, err := keyPath(dir); err != nil {
+			if _, err := s.keyPath(dir); err != nil {
 				return transfer.Permanent(err)
 			}
 			if s.opts.DryRun {
@@ -254,7 +254,7 @@ func (s *Sink) Check(obj transfer.Object) error {
 		}
 		return &transfer.SkipError{Reason: "directory marker: directory created"}
 	}
-	rel, err := keyPath(obj.Name)
+	rel, err := s.keyPath(obj.Name)
 	if err != nil {
 		return transfer.Permanent(err)
 	}
@@ -280,7 +280,7 @@ func (s *Sink) Check(obj transfer.Object) error {
 // Create implements transfer.Sink. A partial file left by an earlier run
 // of the same object version is resumed; otherwise a fresh one is made.
 func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, error) {
-	rel, err := keyPath(obj.Name)
+	rel, err := s.keyPath(obj.Name)
 	if err != nil {
 		return nil, transfer.Permanent(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,45 @@ func TestSinkDirectoryMarkers(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "d")); err != nil || !st.IsDir() {
 		t.Fatalf("marker did not create its directory: %v", err)
+	}
+}
+
+// TestSinkConflictCopiesNeverMeetKeys: with a ConflictSuffix no key may
+// end in it (so the copy of an object that is also a prefix never takes
+// a real key's name), and Prune keeps the copy while its object is
+// listed.
+func TestSinkConflictCopiesNeverMeetKeys(t *testing.T) {
+	s, dir := newTestSink(t, Options{ConflictSuffix: ".obj"})
+	for _, name := range []string{"a.obj", "d/x.obj", "d.obj/x"} {
+		err := write(t, s, transfer.Object{Key: name, Name: name, Size: 1}, []byte("k"))
+		if !errors.Is(err, ErrConflictName) || !strings.Contains(err.Error(), "--conflict-suffix") {
+			t.Errorf("%s: %v, want ErrConflictName", name, err)
+		}
+	}
+	for _, k := range []string{"a", "a/b", "c"} {
+		if err := write(t, s, transfer.Object{Key: k, Name: k, Size: 1}, []byte(k[:1])); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	listed := map[string]bool{"a": true, "a/b": true, "c": true}
+	var removed []string
+	prune := func() {
+		removed = nil
+		err := s.Prune(func(n string) bool { return !listed[n] }, false, func(n string, _ int64) { removed = append(removed, n) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune()
+	if len(removed) != 0 {
+		t.Errorf("Prune removed %v while every object is listed", removed)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.obj")); string(got) != "a" {
+		t.Errorf("a.obj = %q, want the copy of a", got)
+	}
+	delete(listed, "a")
+	prune()
+	if fmt.Sprint(removed) != "[a.obj]" {
+		t.Errorf("Prune removed %v once a is gone, want [a.obj]", removed)
 	}
 }

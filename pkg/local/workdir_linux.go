@@ -26,15 +26,27 @@ var ErrInUse = errors.New("in use by s3pd")
 // ErrNoLock reports a destination whose file system refuses locks.
 var ErrNoLock = errors.New("the file system refuses locks")
 
+// ErrConflictName reports a key that ends in --conflict-suffix.
+var ErrConflictName = errors.New("name reserved for conflict copies")
+
 // keyPath is RelPath for the objects of a sink: it also refuses names
-// inside the work folder.
-func keyPath(name string) (string, error) {
+// inside the work folder, and, with a ConflictSuffix, names with a
+// component that ends in it: such names are kept for the copies of
+// objects that are also prefixes, so a copy never meets a real key.
+func (s *Sink) keyPath(name string) (string, error) {
 	rel, err := RelPath(name)
 	if err != nil {
 		return "", err
 	}
 	if first, _, _ := strings.Cut(rel, "/"); first == WorkDir {
 		return "", fmt.Errorf("%w %q: %s/ is s3pd's work folder in the destination", ErrReservedName, name, WorkDir)
+	}
+	if sfx := s.opts.ConflictSuffix; sfx != "" {
+		for _, c := range strings.Split(rel, "/") {
+			if strings.HasSuffix(c, sfx) {
+				return "", fmt.Errorf("%w %q: it ends in --conflict-suffix %q, the name of the copy of an object that is also a prefix; choose a suffix no key ends in", ErrConflictName, name, sfx)
+			}
+		}
 	}
 	return rel, nil
 }
