@@ -65,9 +65,38 @@ func newGetter(client *s3.Client, bucket string) *getter {
 	return g
 }
 
-// escapeKey escapes a key for a URL path as S3 expects ("/" kept).
+// escapeKey escapes a key for a URL path as S3's UriEncode does: every
+// byte but the unreserved A-Z a-z 0-9 - _ . ~ and the separator / becomes
+// %XX (upper-case hex). A server that checks signatures computes them
+// over this form; url.PathEscape keeps + & = : @ $ and others, which such
+// a server re-encodes, and the signature no longer matches.
 func escapeKey(key string) string {
-	return strings.ReplaceAll(url.PathEscape(key), "%2F", "/")
+	const hex = "0123456789ABCDEF"
+	n := 0
+	for i := 0; i < len(key); i++ {
+		if !unreserved(key[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return key
+	}
+	b := make([]byte, 0, len(key)+2*n)
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if unreserved(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
+// unreserved reports the bytes UriEncode keeps as they are in a key.
+func unreserved(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~' || c == '/'
 }
 
 // get sends one GetObject and returns the response, or the S3 error as a
