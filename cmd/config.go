@@ -76,8 +76,14 @@ func showConfig(l *loaded) shownConfig {
 	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile}
 	for _, name := range config.Names() {
 		or := l.origins.Get(name)
+		value, text := l.settings.Value(name), l.settings.Format(name)
+		if def, _ := config.Lookup(name); def.Syntax == "url" && text != "" {
+			// An endpoint may carry a name and password; show neither.
+			text, _ = config.RedactURL(text)
+			value = text
+		}
 		out.Settings = append(out.Settings, shownSetting{
-			Name: name, Value: l.settings.Value(name), Text: l.settings.Format(name),
+			Name: name, Value: value, Text: text,
 			Source: string(or.Source), Detail: or.Detail, Overridden: l.origins.Overridden(name),
 		})
 	}

@@ -121,3 +121,27 @@ func hasLine(out string, fields []string) bool {
 	}
 	return false
 }
+
+// TestConfigShowRedactsEndpointUserinfo: an endpoint URL may carry a name
+// and password; config show (text and JSON) shows the host, never them.
+func TestConfigShowRedactsEndpointUserinfo(t *testing.T) {
+	for _, args := range [][]string{
+		{"--endpoint-url", "https://AKIDNAME:hunter2@minio.example:9000/base"},
+		{"--json", "--endpoint-url", "https://AKIDNAME:hunter2@minio.example:9000/base"},
+		{"--endpoint-url", "https://onlyuser-secret@minio.example"},
+	} {
+		e := newSettingsEnv(t)
+		out, err := runConfigShow(t, e, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"hunter2", "AKIDNAME", "onlyuser-secret"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("config show %v shows %q:\n%s", args, secret, out)
+			}
+		}
+		if !strings.Contains(out, "REDACTED@minio.example") {
+			t.Errorf("config show %v does not show the redacted endpoint:\n%s", args, out)
+		}
+	}
+}

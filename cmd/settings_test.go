@@ -288,6 +288,7 @@ func TestLoadSettingsErrors(t *testing.T) {
 		env  map[string]string
 		args []string
 		want []string // substrings of the message
+		hide []string // what the message must not show (it may be a secret)
 	}{
 		{name: "bad size in env", env: map[string]string{"S3PD_MULTIPART_CHUNKSIZE": "16XB"},
 			want: []string{"multipart_chunksize", `"16XB"`, "env S3PD_MULTIPART_CHUNKSIZE", "invalid size"}},
@@ -302,9 +303,15 @@ func TestLoadSettingsErrors(t *testing.T) {
 		{name: "bad rate in aws config", aws: []string{"default.s3.target_bandwidth", "50GB"},
 			want: []string{"target_bandwidth", `"50GB"`, "aws-config", "invalid rate"}},
 		{name: "unknown key in file", file: "colour: blue\n",
-			want: []string{"colour", `"blue"`, "file ", "unknown setting"}},
+			want: []string{"colour", "file ", "unknown setting"}, hide: []string{"blue"}},
 		{name: "unknown key in file profile", file: "profiles:\n  dev:\n    colour: blue\n",
-			want: []string{"colour", `"blue"`, "profile dev in", "unknown setting"}},
+			want: []string{"colour", "profile dev in", "unknown setting"}, hide: []string{"blue"}},
+		{name: "secret under a wrong key", file: "aws_secret_access_key: wJalrXUtnFEMI/K7MDENG\n",
+			want: []string{"aws_secret_access_key", "unknown setting"}, hide: []string{"wJalrXUtnFEMI"}},
+		{name: "endpoint with a password and a bad scheme", env: map[string]string{"S3PD_ENDPOINT_URL": "ftp://ak:hunter2@minio.example"},
+			want: []string{"endpoint_url", "env S3PD_ENDPOINT_URL", "REDACTED@minio.example"}, hide: []string{"hunter2", "ak:"}},
+		{name: "unparsable endpoint with a password", args: []string{"--endpoint-url", "http://ak:hunter2@[::1"},
+			want: []string{"endpoint_url", "flag --endpoint-url"}, hide: []string{"hunter2"}},
 		{name: "bad value in file profile", file: "profiles:\n  default:\n    workers: 0\n",
 			want: []string{"workers", `"0"`, "profile default in"}},
 		{name: "map for a value", file: "workers:\n  a: 1\n",
@@ -349,6 +356,11 @@ func TestLoadSettingsErrors(t *testing.T) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
 			}
+			for _, h := range tt.hide {
+				if strings.Contains(err.Error(), h) {
+					t.Errorf("error %q shows %q", err, h)
+				}
+			}
 		})
 	}
 }
@@ -362,18 +374,45 @@ func TestLoadSettingsMalformedAWSConfig(t *testing.T) {
 	}
 }
 
+// TestLoadSettingsMalformedAWSConfigHidesTheLine: a malformed line is often
+// a secret pasted without its key; the error names the file and the line
+// number, never the line.
+func TestLoadSettingsMalformedAWSConfigHidesTheLine(t *testing.T) {
+	for name, text := range map[string]string{
+		"no key":         "[default]\nregion = us-east-1\nwJalrXUtnFEMIK7MDENGbPxRfiCY\n",
+		"before section": "wJalrXUtnFEMIK7MDENGbPxRfiCY\n[default]\n",
+		"empty key":      "[default]\n = wJalrXUtnFEMIK7MDENGbPxRfiCY\n",
+		"bad header":     "[wJalrXUtnFEMIK7MDENGbPxRfiCY\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newSettingsEnv(t)
+			path := e.writeFile(t, "aws-config", text)
+			_, _, err := e.load(t)
+			if err == nil || exitCode(err) != ExitUsage || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line ") {
+				t.Fatalf("got %v, want a usage error naming %s and a line", err, path)
+			}
+			if strings.Contains(err.Error(), "wJalrXUtnFEMI") {
+				t.Errorf("error %q shows the line's secret", err)
+			}
+		})
+	}
+}
+
 func TestLoadSettingsUnknownEnv(t *testing.T) {
 	e := newSettingsEnv(t)
-	t.Setenv("S3PD_WORKER", "4")
-	e.vars["S3PD_WORKER"] = "4"
+	t.Setenv("S3PD_WORKER", "wJalrXUtnFEMI")
+	e.vars["S3PD_WORKER"] = "wJalrXUtnFEMI"
 	_, _, err := e.load(t)
 	if err == nil || exitCode(err) != ExitUsage {
 		t.Fatalf("got %v, want a usage error", err)
 	}
-	for _, w := range []string{"worker", `"4"`, "env S3PD_WORKER", "unknown variable", "S3PD_WORKERS"} {
+	for _, w := range []string{"worker", "env S3PD_WORKER", "unknown variable", "S3PD_WORKERS"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not contain %q", err, w)
 		}
+	}
+	if strings.Contains(err.Error(), "wJalrXUtnFEMI") {
+		t.Errorf("error %q echoes the variable's value", err)
 	}
 }
 

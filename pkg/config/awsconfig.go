@@ -164,7 +164,7 @@ func shellSplit(s string) ([]string, error) {
 		}
 	}
 	if quote != 0 {
-		return nil, fmt.Errorf("unclosed quote in %q", s)
+		return nil, errors.New("unclosed quote")
 	}
 	if inWord {
 		words = append(words, cur.String())
@@ -182,7 +182,7 @@ func parseNested(v string) (map[string]string, error) {
 		}
 		k, val, ok := strings.Cut(line, "=")
 		if !ok {
-			return nil, fmt.Errorf("nested line %q has no '='", line)
+			return nil, errors.New("a nested line has no '='")
 		}
 		out[strings.TrimSpace(k)] = strings.TrimSpace(val)
 	}
@@ -242,7 +242,7 @@ func parseINI(r io.Reader) ([]iniSection, error) {
 		if strings.HasPrefix(value, "[") {
 			end := strings.LastIndex(value, "]")
 			if end < 2 {
-				return nil, fmt.Errorf("line %d: malformed section header %q", lineNo, value)
+				return nil, fmt.Errorf("line %d: malformed section header", lineNo)
 			}
 			name := value[1:end]
 			if seen[name] {
@@ -255,15 +255,15 @@ func parseINI(r io.Reader) ([]iniSection, error) {
 			continue
 		}
 		if cur == nil {
-			return nil, fmt.Errorf("line %d: %q before any [section]", lineNo, value)
+			return nil, fmt.Errorf("line %d: a value before any [section]", lineNo)
 		}
 		i := strings.IndexAny(value, "=:")
 		if i < 0 {
-			return nil, fmt.Errorf("line %d: %q is not key = value", lineNo, value)
+			return nil, fmt.Errorf("line %d: not key = value", lineNo)
 		}
 		k := strings.ToLower(strings.TrimSpace(value[:i]))
 		if k == "" {
-			return nil, fmt.Errorf("line %d: %q has no key", lineNo, value)
+			return nil, fmt.Errorf("line %d: no key before '='", lineNo)
 		}
 		if _, dup := lines[k]; dup {
 			return nil, fmt.Errorf("line %d: key %q appears twice in [%s]", lineNo, k, cur.name)

@@ -128,8 +128,9 @@ func (o *Origins) Clone() *Origins {
 	return &Origins{byName: maps.Clone(o.byName), overridden: maps.Clone(o.overridden)}
 }
 
-// SettingError is a bad value: it names the setting, the value and where
-// the value came from.
+// SettingError is a bad value: it names the setting and where the value
+// came from, and quotes the value only where Printable allows (a value may
+// be a secret put in the wrong place).
 type SettingError struct {
 	Setting string
 	Value   string
@@ -138,7 +139,10 @@ type SettingError struct {
 }
 
 func (e *SettingError) Error() string {
-	return fmt.Sprintf("setting %s = %q from %s: %v", e.Setting, e.Value, e.Origin, e.Err)
+	if v, ok := Printable(e.Setting, e.Value); ok {
+		return fmt.Sprintf("setting %s = %q from %s: %v", e.Setting, v, e.Origin, e.Err)
+	}
+	return fmt.Sprintf("setting %s from %s: %v", e.Setting, e.Origin, e.Err)
 }
 
 func (e *SettingError) Unwrap() error { return e.Err }
