@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
@@ -32,10 +33,14 @@ type copyOptions struct {
 	overwrite      bool
 	noLock         bool
 	followSymlinks bool
-	req            s3store.Request
-	upload         s3store.UploadOptions
-	copyThreshold  string
-	source         struct{ endpoint, region, profile string }
+	// noFollowSymlinks is the AWS CLI's --no-follow-symlinks.
+	noFollowSymlinks bool
+	noClobber        bool
+	delete           bool
+	req              s3store.Request
+	upload           s3store.UploadOptions
+	copyThreshold    string
+	source           struct{ endpoint, region, profile string }
 }
 
 // NewCmdCopy builds `s3pd copy`.
@@ -55,8 +60,9 @@ or prefix land under DEST (SRC/a lands at DEST/a). A single file or object
 lands at DEST/<basename> when DEST is a directory or ends in /, else at DEST.
 
 local to local: copy_file_range where the filesystems allow it, mode and
-mtime kept, symbolic links reported and skipped (--follow-symlinks copies
-what they point to), files of the same size and mtime skipped.
+mtime kept, symbolic links followed as the AWS CLI does
+(--no-follow-symlinks reports and skips them), files of the same size and
+mtime skipped.
 local to S3: PutObject below multipart_threshold, else a multipart upload
 with a checksum on every part; objects of the same size and checksum are
 skipped; a failed or interrupted upload is aborted.
@@ -82,8 +88,11 @@ S3 to local: as get.`,
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
 	fs.BoolVar(&opts.noLock, "no-lock", false, "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there")
-	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", false, "copy what symbolic links point to instead of reporting and skipping them")
-	fs.StringVar(&opts.upload.StorageClass, "storage-class", "", "storage class of uploaded and copied objects (STANDARD, INTELLIGENT_TIERING, ...)")
+	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", true, "copy what symbolic links point to (the AWS CLI's default)")
+	fs.BoolVar(&opts.noFollowSymlinks, "no-follow-symlinks", false, "report and skip symbolic links instead of following them")
+	fs.BoolVar(&opts.noClobber, "no-clobber", false, "never replace an existing file or object (skipped as \"exists\")")
+	fs.BoolVar(&opts.delete, "delete", false, "remove files or objects under DEST that SRC does not have (after a run without failures)")
+	registerUploadFlags(fs, &opts.upload)
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
 	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
@@ -106,6 +115,8 @@ type copyRun struct {
 	shard    *shard.Spec  // --shard, nil without it
 	scale    scaleRun     // who lists, when not the source (--manifest)
 	failures atomic.Int64 // entries of the source that could not be read
+	// listed holds every name SRC listed, for --delete (nil without it).
+	listed *listedNames
 }
 
 func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptions, args []string) error {
@@ -132,6 +143,17 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
 		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
 	}
+	if err := checkStorageClass(opts.upload.StorageClass); err != nil {
+		return err
+	}
+	if opts.overwrite && opts.noClobber {
+		return usageErrorf("--overwrite and --no-clobber contradict each other")
+	}
+	if opts.delete && (opts.benchmark || dst == "-") {
+		return usageErrorf("--delete needs a directory or a prefix as DEST")
+	}
+	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
+	opts.upload.NoClobber = opts.noClobber
 	threshold, err := config.ParseSize(opts.copyThreshold)
 	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
 		return usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
@@ -151,6 +173,9 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 		return err
 	}
 	r := &copyRun{f: f, opts: opts, settings: settings, explicit: origins.Explicit(), src: args[0], dst: dst, shard: spec}
+	if opts.delete {
+		r.listed = newListedNames()
+	}
 	srcS3, dstS3 := isS3(r.src), isS3(dst)
 	if opts.scale.manifest != "" && !srcS3 {
 		return usageErrorf("--manifest names S3 objects; SRC %s is local", r.src)
@@ -208,7 +233,11 @@ func (r *copyRun) localSource(name string) (*local.Source, error) {
 func (r *copyRun) finish(ctx context.Context, lanes []transfer.Lane, sk transfer.Sink) error {
 	sc := &r.scale
 	sc.split(lanes[0].Source, r.shard, r.opts.rules.rules)
-	err := runEngineObserved(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false, nil, nil, sc)
+	var listing transfer.ListObserver
+	if r.listed != nil {
+		listing = r.listed
+	}
+	err := runEngineObserved(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false, nil, listing, sc)
 	if err == nil && r.failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", r.failures.Load(), r.src)}
 	}
@@ -218,6 +247,9 @@ func (r *copyRun) finish(ctx context.Context, lanes []transfer.Lane, sk transfer
 func (r *copyRun) localToLocal(ctx context.Context) error {
 	src, err := r.localSource("")
 	if err != nil {
+		return err
+	}
+	if err := r.refuseSingleDelete(src.Single()); err != nil {
 		return err
 	}
 	lanes := []transfer.Lane{{Name: "local", Source: src}}
@@ -239,12 +271,34 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := checkWritable(r.dst); err != nil {
 		return usageError(err)
 	}
-	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, NoLock: r.opts.noLock, LockID: shardLockID(r.shard), DryRun: r.opts.output.dryRun, Warn: sinkWarn(r.f)})
+	ls, err := local.NewSink(root, local.Options{Overwrite: r.opts.overwrite, NoClobber: r.opts.noClobber, NoLock: r.opts.noLock, LockID: shardLockID(r.shard), DryRun: r.opts.output.dryRun, Warn: sinkWarn(r.f)})
 	if err != nil {
 		return usageError(err)
 	}
 	defer ls.Close()
-	return r.finish(ctx, lanes, local.NewCopySink(ls))
+	if err := r.finish(ctx, lanes, local.NewCopySink(ls)); err != nil || r.listed == nil {
+		return err
+	}
+	return prune(r.f, ls, r.listed, r.opts.rules.rules, r.opts.output)
+}
+
+// refuseSingleDelete refuses --delete when SRC is one file or object.
+func (r *copyRun) refuseSingleDelete(single bool) error {
+	if r.listed != nil && single {
+		return usageErrorf("--delete needs a directory or a prefix as SRC; %s is a single file or object", r.src)
+	}
+	return nil
+}
+
+// pruneS3 removes the objects under prefix that SRC did not list
+// (--delete), after a run without failures.
+func (r *copyRun) pruneS3(ctx context.Context, client *s3.Client, bucket, prefix string) error {
+	rules := r.opts.rules.rules
+	return reportDeletes(r.f, r.opts.output, "objects", func(report func(string, int64)) error {
+		return s3store.Prune(ctx, client, bucket, prefix, r.opts.req, func(name string) bool {
+			return rules.Match(name) && !r.listed.has(name)
+		}, r.opts.output.dryRun, report)
+	})
 }
 
 // checkOverlap refuses a copy onto itself or into its own tree.
@@ -299,6 +353,9 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.refuseSingleDelete(src.Single()); err != nil {
+		return err
+	}
 	prefix := u.Key
 	if src.Single() {
 		if !u.Prefix {
@@ -318,7 +375,10 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
 		return s3store.ChecksumOf(ctx, src, o, alg)
 	}
-	return r.finish(ctx, []transfer.Lane{{Name: "local", Source: src}}, s3store.NewUploadSink(client, u.Bucket, opts))
+	if err := r.finish(ctx, []transfer.Lane{{Name: "local", Source: src}}, s3store.NewUploadSink(client, u.Bucket, opts)); err != nil || r.listed == nil {
+		return err
+	}
+	return r.pruneS3(ctx, client, u.Bucket, prefix)
 }
 
 func (r *copyRun) clientOptions() s3store.ClientOptions {
@@ -408,6 +468,9 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		if single && r.shard != nil {
 			return usageErrorf("--shard splits a prefix; %s is a single object", r.src)
 		}
+		if err := r.refuseSingleDelete(single); err != nil {
+			return err
+		}
 		if single {
 			prefix = ""
 		} else {
@@ -423,11 +486,17 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	opts := r.uploadOptions(prefix)
 	lanes := []transfer.Lane{{Name: "default", Source: lane}}
 	if !crossStore {
-		return r.finish(ctx, lanes, s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts))
+		if err := r.finish(ctx, lanes, s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)); err != nil || r.listed == nil {
+			return err
+		}
+		return r.pruneS3(ctx, dstClient, du.Bucket, prefix)
 	}
 	if !opts.Trailer {
 		r.settings.MaxConcurrentRequests = min(r.settings.MaxConcurrentRequests, max(1, int(streamBuffer/r.settings.PartSize)))
 	}
 	opts.SourceChecksum = src.Checksum
-	return r.finish(ctx, lanes, s3store.NewUploadSink(dstClient, du.Bucket, opts))
+	if err := r.finish(ctx, lanes, s3store.NewUploadSink(dstClient, du.Bucket, opts)); err != nil || r.listed == nil {
+		return err
+	}
+	return r.pruneS3(ctx, dstClient, du.Bucket, prefix)
 }

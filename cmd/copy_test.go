@@ -111,7 +111,7 @@ func TestCopyLocalToLocal(t *testing.T) {
 	os.Chmod(filepath.Join(src, "one"), 0o751)
 	os.Symlink("one", filepath.Join(src, "link"))
 	dst := filepath.Join(t.TempDir(), "out")
-	code, out, stderr := runCopyArgs(t, "--partsize", "64KiB", "--multipart-threshold", "64KiB", src, dst)
+	code, out, stderr := runCopyArgs(t, "--no-follow-symlinks", "--partsize", "64KiB", "--multipart-threshold", "64KiB", src, dst)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -128,13 +128,13 @@ func TestCopyLocalToLocal(t *testing.T) {
 	if !strings.Contains(out, "objects: 6 transferred") {
 		t.Errorf("summary: got %q, want 6 transferred", out)
 	}
-	_, out, _ = runCopyArgs(t, src, dst)
+	_, out, _ = runCopyArgs(t, "--no-follow-symlinks", src, dst)
 	if !strings.Contains(out, "0 transferred, 6 skipped") {
 		t.Errorf("rerun: got %q, want 6 skipped", out)
 	}
-	_, out, _ = runCopyArgs(t, "--follow-symlinks", "--overwrite", src, dst)
+	_, out, _ = runCopyArgs(t, "--overwrite", src, dst)
 	if !strings.Contains(out, "7 transferred") {
-		t.Errorf("--follow-symlinks --overwrite: got %q, want 7 transferred", out)
+		t.Errorf("--overwrite, links followed by default: got %q, want 7 transferred", out)
 	}
 	// A single file into a directory, and to a new name.
 	for _, tt := range []struct{ dst, want string }{{dst + "/", "part"}, {filepath.Join(dst, "renamed"), "renamed"}} {

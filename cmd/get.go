@@ -289,10 +289,19 @@ func sinkWarn(f *Factory) func(string) {
 // prune removes local files whose keys no longer exist, leaving alone
 // names that the include/exclude rules keep out of the transfer.
 func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules, out outputFlags) error {
+	return reportDeletes(f, out, "files", func(report func(string, int64)) error {
+		return ls.Prune(func(name string) bool {
+			return rules.Match(name) && !listed.has(name)
+		}, out.dryRun, report)
+	})
+}
+
+// reportDeletes runs remove, which calls report for each file or object
+// it deletes (or would delete), and renders them: a JSON line each, a
+// line each in a dry run, and a total.
+func reportDeletes(f *Factory, out outputFlags, what string, remove func(report func(name string, size int64)) error) error {
 	var n, bytes int64
-	err := ls.Prune(func(name string) bool {
-		return rules.Match(name) && !listed.has(name)
-	}, out.dryRun, func(name string, size int64) {
+	err := remove(func(name string, size int64) {
 		n++
 		bytes += size
 		if js := out.jsonOut(f); js != nil {
@@ -307,7 +316,7 @@ func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f), "%s: %d files, %d bytes\n", verb, n, bytes)
+		fmt.Fprintf(out.humanOut(f), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)

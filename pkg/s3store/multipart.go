@@ -60,6 +60,7 @@ func (f *uploadFile) startMultipart(ctx context.Context) error {
 	if f.contentType != "" {
 		in.ContentType = aws.String(f.contentType)
 	}
+	o.Metadata.applyCreate(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyCreate(in)
 	out, err := u.client.CreateMultipartUpload(ctx, in)

@@ -133,6 +133,9 @@ func (c *CopySink) url(key string) string { return "s3://" + c.bucket + "/" + ke
 // copied (same size and ETag) is skipped.
 func (c *CopySink) Create(ctx context.Context, obj transfer.Object) (transfer.File, error) {
 	key := c.opts.Prefix + obj.Name
+	if err := clobbers(ctx, c.client, c.bucket, key, c.opts); err != nil {
+		return nil, err
+	}
 	if !c.opts.Overwrite && obj.ETag != "" {
 		in := &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)}
 		c.opts.Req.applyHead(in)
@@ -178,6 +181,7 @@ func (f *copyFile) startCopyUpload(ctx context.Context) error {
 	in := &s3.CreateMultipartUploadInput{Bucket: aws.String(f.sink.bucket), Key: aws.String(f.up.key),
 		ChecksumAlgorithm: checksumAlgorithm(o.ChecksumAlgorithm)}
 	f.up.sink.opts.Req.applyCreate(in)
+	o.Metadata.applyCreate(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	out, err := f.sink.client.CreateMultipartUpload(ctx, in)
 	if err != nil {
@@ -259,6 +263,7 @@ func (f *copyFile) copyObject(ctx context.Context, ref *CopyRef) error {
 	if ref.ETag != "" {
 		in.CopySourceIfMatch = aws.String(ref.ETag)
 	}
+	o.Metadata.applyCopy(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	if o.Req.RequestPayer != "" {
 		in.RequestPayer = types.RequestPayer(o.Req.RequestPayer)

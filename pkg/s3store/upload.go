@@ -41,6 +41,11 @@ type UploadOptions struct {
 	StorageClass, SSE, SSEKMSKeyID string
 	// Overwrite uploads even objects already present and identical.
 	Overwrite bool
+	// NoClobber never replaces an object that exists (skipped with
+	// reason "exists (--no-clobber)").
+	NoClobber bool
+	// Metadata is set on every object written.
+	Metadata Metadata
 	// SourceChecksum, when set, computes an object's full-object checksum
 	// at the source (see ChecksumOf): an object already present with the
 	// same size and checksum is skipped. Nil: never skip.
@@ -95,6 +100,9 @@ func (u *UploadSink) Destination(name string) string { return u.url(u.opts.Prefi
 // present with the same size and checksum is skipped (*transfer.SkipError).
 func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.File, error) {
 	key := u.opts.Prefix + obj.Name
+	if err := clobbers(ctx, u.client, u.bucket, key, u.opts); err != nil {
+		return nil, err
+	}
 	if !u.opts.Overwrite && u.opts.SourceChecksum != nil {
 		if reason, err := u.unchanged(ctx, key, obj); err != nil {
 			return nil, err
@@ -307,6 +315,7 @@ func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum s
 	if f.contentType != "" {
 		in.ContentType = aws.String(f.contentType)
 	}
+	o.Metadata.applyPut(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyPut(in)
 	if _, err := f.sink.client.PutObject(ctx, in, uploadAPI); err != nil {

@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// writeTree writes files (name -> content) under dir.
+func writeTree(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// keys lists every key under prefix in s's bucket.
+func (s *store) keys(t *testing.T, prefix string) []string {
+	t.Helper()
+	var out []string
+	pages := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		p, err := pages.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range p.Contents {
+			out = append(out, aws.ToString(o.Key))
+		}
+	}
+	return out
+}
+
+func (s *store) get(t *testing.T, key string) []byte {
+	t.Helper()
+	out, err := s.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("get %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	b := make([]byte, 0, aws.ToInt64(out.ContentLength))
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := out.Body.Read(buf)
+		b = append(b, buf[:n]...)
+		if err != nil {
+			return b
+		}
+	}
+}
+
+// TestCopyUploadMetadata: the AWS CLI's metadata flags reach every
+// uploaded object, single-part and multipart, and a server-side copy
+// replaces the source's metadata with them.
+func TestCopyUploadMetadata(t *testing.T) {
+	stores(t, func(t *testing.T, s *store) {
+		src := t.TempDir()
+		// moto refuses parts under 5 MiB but the last.
+		writeTree(t, src, map[string][]byte{"small.bin": randomBytes(71, 1000), "large.bin": randomBytes(72, 6*mib)})
+		flags := []string{"--partsize", "5MiB", "--multipart-threshold", "5MiB",
+			"--content-type", "application/x-test", "--cache-control", "max-age=60",
+			"--content-disposition", "attachment", "--content-encoding", "identity",
+			"--metadata", "a=1,b=two", "--metadata", "c=3"}
+		if r := run(t, nil, s.cmd("copy", append(flags, src, s.url("meta/"))...)...); r.code != 0 {
+			t.Fatalf("upload: exit %d\n%s", r.code, r.stderr)
+		}
+		if r := run(t, nil, s.cmd("copy", "--cache-control", "no-store", "--metadata", "d=4", s.url("meta/small.bin"), s.url("copied/small.bin"))...); r.code != 0 {
+			t.Fatalf("server-side copy: exit %d\n%s", r.code, r.stderr)
+		}
+		check := func(key, cacheControl string, meta map[string]string) {
+			out, err := s.client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+			if err != nil {
+				t.Fatalf("head %s: %v", key, err)
+			}
+			// The emulator (gofakes3) keeps no Cache-Control.
+			if got := aws.ToString(out.CacheControl); got != cacheControl && s.emu == nil {
+				t.Errorf("%s: Cache-Control %q, want %q", key, got, cacheControl)
+			}
+			for k, v := range meta {
+				if out.Metadata[k] != v {
+					t.Errorf("%s: metadata %s=%q, want %q (all: %v)", key, k, out.Metadata[k], v, out.Metadata)
+				}
+			}
+			if cacheControl == "max-age=60" {
+				if aws.ToString(out.ContentType) != "application/x-test" || aws.ToString(out.ContentDisposition) != "attachment" || aws.ToString(out.ContentEncoding) != "identity" {
+					t.Errorf("%s: type %q, disposition %q, encoding %q", key, aws.ToString(out.ContentType), aws.ToString(out.ContentDisposition), aws.ToString(out.ContentEncoding))
+				}
+			}
+		}
+		check("meta/small.bin", "max-age=60", map[string]string{"a": "1", "b": "two", "c": "3"})
+		check("meta/large.bin", "max-age=60", map[string]string{"a": "1", "b": "two", "c": "3"})
+		check("copied/small.bin", "no-store", map[string]string{"d": "4"})
+	})
+}
+
+// TestCopyNoClobberAndDelete: --no-clobber keeps what DEST has; --delete
+// removes what SRC does not have, under DEST's prefix only and never a
+// name the rules leave out.
+func TestCopyNoClobberAndDelete(t *testing.T) {
+	stores(t, func(t *testing.T, s *store) {
+		src := t.TempDir()
+		files := map[string][]byte{"a": randomBytes(81, 100), "d/b": randomBytes(82, 200)}
+		writeTree(t, src, files)
+		s.put(t, "up/a", []byte("old"))
+		s.put(t, "up/stale", []byte("s"))
+		s.put(t, "up/keep.log", []byte("k"))
+		s.put(t, "outside", []byte("o"))
+		if r := run(t, nil, s.cmd("copy", "--no-clobber", src, s.url("up/"))...); r.code != 0 {
+			t.Fatalf("--no-clobber: exit %d\n%s", r.code, r.stderr)
+		}
+		if got := string(s.get(t, "up/a")); got != "old" {
+			t.Errorf("--no-clobber replaced up/a: %q", got)
+		}
+		if r := run(t, nil, s.cmd("copy", "--delete", "--dry-run", "--exclude", "*.log", src, s.url("up/"))...); r.code != 0 {
+			t.Fatalf("--delete --dry-run: exit %d\n%s", r.code, r.stderr)
+		}
+		if got := s.keys(t, ""); len(got) != 5 {
+			t.Errorf("--dry-run deleted: %v", got)
+		}
+		if r := run(t, nil, s.cmd("copy", "--delete", "--exclude", "*.log", src, s.url("up/"))...); r.code != 0 {
+			t.Fatalf("--delete: exit %d\n%s", r.code, r.stderr)
+		}
+		if got, want := s.keys(t, ""), []string{"outside", "up/a", "up/d/b", "up/keep.log"}; !slices.Equal(got, want) {
+			t.Errorf("after --delete: %v, want %v", got, want)
+		}
+		if got := s.get(t, "up/a"); string(got) != string(files["a"]) {
+			t.Errorf("up/a not replaced without --no-clobber")
+		}
+		t.Run("local to local", func(t *testing.T) {
+			dst := t.TempDir()
+			writeTree(t, dst, map[string][]byte{"a": []byte("old"), "gone": []byte("g")})
+			if r := run(t, nil, "copy", "--quiet", "--no-clobber", "--delete", src, dst); r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			sameTree(t, dst, map[string][]byte{"a": []byte("old"), "d/b": files["d/b"]})
+		})
+		t.Run("S3 to S3", func(t *testing.T) {
+			s.put(t, "mirror/extra", []byte("x"))
+			if r := run(t, nil, s.cmd("copy", "--delete", s.url("up/d/"), s.url("mirror/"))...); r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if got, want := s.keys(t, "mirror/"), []string{"mirror/b"}; !slices.Equal(got, want) {
+				t.Errorf("mirror: %v, want %v", got, want)
+			}
+		})
+	})
+}
+
+// TestCopyFollowsSymlinks: as the AWS CLI, copy follows symbolic links
+// unless --no-follow-symlinks.
+func TestCopyFollowsSymlinks(t *testing.T) {
+	src := t.TempDir()
+	data := randomBytes(91, 500)
+	writeTree(t, src, map[string][]byte{"f": data})
+	if err := os.Symlink("f", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if r := run(t, nil, "copy", "--quiet", src, dst); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	sameTree(t, dst, map[string][]byte{"f": data, "link": data})
+	dst = t.TempDir()
+	if r := run(t, nil, "copy", "--quiet", "--no-follow-symlinks", src, dst); r.code != 0 {
+		t.Fatalf("--no-follow-symlinks: exit %d\n%s", r.code, r.stderr)
+	}
+	sameTree(t, dst, map[string][]byte{"f": data})
+}
