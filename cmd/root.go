@@ -44,6 +44,7 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		NewCmdCat(f),
 		NewCmdMan(f),
 	)
+	addExamples(root)
 	return root
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestLegacyArgs(t *testing.T) {
@@ -129,4 +131,29 @@ func TestManPages(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "s3pd-man.1")); err == nil {
 		t.Error("the hidden man command has a page of its own")
 	}
+}
+
+// TestEveryCommandHasExamples: every visible command's --help shows
+// examples, each a command line of s3pd.
+func TestEveryCommandHasExamples(t *testing.T) {
+	root := NewCmdRoot(&Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden {
+			return
+		}
+		if c.Example == "" {
+			t.Errorf("%s: no examples", c.CommandPath())
+		}
+		for _, l := range strings.Split(c.Example, "\n") {
+			l = strings.TrimPrefix(strings.TrimSpace(l), "sudo ")
+			if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "s3pd ") {
+				t.Errorf("%s: example %q is not an s3pd command line", c.CommandPath(), l)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }

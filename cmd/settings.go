@@ -68,12 +68,12 @@ func (v *settingFlag) Set(s string) error {
 func addSettingsFlags(fs *pflag.FlagSet) {
 	def := config.Defaults()
 	for _, d := range config.All() {
-		syntax := d.Syntax
+		syntax, values := d.Syntax, ""
 		if strings.Contains(syntax, "|") {
-			syntax = "string"
+			syntax, values = "string", "; one of "+strings.ReplaceAll(d.Syntax, "|", ", ")
 		}
 		v := &settingFlag{syntax: syntax, list: d.Syntax == "list"}
-		usage := d.Usage + " (" + d.Name + ")"
+		usage := d.Usage + values + " (" + d.Name + ")"
 		if d.Bool {
 			v.syntax = "bool"
 		}
