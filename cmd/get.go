@@ -42,6 +42,8 @@ type outputFlags struct {
 	recursive, onlyErrors bool
 	verify                string
 	stall                 time.Duration
+	// verifyExisting: get --verify-existing.
+	verifyExisting bool
 	// route is where lines go, set by openRoute; nil means stdout.
 	route *route
 	// logJSON: --log-format json, so stderr carries JSON lines only
@@ -115,6 +117,7 @@ dropped.`,
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
 	fs.StringVar(&opts.sink.ConflictSuffix, "conflict-suffix", "", `when a key is both an object and a prefix ("a" and "a/b"), save the object as "a"+SUFFIX instead of failing it; keys that end in SUFFIX are refused`)
+	fs.BoolVar(&opts.output.verifyExisting, "verify-existing", false, "read files that look unchanged (size and mtime) and compare them with the objects' checksums (CRC64NVME, CRC32C, CRC32, else an MD5 ETag), fetching again those that differ: repairs damaged files without deleting DEST (rclone's --checksum compares so too)")
 	fs.BoolVar(&opts.sink.NoResume, "no-resume", false, "start partial files of interrupted runs over instead of resuming them")
 	fs.BoolVar(&opts.sink.NoLock, "no-lock", false, "do not lock DEST (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.delete, "delete", false, "remove local files under DEST whose keys no longer exist (after a run without failures)")
@@ -139,6 +142,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	if opts.sink.Overwrite && opts.sink.NoClobber {
 		return usageErrorf("--overwrite and --no-clobber contradict each other")
+	}
+	if opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite) {
+		return usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
 	}
 	if opts.delete && (opts.benchmark || dest == "-") {
 		return usageErrorf("--delete needs a directory DEST")
@@ -366,6 +372,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	}
 	eopts.Filter = rules.Filter()
 	eopts.DryRun = out.dryRun
+	eopts.VerifyExisting = out.verifyExisting
 	eopts.Listing = total
 	if listing != nil {
 		eopts.Listing = listings{total, listing}

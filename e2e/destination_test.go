@@ -196,3 +196,57 @@ func TestConflictCopiesSurviveDelete(t *testing.T) {
 	}
 	sameTree(t, dest, want)
 }
+
+// TestVerifyExistingRepairsDamagedFiles: a file damaged at its final name
+// but with the object's size and mtime is skipped as unchanged by a plain
+// rerun; --verify-existing reads it, finds that it differs from the
+// object's CRC64NVME and fetches that object alone again.
+func TestVerifyExistingRepairsDamagedFiles(t *testing.T) {
+	const size = 3 << 20
+	s := emuStore(t, s3emu.Options{Dataset: "v:3:3MiB"})
+	dest := t.TempDir()
+	args := s.cmd("get", "--partsize", "1MiB", s.url("v/"), dest)
+	if r := run(t, nil, args...); r.code != 0 {
+		t.Fatalf("get: exit %d\n%s", r.code, r.stderr)
+	}
+	damaged := filepath.Join(dest, "00000001")
+	st, err := os.Stat(damaged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(damaged, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 4096), 1<<20) // zeroes, as a lost range would leave
+	f.Close()
+	os.Chtimes(damaged, st.ModTime(), st.ModTime())
+
+	if r := run(t, nil, args...); r.code != 0 {
+		t.Fatalf("plain rerun: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(damaged); b[1<<20] != 0 || b[1<<20+4095] != 0 {
+		t.Fatalf("a plain rerun was expected to trust size and mtime")
+	}
+
+	s.emu.ResetStats()
+	r := run(t, nil, append(args[:len(args)-2:len(args)-2], "--verify-existing", "--json", s.url("v/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("--verify-existing: exit %d\n%s", r.code, r.stderr)
+	}
+	for i := range 3 {
+		key := fmt.Sprintf("v/%08d", i)
+		checkSynthetic(t, filepath.Join(dest, fmt.Sprintf("%08d", i)), key, size)
+		sent, want := s.emu.BytesSentFor(s.bucket, key), int64(0)
+		if i == 1 {
+			want = size
+		}
+		if sent != want {
+			t.Errorf("%s: %d bytes fetched, want %d", key, sent, want)
+		}
+	}
+	if !strings.Contains(r.stdout, "verified crc64nvme") {
+		t.Errorf("no object was reported verified at its final name:\n%s", r.stdout)
+	}
+	tree(t, dest)
+}

@@ -209,6 +209,7 @@ func TestGetBadInput(t *testing.T) {
 		{"prefix to stdout", []string{"get", s.url("x/"), "-"}, 2, "single object"},
 		{"unknown nic", []string{"get", "--nics", "nosuch0", s.url("x"), t.TempDir()}, 2, "nosuch0"},
 		{"bad verify mode", []string{"get", "--verify", "some", s.url("x"), t.TempDir()}, 2, "--verify"},
+		{"verify-existing with no-clobber", []string{"get", "--verify-existing", "--no-clobber", s.url("x"), t.TempDir()}, 2, "--verify-existing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

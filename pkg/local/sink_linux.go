@@ -277,6 +277,24 @@ func (s *Sink) Check(obj transfer.Object) error {
 	return nil
 }
 
+// OpenExisting implements transfer.Existing: it opens the regular file at
+// obj's final name (through the root: no symlink leads out of it).
+func (s *Sink) OpenExisting(obj transfer.Object) (io.ReadCloser, error) {
+	rel, err := s.keyPath(obj.Name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	return f, nil
+}
+
 // Create implements transfer.Sink. A partial file left by an earlier run
 // of the same object version is resumed; otherwise a fresh one is made.
 func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, error) {

@@ -50,6 +50,10 @@ type Options struct {
 	// Listing, when set, sees every object that passes the filter as it is
 	// listed, and the end of a complete listing.
 	Listing ListObserver
+	// VerifyExisting reads each file a Checker skips as unchanged and
+	// compares it with the object's checksum, fetching the object again
+	// when it differs (the sink must implement Existing).
+	VerifyExisting bool
 	// DryRun lists and checks objects but transfers nothing: each object
 	// that would be transferred is reported skipped with that reason.
 	DryRun bool
@@ -342,8 +346,10 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 	}
 	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
 		if err := c.Check(*o); err != nil {
-			closeBody(first)
-			return done(err)
+			if err = e.recheck(ctx, o, err); err != nil {
+				closeBody(first)
+				return done(err)
+			}
 		}
 	}
 	if e.opts.DryRun {
