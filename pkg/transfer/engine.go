@@ -356,6 +356,19 @@ func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
 		closeBody(first)
 		return done(&SkipError{Reason: DryRunReason})
 	}
+	if o.Size > MaxObjectSize && first == nil {
+		// No object is that large: nothing (a file, a plan) is sized
+		// from the listing until a response confirms it.
+		b, err := e.probe(ctx, o)
+		if err != nil {
+			return done(err)
+		}
+		if b.Size != o.Size {
+			closeBody(b)
+			return done(Permanent(fmt.Errorf("listed size %d, the server's %d: %w", o.Size, b.Size, ErrModified)))
+		}
+		first = b
+	}
 	if o.Size < 0 {
 		// The size is unknown: fetch the first part and learn it from
 		// the response before planning the rest.
@@ -415,7 +428,7 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 		return func() (Verification, error) { return v, nil }
 	}
 	if first == nil && size < e.opts.Threshold {
-		c := e.newCheck(ctx, o, nil)
+		c := e.newCheck(ctx, o, false)
 		ps := c.partSum()
 		n, err := e.fetch(ctx, o, f, 0, size, -1, nil, c, ps)
 		moved.Add(n)
@@ -426,27 +439,17 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 			return c.result(ps.whole(), f, size)
 		}
 	}
-	offsets := []int64{0}
-	next := e.opts.PartSize
-	if first != nil {
-		// The first range was opened while resolving the object; the
-		// plan continues from where it ends.
-		next = max(first.Len, 1)
-	}
-	for ; next < size; next += e.opts.PartSize {
-		offsets = append(offsets, next)
-	}
-	c := e.newCheck(ctx, o, offsets)
+	// Parts are planned as they start, not listed up front: memory holds
+	// the ranges in flight, whatever the object's size and part size.
+	firstLen, partSize := e.plan(size, first)
+	c := e.newCheck(ctx, o, true)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(e.opts.Threads)
 	journal, _ := f.(Journal)
-	for i, off := range offsets {
-		n := size - off
-		if i+1 < len(offsets) {
-			n = offsets[i+1] - off
-		}
+	for off, n := int64(0), firstLen; off < size; off, n = off+n, partSize {
+		n = min(n, size-off)
 		var b *Body
-		if i == 0 {
+		if off == 0 {
 			b = first
 		}
 		if gctx.Err() != nil {
@@ -486,6 +489,30 @@ func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, move
 		return c.result(nil, f, size)
 	}
 }
+
+// MaxObjectSize is the largest object S3 stores (50 TB). A listed size
+// above it is confirmed by a response before anything is sized from it.
+const MaxObjectSize = 50_000_000_000_000
+
+// MaxParts is the most parts one object is fetched in, as S3 allows for
+// an upload: a larger object gets larger parts.
+const MaxParts = 10_000
+
+// plan returns the length of an object's first part and of the others:
+// the part size, raised where needed so that no object is cut into more
+// than MaxParts parts (there is no lower bound: tests use parts of a few
+// bytes). A first range already open (from resolving the object) is the
+// first part, whatever its length.
+func (e *Engine) plan(size int64, first *Body) (firstLen, partSize int64) {
+	partSize = max(e.opts.PartSize, ceilDiv(size, MaxParts))
+	if first == nil {
+		return partSize, partSize
+	}
+	firstLen = max(first.Len, 1)
+	return firstLen, max(e.opts.PartSize, ceilDiv(size-firstLen, MaxParts-1))
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 func closeBody(b *Body) {
 	if b != nil {

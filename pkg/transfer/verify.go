@@ -41,7 +41,7 @@ var ErrChecksum = errors.New("checksum mismatch")
 // check is the verification of one object.
 type check struct {
 	alg   checksum.Algorithm // "" until known
-	parts *checksum.Parts    // per-part CRCs of a ranged fetch
+	parts *checksum.Ordered  // the parts' CRCs of a ranged fetch, joined as they complete
 
 	mu        sync.Mutex
 	want      map[string]string // expected values by algorithm name
@@ -64,9 +64,9 @@ func pickAlgorithm(values map[string]string) checksum.Algorithm {
 	return ""
 }
 
-// newCheck prepares the verification of o. offsets are the starts of the
-// parts of a ranged fetch (nil for one whole-object GET).
-func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *check {
+// newCheck prepares the verification of o, fetched in ranges or with one
+// whole-object GET.
+func (e *Engine) newCheck(ctx context.Context, o *Object, ranged bool) *check {
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *chec
 	if e.opts.Verify == VerifyFull && c.md5Offered {
 		c.etag = strings.Trim(o.ETag, `"`)
 	}
-	if offsets == nil {
+	if !ranged {
 		if c.etag != "" {
 			c.md5 = md5.New()
 		}
@@ -88,7 +88,7 @@ func (e *Engine) newCheck(ctx context.Context, o *Object, offsets []int64) *chec
 		return c
 	}
 	c.alg = alg
-	c.parts, _ = checksum.NewPartsAt(alg, offsets, o.Size)
+	c.parts = checksum.NewOrdered(alg, o.Size)
 	if _, known := o.Checksums[string(alg)]; !known {
 		if cs, ok := e.lanes[0].Source.(Checksummer); ok {
 			c.head = make(chan struct{})
