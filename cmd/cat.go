@@ -40,6 +40,6 @@ taken literally ("*" and "?" are not wildcards).`,
 	fs.StringVar(&opts.versionID, "version-id", "", "version of the object")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
-	fs.StringVar(&opts.req.SSECKey, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes")
+	opts.ssec.register(fs)
 	return c
 }

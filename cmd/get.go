@@ -31,6 +31,7 @@ type getOptions struct {
 	rules     ruleFlags
 	scale     scaleFlags
 	req       s3store.Request
+	ssec      sseCKeyFlags
 	versionID string
 }
 
@@ -123,7 +124,7 @@ dropped.`,
 	fs.BoolVar(&opts.delete, "delete", false, "remove local files under DEST whose keys no longer exist (after a run without failures)")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
-	fs.StringVar(&opts.req.SSECKey, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes")
+	opts.ssec.register(fs)
 	fs.StringVar(&opts.versionID, "version-id", "", "version of a single object")
 	return c
 }
@@ -171,8 +172,8 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 		u.Key, u.Prefix = manifestPrefix(u.Key), true
 	}
-	if opts.req.SSECKey != "" && len(opts.req.SSECKey) != 32 {
-		return usageErrorf("--sse-c-key must be 32 bytes, got %d", len(opts.req.SSECKey))
+	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
+		return err
 	}
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
 		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)

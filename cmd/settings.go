@@ -229,7 +229,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 	if err := awsEnvSettings(r, getenv, ignoreEndpoints); err != nil {
 		return nil, usageError(err)
 	}
-	known := map[string]bool{envPreset: true, envConfig: true}
+	known := map[string]bool{envPreset: true, envConfig: true, envSSECKey: true}
 	for _, name := range testHarnessEnv {
 		known[name] = true
 	}
