@@ -21,6 +21,9 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, bucket strin
 		return nil, err
 	}
 	f.Logger = log
+	if bucket == "" && settings.Region == "" {
+		settings.Region = "us-east-1" // listing buckets: no bucket to ask
+	}
 	lanes, err := newLanes(ctx, settings, bucket, f.TLS)
 	if err != nil {
 		return nil, startError(ctx, err)

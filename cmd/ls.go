@@ -23,21 +23,26 @@ type lsOptions struct {
 func NewCmdLs(f *Factory) *cobra.Command {
 	opts := &lsOptions{}
 	c := &cobra.Command{
-		Use:   "ls [flags] s3://bucket[/prefix]",
+		Use:   "ls [flags] [s3://bucket[/prefix]]",
 		Short: "List objects and prefixes, as the AWS CLI's ls",
 		Long: `List the objects and common prefixes (PRE) directly under a prefix, or with
 --recursive every object under it, in key order, in the AWS CLI's format.
-As there, the prefix is matched as given: s3://b/p lists p/ and p.txt.`,
-		Example: `  s3pd ls s3://my-bucket/models/
+As there, the prefix is matched as given: s3://b/p lists p/ and p.txt.
+Without a URL, ls lists the buckets the credentials own.`,
+		Example: `  s3pd ls
+  s3pd ls s3://my-bucket/models/
   s3pd ls --recursive --human-readable --summarize s3://my-bucket/models/
   s3pd ls --json s3://my-bucket/models/`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("ls takes one s3://bucket[/prefix], got %d argument(s)", len(args))
+			if len(args) > 1 {
+				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d arguments", len(args))
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return runLsBuckets(c.Context(), f, c.Flags(), opts)
+			}
 			return runLs(c.Context(), f, c.Flags(), opts, args[0])
 		},
 	}
@@ -128,4 +133,29 @@ func sizeText(n int64, human bool) string {
 		return raid.HumanBytes(n)
 	}
 	return fmt.Sprint(n)
+}
+
+// runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
+func runLsBuckets(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions) error {
+	src, err := openSource(ctx, f, fs, "")
+	if err != nil {
+		return err
+	}
+	buckets, err := src.Buckets(ctx)
+	if err != nil {
+		return startError(ctx, err)
+	}
+	enc := json.NewEncoder(f.IO.Out)
+	for _, b := range buckets {
+		if opts.asJSON {
+			mod := b.ModTime.UTC()
+			err = enc.Encode(entryLine{header: newHeader(lineEntry), Kind: "bucket", Key: b.Key, Modified: &mod})
+		} else {
+			_, err = fmt.Fprintf(f.IO.Out, "%s %s\n", b.ModTime.Local().Format("2006-01-02 15:04:05"), b.Key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -53,6 +53,12 @@ func TestLs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("buckets", func(t *testing.T) {
+		r := run(t, nil, s.cmd("ls")...)
+		if r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stdout), " "+s.bucket) {
+			t.Fatalf("exit %d, stdout %q, want a line ending in the bucket %s\n%s", r.code, r.stdout, s.bucket, r.stderr)
+		}
+	})
 	t.Run("json", func(t *testing.T) {
 		r := run(t, nil, s.cmd("ls", "--json", s.url("m/"))...)
 		if r.code != 0 {

@@ -96,3 +96,17 @@ func (s *Source) Usage(ctx context.Context, filter func(transfer.Object) bool) (
 		token = page.next
 	}
 }
+
+// Buckets lists the buckets the credentials of s's client own, as the
+// AWS CLI's ls without a URL does; s's own Bucket plays no part.
+func (s *Source) Buckets(ctx context.Context) ([]Entry, error) {
+	out, err := s.client.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		return nil, fmt.Errorf("list buckets: %w", statusError(err))
+	}
+	entries := make([]Entry, len(out.Buckets))
+	for i, b := range out.Buckets {
+		entries[i] = Entry{Key: aws.ToString(b.Name), Dir: true, ModTime: aws.ToTime(b.CreationDate)}
+	}
+	return entries, nil
+}
