@@ -446,6 +446,9 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	} else {
 		cs := s3store.NewCopySource(src)
 		resolve, lane = cs.Resolve, cs
+		if r.settings.MaxBandwidth > 0 {
+			r.f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
+		}
 		r.settings.MultipartThreshold = threshold
 		if !r.explicit["multipart_chunksize"] {
 			r.settings.PartSize = copyPartSize

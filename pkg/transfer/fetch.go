@@ -154,16 +154,28 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	c.fromResponse(body)
 	ps.begin(c)
 	if pw, ok := f.(PartWriter); ok && skip == 0 {
-		if _, ref := body.ReadCloser.(Dataless); ps.active() && !ref {
+		_, ref := body.ReadCloser.(Dataless)
+		if ps.active() && !ref {
 			// The part writer reads the body itself: sum what it reads.
 			tee := *body
 			tee.ReadCloser = summingBody{body.ReadCloser, ps}
 			body = &tee
 		}
+		// The bandwidth cap holds the part writer back as it reports
+		// bytes moved (an upload as the request reads its body, a kernel
+		// copy between its chunks). A server-side copy moves no byte
+		// through s3pd: nothing to cap.
+		limit := e.opts.Limiter
+		if ref {
+			limit = nil
+		}
 		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
 			clock.touch()
 			e.count(l, k)
 			arrived += k
+			if limit != nil && k > 0 {
+				limit.WaitN(rctx, int(k)) // cancelled: the part writer sees rctx
+			}
 		})
 		return got, stallCause(rctx, err)
 	}
