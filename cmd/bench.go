@@ -54,6 +54,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	opts.output.register(fs)
+	opts.output.report.register(fs)
 	opts.rules.register(fs)
 	registerTLSFlags(fs, &f.TLS)
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
@@ -67,10 +68,14 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if err := opts.output.openRoute(f, false); err != nil {
 		return err
 	}
+	if err := opts.output.report.check(""); err != nil {
+		return err
+	}
 	settings, origins, err := loadSettings(f, fs)
 	if err != nil {
 		return err
 	}
+	opts.output.report.origins = origins
 	if err := f.startLogger(settings); err != nil {
 		return err
 	}
@@ -107,6 +112,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		}
 		opts.output.embedded = true
 	}
+	opts.output.report.command, opts.output.report.source = "bench", url
 	u, err := opts.rules.parseSource(url)
 	if err != nil {
 		return usageError(err)

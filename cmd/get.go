@@ -52,6 +52,8 @@ type outputFlags struct {
 	// embedded says the S3 server runs in this process (bench without a
 	// URL), so its memory is in the peak this process reports.
 	embedded bool
+	// report holds bench's and get's --report and --interval.
+	report reportFlags
 }
 
 // verifyMode parses --verify.
@@ -111,6 +113,7 @@ dropped.`,
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	opts.output.register(fs)
+	opts.output.report.register(fs)
 	opts.rules.register(fs)
 	opts.scale.register(fs)
 	registerTLSFlags(fs, &f.TLS)
@@ -183,10 +186,15 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 			return err
 		}
 	}
-	settings, _, err := loadSettings(f, fs)
+	if err := opts.output.report.check(dest); err != nil {
+		return err
+	}
+	settings, origins, err := loadSettings(f, fs)
 	if err != nil {
 		return err
 	}
+	opts.output.report.origins = origins
+	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", args[0], dest
 	if err := f.startLogger(settings); err != nil {
 		return err
 	}
@@ -347,7 +355,7 @@ func (c *countingObserver) ObjectDone(transfer.Result) { c.n.Add(1) }
 // runEngineObserved is runEngine with one more observer of the events
 // and of the listing, and what --shard and --manifest change (any of
 // them may be nil).
-func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver, sc *scaleRun) error {
+func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver, sc *scaleRun) (runErr error) {
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -382,19 +390,23 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if sc != nil {
 		eopts.Lister, shardReport = sc.lister, sc.report
 	}
+	meas := newMeasurement(f, rep, lanes, settings, out)
+	eopts.OnSample, eopts.SampleEvery = meas.sample, out.report.interval
 	eng, err := transfer.New(lanes, sk, eopts)
 	if err != nil {
 		return err
 	}
+	defer func() { runErr = meas.finish(ctx, runErr) }()
 	sum, err := eng.Run(ctx)
 	rep.close()
+	meas.ended(sum)
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
 		return startError(ctx, err)
 	}
 	if shardReport != nil && shardReport.ListingHash == "" {
 		shardReport = nil // the listing did not complete
 	}
-	rep.printSummary(out.textOut(f), sum, out, latency, shardReport)
+	rep.printSummary(out.textOut(f), sum, out, latency, shardReport, meas.measures())
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

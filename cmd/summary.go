@@ -48,7 +48,8 @@ type summaryLine struct {
 	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
 	Lanes             []laneSummary `json:"nics,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
-	Shard *shard.Report `json:"shard,omitempty"`
+	Shard       *shard.Report `json:"shard,omitempty"`
+	runMeasures               // percentiles, CPU, time series, verdict (measure.go)
 }
 
 type laneSummary struct {
@@ -104,9 +105,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // printSummary writes the human summary to w (none when nil) and the
 // JSON summary line where the JSON lines go; sr is the shard's report,
 // nil without --shard.
-func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report) {
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report, m runMeasures) {
 	line := r.summary(s, out)
 	line.Shard = sr
+	line.runMeasures = m
 	if r.json != nil {
 		r.mu.Lock()
 		r.json.Encode(line)
@@ -150,6 +152,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 			where = " (this process: the embedded emulator's included)"
 		}
 		fmt.Fprintf(w, "peak memory: %s%s\n", humanBytes(line.PeakRSS*1024), where)
+		printMeasures(w, m)
 	}
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))

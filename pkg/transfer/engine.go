@@ -62,6 +62,12 @@ type Options struct {
 	// them. When it is also a Refresher, an object that changed since it
 	// was listed is looked up again and transferred anew, once.
 	Lister Lister
+	// OnSample, when set, receives a Sample of the run every SampleEvery
+	// (default 1s) and one for the rest of the run before Run returns. It
+	// is called from one goroutine.
+	OnSample func(Sample)
+	// SampleEvery is the length of a sampling interval.
+	SampleEvery time.Duration
 }
 
 // WithDefaults returns o with every zero field set to its default.
@@ -96,6 +102,9 @@ func (o Options) WithDefaults() Options {
 	if o.Observer == nil {
 		o.Observer = NopObserver{}
 	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Second
+	}
 	return o
 }
 
@@ -104,11 +113,21 @@ type Summary struct {
 	Objects, Failed, Skipped int64
 	Bytes                    int64
 	Requests, Retries        int64
-	Elapsed                  time.Duration
+	// SlowDowns are the retries the server asked for by throttling
+	// (SlowDown, 503); they are counted in Retries too.
+	SlowDowns int64
+	Elapsed   time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
-	Lanes          []LaneSummary
+	// TTFB is the histogram of the time to first byte, Request that of
+	// the whole request: from sending it to its last byte written.
+	TTFB, Request Histogram
+	// RequestTime is the sum of every request's time and WriteTime the
+	// part of it spent in the sink's WriteAt: their ratio tells how much
+	// of a transfer waited on the destination.
+	RequestTime, WriteTime time.Duration
+	Lanes                  []LaneSummary
 }
 
 // LaneSummary is what one lane carried.
@@ -128,10 +147,15 @@ type Engine struct {
 	small  sync.Pool // buffers for ranges of at most smallBuffer bytes
 	start  time.Time
 	ttfb   latencyBuckets
+	reqs   latencyBuckets // whole-request time
 	stalls stallWatch
 
 	objects, failed, skipped atomic.Int64
 	bytes, requests, retries atomic.Int64
+	slowdowns                atomic.Int64
+	// reqNanos and writeNanos sum the requests' time and the part of it
+	// spent writing; each range adds to them once, when it ends.
+	reqNanos, writeNanos atomic.Int64
 
 	// begun is closed once the first object's first response arrived (or
 	// the object ended without one): the lister holds what is left of the
@@ -175,6 +199,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go e.stalls.run(wctx)
+	samples := e.startSampler()
 
 	g, gctx := errgroup.WithContext(ctx)
 	queue := make(chan Object, e.opts.QueueSize)
@@ -245,6 +270,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		})
 	}
 	err := g.Wait()
+	samples.end()
 	if err == nil {
 		err = listErr
 	}
@@ -265,6 +291,12 @@ func (e *Engine) summary() Summary {
 		Elapsed:  time.Since(e.start),
 		TTFB50:   e.ttfb.quantile(0.50),
 		TTFB99:   e.ttfb.quantile(0.99),
+
+		SlowDowns:   e.slowdowns.Load(),
+		TTFB:        e.ttfb.snapshot(),
+		Request:     e.reqs.snapshot(),
+		RequestTime: time.Duration(e.reqNanos.Load()),
+		WriteTime:   time.Duration(e.writeNanos.Load()),
 	}
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})

@@ -109,6 +109,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 			return done, nil
 		}
 		if slow {
+			e.slowdowns.Add(1)
 			// SlowDown slows the transfer (the gate) rather than failing
 			// the range: it has a budget of its own, three times larger.
 			throttles++
@@ -130,6 +131,8 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 
 // attempt is one request: open (unless body is given), validate, copy.
 func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *check, ps *partSum) (int64, error) {
+	t0 := time.Now()
+	defer e.timeRequest(t0)
 	l := e.pickLane(n)
 	var arrived int64 // bytes already taken off the lane's outstanding count
 	defer func() { l.outstanding.Add(arrived - n) }()
@@ -186,6 +189,13 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	return got, stallCause(rctx, err)
 }
 
+// timeRequest records the time of one request that began at t0.
+func (e *Engine) timeRequest(t0 time.Time) {
+	d := time.Since(t0)
+	e.reqs.add(d)
+	e.reqNanos.Add(int64(d))
+}
+
 // check validates a response against the request and the pinned version,
 // and returns how many leading bytes of the body precede off (a server
 // that ignored Range and sent the whole object).
@@ -215,8 +225,14 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 	// The counters shared by every range (the transfer's bytes, the
 	// lane's, the observer's) are updated once per countEvery bytes, not
 	// per buffer: fewer atomic adds on cache lines all ranges write.
+	// The time spent in WriteAt is summed here and added to the shared
+	// total once, when the range ends.
 	var done, counted int64
-	defer func() { e.count(l, done-counted) }()
+	var writing time.Duration
+	defer func() {
+		e.count(l, done-counted)
+		e.writeNanos.Add(int64(writing))
+	}()
 	for done < n {
 		want := min(int64(len(buf)), n-done)
 		k, err := io.ReadFull(body, buf[:want])
@@ -227,7 +243,10 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 					return done, lerr
 				}
 			}
-			if _, werr := f.WriteAt(buf[:k], off+done); werr != nil {
+			w0 := time.Now()
+			_, werr := f.WriteAt(buf[:k], off+done)
+			writing += time.Since(w0)
+			if werr != nil {
 				return done, Permanent(fmt.Errorf("write at %d: %w", off+done, werr))
 			}
 			ps.update(buf[:k])

@@ -86,3 +86,10 @@ func (g *gate) bound() int {
 	defer g.mu.Unlock()
 	return g.allowed
 }
+
+// inFlightNow is the number of ranges holding a slot now.
+func (g *gate) inFlightNow() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight
+}

@@ -42,24 +42,51 @@ func bucketValue(i int) time.Duration {
 func (h *latencyBuckets) add(d time.Duration) { h.counts[bucketOf(d)].Add(1) }
 
 // quantile returns the q-quantile (0 < q <= 1), within one bucket's width.
-func (h *latencyBuckets) quantile(q float64) time.Duration {
-	var total int64
-	for i := range h.counts {
-		total += h.counts[i].Load()
+func (h *latencyBuckets) quantile(q float64) time.Duration { return h.snapshot().Quantile(q) }
+
+// Histogram is a snapshot of a latency histogram: the count of each
+// bucket, from the smallest duration up. Its memory is fixed (one count
+// per bucket) however long the run.
+type Histogram struct {
+	// Counts[i] is the number of durations at most Upper(i) and above
+	// Upper(i-1).
+	Counts []int64
+}
+
+// Upper is the upper edge of bucket i.
+func (Histogram) Upper(i int) time.Duration { return bucketValue(i) }
+
+// Total is the number of durations recorded.
+func (h Histogram) Total() int64 {
+	var n int64
+	for _, c := range h.Counts {
+		n += c
 	}
+	return n
+}
+
+// Quantile returns the q-quantile (0 < q <= 1) within one bucket's width
+// (1/8 of a power of two), or 0 when the histogram is empty.
+func (h Histogram) Quantile(q float64) time.Duration {
+	total := h.Total()
 	if total == 0 {
 		return 0
 	}
-	rank := int64(q*float64(total) + 0.5)
-	if rank < 1 {
-		rank = 1
-	}
+	rank := max(int64(q*float64(total)+0.5), 1)
 	var seen int64
-	for i := range h.counts {
-		seen += h.counts[i].Load()
-		if seen >= rank {
+	for i, c := range h.Counts {
+		if seen += c; seen >= rank {
 			return bucketValue(i)
 		}
 	}
-	return bucketValue(len(h.counts) - 1)
+	return bucketValue(len(h.Counts) - 1)
+}
+
+// snapshot copies the histogram's counts.
+func (h *latencyBuckets) snapshot() Histogram {
+	counts := make([]int64, len(h.counts))
+	for i := range h.counts {
+		counts[i] = h.counts[i].Load()
+	}
+	return Histogram{Counts: counts}
 }

@@ -1,0 +1,325 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// reportFlags are bench's and get's flags for measurements: the HTML
+// report and the sampling interval of the time series.
+type reportFlags struct {
+	path     string
+	interval time.Duration
+	// origins say where each setting came from (for the report).
+	origins *config.Origins
+	// command and source name the run in the report.
+	command, source, dest string
+}
+
+func (r *reportFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&r.path, "report", "", "write a self-contained HTML report of the run (charts, percentiles, the likely bottleneck) to FILE at its end, even a failed or interrupted one")
+	fs.DurationVar(&r.interval, "interval", time.Second, `length of one interval of the time series ("interval" lines of --json, the report's charts)`)
+}
+
+// check validates the flags before anything runs: the report's
+// directory must be writable and outside dest (a report inside the
+// destination would become part of the data).
+func (r *reportFlags) check(dest string) error {
+	if r.interval < 0 {
+		return usageErrorf("--interval %s: want a positive duration", r.interval)
+	}
+	if r.interval == 0 {
+		r.interval = time.Second
+	}
+	if r.path == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(r.path)
+	if err != nil {
+		return usageErrorf("--report %s: %v", r.path, err)
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return usageErrorf("--report %s is a directory: give a file name", r.path)
+	}
+	if dest != "" && dest != "-" {
+		d, err := filepath.Abs(dest)
+		if err == nil && (abs == d || strings.HasPrefix(abs, d+string(filepath.Separator))) {
+			return usageErrorf("--report %s is inside DEST %s: write it elsewhere", r.path, dest)
+		}
+	}
+	if err := checkWritable(filepath.Dir(abs)); err != nil {
+		return usageErrorf("--report %s: %v", r.path, err)
+	}
+	return nil
+}
+
+// measurement gathers what the engine's summary does not hold: the time
+// series, CPU time, the machine. It renders the interval lines of --json
+// and writes the HTML report.
+type measurement struct {
+	f        *Factory
+	rep      *reporter
+	flags    reportFlags
+	settings config.Settings
+	embedded bool
+	lanes    []string
+	started  time.Time
+	cpu0     time.Duration
+	series   report.Series
+	sum      transfer.Summary
+	cpu      time.Duration
+}
+
+func newMeasurement(f *Factory, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
+	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
+		started: time.Now(), cpu0: cpuTime()}
+	for _, l := range lanes {
+		m.lanes = append(m.lanes, l.Name)
+	}
+	return m
+}
+
+// sample receives one interval from the engine (one goroutine).
+func (m *measurement) sample(s transfer.Sample) {
+	m.series.Add(s)
+	if m.rep.json != nil {
+		m.rep.writeJSON(m.intervalLine(s))
+	}
+}
+
+// ended records the run's summary and CPU time.
+func (m *measurement) ended(sum transfer.Summary) {
+	m.sum = sum
+	m.cpu = cpuTime() - m.cpu0
+}
+
+// intervalLine is one --json line per sampling interval.
+type intervalLine struct {
+	header
+	At        float64       `json:"t_s"`
+	Seconds   float64       `json:"seconds"`
+	Bytes     int64         `json:"bytes"`
+	BytesPS   float64       `json:"bytes_per_second"`
+	Gibps     float64       `json:"gibps"`
+	Requests  int64         `json:"requests"`
+	InFlight  int           `json:"in_flight"`
+	Retries   int64         `json:"retries"`
+	SlowDowns int64         `json:"slowdowns"`
+	Objects   int64         `json:"objects"`
+	Lanes     []laneSummary `json:"nics,omitempty"`
+}
+
+func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
+	secs := s.Length.Seconds()
+	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs),
+		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
+	if len(s.Lanes) > 1 {
+		for i, n := range s.Lanes {
+			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs)})
+		}
+	}
+	return l
+}
+
+// writeJSON writes one --json line, serialised with the object lines.
+func (r *reporter) writeJSON(v any) {
+	r.mu.Lock()
+	r.json.Encode(v)
+	r.mu.Unlock()
+}
+
+// runMeasures are the summary's figures beyond the totals: percentiles,
+// CPU, the time series' spread and the verdict.
+type runMeasures struct {
+	TTFB90ms     float64 `json:"ttfb_p90_ms"`
+	TTFB999ms    float64 `json:"ttfb_p999_ms"`
+	Request50ms  float64 `json:"request_p50_ms"`
+	Request90ms  float64 `json:"request_p90_ms"`
+	Request99ms  float64 `json:"request_p99_ms"`
+	Request999ms float64 `json:"request_p999_ms"`
+	SlowDowns    int64   `json:"slowdowns"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	CPUPerGiB    float64 `json:"cpu_seconds_per_gib"`
+	WriteShare   float64 `json:"write_wait_share"`
+	IntervalS    float64 `json:"interval_s"`
+	Intervals    int     `json:"intervals"`
+	GibpsMin     float64 `json:"interval_gibps_min"`
+	GibpsMedian  float64 `json:"interval_gibps_median"`
+	GibpsMax     float64 `json:"interval_gibps_max"`
+	InFlightMean float64 `json:"in_flight_mean"`
+	InFlightPeak int     `json:"in_flight_peak"`
+	Bottleneck   string  `json:"bottleneck"`
+	Verdict      string  `json:"verdict"`
+}
+
+// measures computes the summary's extra figures.
+func (m *measurement) measures() runMeasures {
+	s := m.sum
+	st := report.StatsOf(m.series.Samples())
+	v := report.Diagnose(m.run("", nil))
+	r := runMeasures{
+		TTFB90ms: ms(s.TTFB.Quantile(0.9)), TTFB999ms: ms(s.TTFB.Quantile(0.999)),
+		Request50ms: ms(s.Request.Quantile(0.5)), Request90ms: ms(s.Request.Quantile(0.9)),
+		Request99ms: ms(s.Request.Quantile(0.99)), Request999ms: ms(s.Request.Quantile(0.999)),
+		SlowDowns: s.SlowDowns, CPUSeconds: m.cpu.Seconds(),
+		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
+		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
+		InFlightMean: st.InFlightMean, InFlightPeak: st.InFlightPeak,
+		Bottleneck: v.Bottleneck, Verdict: v.Line,
+	}
+	if s.Bytes > 0 {
+		r.CPUPerGiB = m.cpu.Seconds() / (float64(s.Bytes) / (1 << 30))
+	}
+	if s.RequestTime > 0 {
+		r.WriteShare = float64(s.WriteTime) / float64(s.RequestTime)
+	}
+	return r
+}
+
+// printMeasures writes the text summary's lines for r.
+func printMeasures(w io.Writer, r runMeasures) {
+	fmt.Fprintf(w, "time to first byte: p90 %.1f ms, p99.9 %.1f ms\n", r.TTFB90ms, r.TTFB999ms)
+	fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Request50ms, r.Request90ms, r.Request99ms, r.Request999ms)
+	fmt.Fprintf(w, "slowdowns: %d\n", r.SlowDowns)
+	fmt.Fprintf(w, "cpu: %.2f s, %.2f s per GiB\n", r.CPUSeconds, r.CPUPerGiB)
+	if r.Intervals > 1 {
+		fmt.Fprintf(w, "over time (%d intervals of %g s): min %.4f, median %.4f, max %.4f Gibps; in flight mean %.1f, peak %d\n",
+			r.Intervals, r.IntervalS, r.GibpsMin, r.GibpsMedian, r.GibpsMax, r.InFlightMean, r.InFlightPeak)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", r.Verdict)
+}
+
+// run is the report's view of the finished run.
+func (m *measurement) run(status string, runErr error) report.Run {
+	r := report.Run{
+		Command: m.flags.command, Source: m.flags.source, Dest: m.flags.dest,
+		Version: m.f.Version, Started: m.started, Status: status,
+		Settings: redactedSettings(m.settings, m.flags.origins),
+		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
+		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
+		ServerInProcess: m.embedded,
+	}
+	var ee *ExitError
+	if runErr != nil && (!errors.As(runErr, &ee) || ee.Err != nil) {
+		r.Error = oneLine(runErr.Error())
+	}
+	return r
+}
+
+// finish writes the report, when one was asked for, whatever the run's
+// outcome, and returns the run's error (or the report's, when the run
+// succeeded and the report could not be written).
+func (m *measurement) finish(ctx context.Context, runErr error) error {
+	if m.flags.path == "" {
+		return runErr
+	}
+	status := report.StatusOK
+	switch {
+	case ctx.Err() != nil || exitCode(runErr) == ExitInterrupted:
+		status = report.StatusInterrupted
+	case runErr != nil:
+		status = report.StatusFailed
+	}
+	err := os.MkdirAll(filepath.Dir(m.flags.path), 0o755)
+	if err == nil {
+		err = report.WriteFile(m.flags.path, m.run(status, runErr))
+	}
+	if err != nil {
+		if runErr != nil {
+			m.f.Logger.Error("report not written", zap.Error(err))
+			return runErr
+		}
+		return err
+	}
+	return runErr
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// machine describes this host for the report and the verdict.
+func machine(s config.Settings) report.Machine {
+	m := report.Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	m.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	ifaces, err := nics.List(nics.Options{})
+	if err != nil {
+		return m
+	}
+	for _, i := range ifaces {
+		if i.Loopback || !i.Up {
+			continue
+		}
+		used := i.DefaultRoute
+		if len(s.NICs) > 0 {
+			used = false
+			for _, n := range s.NICs {
+				used = used || n == i.Name
+			}
+		}
+		if strings.HasPrefix(s.EndpointURL, "http://127.") || strings.HasPrefix(s.EndpointURL, "http://localhost") {
+			used = false // loopback carries the traffic
+		}
+		m.NICs = append(m.NICs, report.NIC{Name: i.Name, SpeedMbps: i.SpeedMbps, Used: used})
+	}
+	return m
+}
+
+// redactedSettings lists the effective settings as `config show` does,
+// with credentials in an endpoint URL replaced.
+func redactedSettings(s config.Settings, origins *config.Origins) []report.Setting {
+	var out []report.Setting
+	for _, name := range config.Names() {
+		v := s.Format(name)
+		if name == "endpoint_url" {
+			v = redactURL(v)
+		}
+		or := ""
+		if origins != nil {
+			or = origins.Get(name).String()
+		}
+		out = append(out, report.Setting{Name: name, Value: v, Origin: or})
+	}
+	return out
+}
+
+// redactURL hides a URL's user information and query, which may carry
+// credentials.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.User == nil && u.RawQuery == "") {
+		return s
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "REDACTED"
+	}
+	return u.String()
+}

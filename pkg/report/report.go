@@ -1,0 +1,127 @@
+// Package report turns one run of the engine into what a storage engineer
+// reads: the statistics of its time series, a verdict naming the likely
+// bottleneck with its evidence, and a self-contained HTML page with the
+// settings, the machine, the totals and charts (inline CSS and SVG, no
+// network reference, so it opens on an air-gapped machine). It renders
+// what it is given and gathers nothing itself.
+package report
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Run is everything a report shows about one run.
+type Run struct {
+	// Command is what ran ("bench", "get") and Source what it read
+	// (an s3:// URL), Dest where it wrote ("" for none).
+	Command, Source, Dest string
+	// Version is s3pd's version.
+	Version string
+	// Started is when the run began.
+	Started time.Time
+	// Status is "ok", "failed" or "interrupted"; Error says why when the
+	// run as a whole failed.
+	Status, Error string
+	// Settings are the effective settings, secrets already redacted.
+	Settings []Setting
+	// Machine is where it ran.
+	Machine Machine
+	// Summary is the engine's summary.
+	Summary transfer.Summary
+	// Samples are the run's time series, in order.
+	Samples []transfer.Sample
+	// CPU is the process's CPU time (user and system) during the run;
+	// PeakRSSKiB its peak resident memory.
+	CPU        time.Duration
+	PeakRSSKiB int64
+	// MaxRequests is the bound on requests in flight the run had.
+	MaxRequests int
+	// ServerInProcess says the S3 server ran in this process (the
+	// embedded emulator), so CPU and memory include it.
+	ServerInProcess bool
+}
+
+// Setting is one effective setting and where it came from.
+type Setting struct {
+	Name, Value, Origin string
+}
+
+// Machine describes the host of a run.
+type Machine struct {
+	Hostname string
+	CPUs     int
+	OS, Arch string
+	Kernel   string
+	NICs     []NIC
+}
+
+// NIC is one network interface and its link speed (0 when unknown).
+type NIC struct {
+	Name      string
+	SpeedMbps int
+	// Used says the run's requests went through it (one of --nics, or the
+	// default route's interface).
+	Used bool
+}
+
+// Statuses of a run.
+const (
+	StatusOK          = "ok"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)
+
+// WriteFile renders r into path through a temporary name in the same
+// directory and a rename, so path never holds half a report.
+func WriteFile(path string, r Run) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = WriteHTML(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return nil
+}
+
+// gib is a GiB in bytes, as a float.
+const gib = float64(1 << 30)
+
+// Gibps is a throughput in gibibits per second.
+func Gibps(bytes int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(bytes) * 8 / gib / d.Seconds()
+}
+
+// writeAll is io.WriteString that keeps the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}

@@ -1,0 +1,158 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// hist is a histogram with n durations of d each.
+func hist(d time.Duration, n int64) transfer.Histogram {
+	h := transfer.Histogram{Counts: make([]int64, 256)}
+	for i := range h.Counts {
+		if h.Upper(i) >= d {
+			h.Counts[i] = n
+			break
+		}
+	}
+	return h
+}
+
+// steady is a run of 10 s at 1 GiB/s with inflight requests in flight.
+func steady(inflight int) Run {
+	var ss []transfer.Sample
+	for i := 1; i <= 10; i++ {
+		ss = append(ss, transfer.Sample{At: time.Duration(i) * time.Second, Length: time.Second, Bytes: 1 << 30, Requests: 128, InFlight: inflight, Lanes: []int64{1 << 30}})
+	}
+	ss = append(ss, transfer.Sample{At: 10*time.Second + time.Millisecond, Length: time.Millisecond})
+	return Run{
+		Summary: transfer.Summary{Objects: 10, Bytes: 10 << 30, Requests: 1280, Elapsed: 10 * time.Second,
+			TTFB: hist(30*time.Millisecond, 1280), Request: hist(100*time.Millisecond, 1280),
+			RequestTime: 128 * time.Second, WriteTime: 10 * time.Second, Lanes: []transfer.LaneSummary{{Name: "eth0", Bytes: 10 << 30}}},
+		Samples:     ss,
+		Machine:     Machine{CPUs: 8, NICs: []NIC{{Name: "eth0", SpeedMbps: 100000, Used: true}}},
+		CPU:         20 * time.Second,
+		MaxRequests: 256,
+	}
+}
+
+func TestDiagnoseNamesTheBottleneck(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*Run)
+		want   string
+		words  []string
+	}{
+		{"nothing moved", func(r *Run) { r.Summary.Bytes = 0 }, BottleneckNone, nil},
+		{"throttled", func(r *Run) { r.Summary.SlowDowns = 64 }, BottleneckThrottling, []string{"64 SlowDown", "5.0%"}},
+		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
+		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbps", "86%", "10 Gbps"}},
+		{"unknown link speed is no evidence", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 0 }, BottleneckWork, nil},
+		{"writes", func(r *Run) { r.Summary.WriteTime = 100 * time.Second }, BottleneckDisk, []string{"78%"}},
+		{"bound full", func(r *Run) { r.MaxRequests = 128 }, BottleneckConcurrency, []string{"128 in flight", "max_concurrent_requests"}},
+		{"bound full, latency", func(r *Run) {
+			r.MaxRequests = 128
+			r.Summary.TTFB = hist(80*time.Millisecond, 1280)
+		}, BottleneckConcurrency, []string{"first byte", "larger parts"}},
+		{"bound half empty", func(r *Run) {}, BottleneckWork, []string{"128 requests in flight on average of the 256"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := steady(128)
+			tt.change(&r)
+			v := Diagnose(r)
+			if v.Bottleneck != tt.want {
+				t.Fatalf("bottleneck %q (%s), want %q", v.Bottleneck, v.Line, tt.want)
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(v.Line, w) {
+					t.Errorf("verdict %q lacks %q", v.Line, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSeriesStaysBoundedAndKeepsTotals(t *testing.T) {
+	var s Series
+	const n = 3*maxSamples + 7
+	for i := 1; i <= n; i++ {
+		s.Add(transfer.Sample{At: time.Duration(i) * time.Second, Length: time.Second, Bytes: int64(i), Requests: 1, InFlight: i % 5, Lanes: []int64{int64(i), 1}})
+	}
+	got := s.Samples()
+	if len(got) > maxSamples || len(got) < maxSamples/2 {
+		t.Fatalf("%d samples kept of %d, want at most %d and at least half as many", len(got), n, maxSamples)
+	}
+	var bytes, reqs, lane int64
+	for i, x := range got {
+		bytes += x.Bytes
+		reqs += x.Requests
+		lane += x.Lanes[0]
+		if i > 0 && x.At-x.Length != got[i-1].At {
+			t.Fatalf("sample %d starts at %s, want %s", i, x.At-x.Length, got[i-1].At)
+		}
+	}
+	if want := int64(n * (n + 1) / 2); bytes != want || lane != want || reqs != n {
+		t.Errorf("merged samples hold %d bytes, %d on lane 0, %d requests; want %d, %d, %d", bytes, lane, reqs, want, want, n)
+	}
+	if got[len(got)-1].At != n*time.Second {
+		t.Errorf("last sample ends at %s, want %s", got[len(got)-1].At, n*time.Second)
+	}
+}
+
+func TestStatsLeaveOutTheLastShortInterval(t *testing.T) {
+	st := StatsOf(steady(100).Samples)
+	if st.Intervals != 11 || st.Every != time.Second || st.InFlightPeak != 100 || st.InFlightMean != 100 {
+		t.Fatalf("stats %+v, want 11 intervals of 1s, 100 in flight", st)
+	}
+	if st.MinGibps < 7.99 || st.MaxGibps > 8.01 {
+		t.Errorf("interval throughput %.3f..%.3f Gibps, want 8 (the short last interval left out)", st.MinGibps, st.MaxGibps)
+	}
+}
+
+func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
+	r := steady(128)
+	r.Command, r.Source, r.Status = "get", "s3://b/<script>alert(1)</script>", StatusOK
+	r.Settings = []Setting{{Name: "endpoint_url", Value: `http://x/"><b>bold</b>`, Origin: "flag (--endpoint-url)"}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if m := regexp.MustCompile(`(?i)(\s(src|href)\s*=|url\(|@import|<link\b)`).FindString(page); m != "" {
+		t.Errorf("the page refers outside itself: %q", m)
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, `<b>bold`) {
+		t.Errorf("the page does not escape what it shows")
+	}
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-lanes"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestWriteFileLeavesOnlyTheReport(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.html")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(path, steady(1)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || !strings.HasPrefix(string(b), "<!DOCTYPE html>") {
+		t.Fatalf("%d entries, report starts %.20q: want the report alone", len(entries), b)
+	}
+	if err := WriteFile(filepath.Join(dir, "missing", "r.html"), steady(1)); err == nil {
+		t.Fatal("a report in a missing directory was written")
+	}
+}
