@@ -27,6 +27,8 @@ type benchOptions struct {
 	dataset  string
 	ttfb     time.Duration
 	connRate string
+	repeat   int
+	sweep    sweepFlags
 }
 
 // NewCmdBench builds `s3pd bench`.
@@ -60,7 +62,9 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
 	fs.DurationVar(&opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
-	c.AddCommand(NewCmdBenchServe(f))
+	opts.sweep.register(fs)
+	fs.IntVar(&opts.repeat, "repeat", 1, "run N rounds and print a summary for each (compare runs with s3pd bench compare)")
+	c.AddCommand(NewCmdBenchServe(f), NewCmdBenchCompare(f))
 	return c
 }
 
@@ -70,6 +74,16 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	}
 	if err := opts.output.report.check(""); err != nil {
 		return err
+	}
+	if opts.repeat < 1 {
+		return usageErrorf("--repeat %d: want at least 1 round", opts.repeat)
+	}
+	cells, err := opts.sweep.cells()
+	if err != nil {
+		return err
+	}
+	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
+		return usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
 	}
 	settings, origins, err := loadSettings(f, fs)
 	if err != nil {
@@ -120,6 +134,9 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if !u.Prefix {
 		u.Key += "/"
 	}
+	if cells != nil {
+		return runSweep(ctx, f, settings, u, cells, opts)
+	}
 	lanes, err := newLanes(ctx, settings, u.Bucket, f.TLS)
 	if err != nil {
 		return usageError(err)
@@ -127,5 +144,25 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	for _, l := range lanes {
 		l.Source.(*s3store.Source).Prefix = u.Key
 	}
-	return runEngine(ctx, f, lanes, sink.Discard{}, settings, opts.output, opts.rules.rules, true)
+	return benchRounds(ctx, f, opts.repeat, func(out outputFlags) error {
+		return runEngine(ctx, f, lanes, sink.Discard{}, settings, out, opts.rules.rules, true)
+	}, opts.output)
+}
+
+// benchRounds runs n rounds of a bench, each with its own summary (and
+// report, which the next round's replaces), and stops at the first
+// round that fails.
+func benchRounds(ctx context.Context, f *Factory, n int, round func(outputFlags) error, out outputFlags) error {
+	for i := 1; i <= n; i++ {
+		if n > 1 {
+			out.report.round = i
+			if w := out.textOut(f); w != nil {
+				fmt.Fprintf(w, "round %d of %d\n", i, n)
+			}
+		}
+		if err := round(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }

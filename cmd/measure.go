@@ -31,6 +31,8 @@ type reportFlags struct {
 	origins *config.Origins
 	// command and source name the run in the report.
 	command, source, dest string
+	// round is the round of bench --repeat (0 without).
+	round int
 }
 
 func (r *reportFlags) register(fs *pflag.FlagSet) {
@@ -167,6 +169,7 @@ type runMeasures struct {
 	InFlightPeak int     `json:"in_flight_peak"`
 	Bottleneck   string  `json:"bottleneck"`
 	Verdict      string  `json:"verdict"`
+	Round        int     `json:"round,omitempty"`
 }
 
 // measures computes the summary's extra figures.
@@ -182,7 +185,7 @@ func (m *measurement) measures() runMeasures {
 		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: st.InFlightMean, InFlightPeak: st.InFlightPeak,
-		Bottleneck: v.Bottleneck, Verdict: v.Line,
+		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
 	}
 	if s.Bytes > 0 {
 		r.CPUPerGiB = m.cpu.Seconds() / (float64(s.Bytes) / (1 << 30))

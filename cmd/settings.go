@@ -89,7 +89,7 @@ func addSettingsFlags(fs *pflag.FlagSet) {
 		_ = fs.MarkHidden(a.flag)
 	}
 	fs.String(flagProfile, "", "AWS profile whose s3 settings and credentials to use (default: AWS_PROFILE, else default)")
-	fs.String(flagPreset, "", "preset settings for a machine: "+strings.Join(configs.Names(), ", ")+" (env S3PD_PRESET)")
+	fs.String(flagPreset, "", "preset settings for a machine: "+strings.Join(configs.Names(), ", ")+", or one saved by bench --sweep --save-preset (env S3PD_PRESET)")
 	fs.String(flagConfig, "", "s3pd config file (env S3PD_CONFIG; default ~/.config/s3pd/config.yaml if present)")
 }
 
@@ -188,7 +188,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 		out.preset, out.presetOrigin = v, config.Origin{Source: config.SourceEnv, Detail: envPreset}
 	}
 	if out.preset != "" {
-		b, err := configs.Read(out.preset)
+		b, err := readPreset(getenv, out.preset)
 		if err != nil {
 			return nil, usageError(&config.SettingError{Setting: "preset", Value: out.preset, Origin: out.presetOrigin, Err: err})
 		}

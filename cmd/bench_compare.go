@@ -1,0 +1,92 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/s3pd/s3pd/pkg/report"
+)
+
+// compareOptions are the flags of `s3pd bench compare`.
+type compareOptions struct {
+	failOnRegression bool
+}
+
+// NewCmdBenchCompare builds `s3pd bench compare A.json B.json`.
+func NewCmdBenchCompare(f *Factory) *cobra.Command {
+	opts := &compareOptions{}
+	c := &cobra.Command{
+		Use:   "compare [flags] A.json B.json",
+		Short: "Compare two saved bench runs: better, worse or within noise",
+		Long: `Compare the --json outputs of two bench runs, each with one summary per
+round (bench --repeat N --json > A.json). For each figure (throughput,
+time to first byte, request time, CPU per GiB, retries, memory) it prints
+the mean and spread of A and B, B's change, and a verdict: better, worse,
+within noise (Welch's t-test at 95%), or unknown when a side has fewer
+than 3 rounds. The exit status is 0 unless --fail-on-regression is given
+and a figure is worse.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("bench compare takes two files, A.json and B.json, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runBenchCompare(f, opts, args[0], args[1])
+		},
+	}
+	c.Flags().BoolVar(&opts.failOnRegression, "fail-on-regression", false, "exit 1 when a figure is worse in B (for CI)")
+	return c
+}
+
+func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) error {
+	a, err := readRounds(pathA)
+	if err != nil {
+		return err
+	}
+	b, err := readRounds(pathB)
+	if err != nil {
+		return err
+	}
+	changes := report.Compare(a, b)
+	w := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "FIGURE\tA (%d rounds)\tB (%d rounds)\tCHANGE\tVERDICT\n", len(a), len(b))
+	worse := 0
+	for _, c := range changes {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%+.1f%%\t%s\n", c.Name, meanText(c.A, c.SDA, c.NA), meanText(c.B, c.SDB, c.NB), c.Percent, c.Verdict)
+		if c.Verdict == report.Worse {
+			worse++
+		}
+	}
+	w.Flush()
+	if len(a) < report.MinRounds || len(b) < report.MinRounds {
+		fmt.Fprintf(f.IO.Out, "fewer than %d rounds on a side: noise cannot be told from change (bench --repeat %d)\n", report.MinRounds, report.MinRounds)
+	}
+	if worse > 0 && opts.failOnRegression {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d figures are worse in %s than in %s", worse, pathB, pathA)}
+	}
+	return nil
+}
+
+func readRounds(path string) ([]report.Round, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	defer fh.Close()
+	rounds, err := report.ReadRounds(fh)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", path, err)
+	}
+	return rounds, nil
+}
+
+func meanText(mean, sd float64, n int) string {
+	if n < 2 {
+		return fmt.Sprintf("%.4g", mean)
+	}
+	return fmt.Sprintf("%.4g ± %.2g", mean, sd)
+}

@@ -1,0 +1,252 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/configs"
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/sweep"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// sweepFlags are bench's flags for a sweep over part size and concurrency.
+type sweepFlags struct {
+	on         bool
+	parts      string
+	requests   string
+	per        time.Duration
+	savePreset string
+}
+
+func (s *sweepFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.on, "sweep", false, "measure every combination of --sweep-parts and --sweep-requests for --sweep-time each, print a table and the best setting")
+	fs.StringVar(&s.parts, "sweep-parts", "8MiB,16MiB,32MiB", "part sizes a sweep tries")
+	fs.StringVar(&s.requests, "sweep-requests", "64,256,1024", "requests in flight (max_concurrent_requests) a sweep tries")
+	fs.DurationVar(&s.per, "sweep-time", 5*time.Second, "how long a sweep measures each setting")
+	fs.StringVar(&s.savePreset, "save-preset", "", "with --sweep: save the best setting as preset NAME in s3pd's config folder (use it with --preset NAME)")
+}
+
+// presetName is what a saved preset may be called: a file name.
+var presetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// cells parses and checks the sweep's flags.
+func (s *sweepFlags) cells() ([]sweep.Cell, error) {
+	if !s.on {
+		if s.savePreset != "" {
+			return nil, usageErrorf("--save-preset needs --sweep")
+		}
+		return nil, nil
+	}
+	if s.per <= 0 {
+		return nil, usageErrorf("--sweep-time %s: want a positive duration", s.per)
+	}
+	if name := s.savePreset; name != "" {
+		if !presetName.MatchString(name) {
+			return nil, usageErrorf("--save-preset %q: use letters, digits, '.', '_' and '-'", name)
+		}
+		if slices.Contains(configs.Names(), name) {
+			return nil, usageErrorf("--save-preset %q is a built-in preset: choose another name", name)
+		}
+	}
+	var parts []int64
+	for _, p := range strings.Split(s.parts, ",") {
+		n, err := config.ParseSize(p)
+		if err != nil || n < 1<<20 || n > config.MaxPartSize {
+			return nil, usageErrorf("--sweep-parts %q: want sizes from 1MiB to %s", p, config.FormatSize(config.MaxPartSize))
+		}
+		parts = append(parts, n)
+	}
+	var reqs []int
+	for _, r := range strings.Split(s.requests, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n < 1 || n > config.MaxRequests {
+			return nil, usageErrorf("--sweep-requests %q: want whole numbers from 1 to %d", r, config.MaxRequests)
+		}
+		reqs = append(reqs, n)
+	}
+	return sweep.Grid(parts, reqs), nil
+}
+
+// sweepLine is one --json line per measured setting, and the best one.
+type sweepLine struct {
+	Type      string  `json:"type"`
+	PartSize  int64   `json:"part_size"`
+	Requests  int     `json:"max_concurrent_requests"`
+	Bytes     int64   `json:"bytes"`
+	Seconds   float64 `json:"seconds"`
+	Gibps     float64 `json:"gibps"`
+	TTFB50ms  float64 `json:"ttfb_p50_ms"`
+	Error     string  `json:"error,omitempty"`
+	Preset    string  `json:"preset,omitempty"`
+	PresetYML string  `json:"preset_file,omitempty"`
+}
+
+func newSweepLine(typ string, r sweep.Result) sweepLine {
+	l := sweepLine{Type: typ, PartSize: r.PartSize, Requests: r.Requests, Bytes: r.Summary.Bytes,
+		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, TTFB50ms: ms(r.Summary.TTFB50)}
+	if r.Err != nil {
+		l.Error = oneLine(r.Err.Error())
+	}
+	return l
+}
+
+// runSweep measures each cell over fresh lanes into a discard sink.
+func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
+	text, js := opts.output.textOut(f), opts.output.jsonOut(f)
+	const row = "%10s %9s %9s %11s %13s  %s\n"
+	if text != nil {
+		fmt.Fprintf(text, "sweep: %d settings, %s each\n", len(cells), opts.sweep.per)
+		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "GIBPS", "TTFB P50", "BYTES", "")
+	}
+	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
+		cs := s
+		cs.PartSize, cs.MultipartThreshold, cs.MaxConcurrentRequests = c.PartSize, c.PartSize, c.Requests
+		cs.Threads = min(s.Threads, c.Requests)
+		cs.Workers = (c.Requests + cs.Threads - 1) / cs.Threads
+		lanes, err := newLanes(cctx, cs, u.Bucket, f.TLS)
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		for _, l := range lanes {
+			l.Source.(*s3store.Source).Prefix = u.Key
+		}
+		eng, err := transfer.New(lanes, sink.Discard{}, engineOptions(cs))
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		sum, err := eng.Run(cctx)
+		if err == nil && sum.Failed > 0 {
+			// Objects cut off by the cell's deadline are not failures;
+			// these failed on their own.
+			err = fmt.Errorf("%d objects failed", sum.Failed)
+		}
+		return sum, err
+	}
+	done := func(r sweep.Result) {
+		if js != nil {
+			writeJSONLine(js, newSweepLine("sweep", r))
+		}
+		if text != nil {
+			errText := ""
+			if r.Err != nil {
+				errText = oneLine(r.Err.Error())
+			}
+			fmt.Fprintf(text, row, config.FormatSize(r.PartSize), strconv.Itoa(r.Requests), fmt.Sprintf("%.3f", r.Gibps),
+				fmt.Sprintf("%.1f ms", ms(r.Summary.TTFB50)), strconv.FormatInt(r.Summary.Bytes, 10), errText)
+		}
+	}
+	results, err := sweep.Run(ctx, cells, opts.sweep.per, measure, done)
+	if err != nil {
+		return &ExitError{Code: ExitInterrupted}
+	}
+	best, ok := sweep.Best(results)
+	if !ok {
+		return &ExitError{Code: ExitFailed, Err: errors.New("sweep: no setting moved any data")}
+	}
+	line := newSweepLine("sweep_best", best)
+	if name := opts.sweep.savePreset; name != "" {
+		host, _ := os.Hostname()
+		comment := []string{
+			fmt.Sprintf("Written by s3pd bench --sweep on %s at %s:", host, time.Now().UTC().Format(time.RFC3339)),
+			fmt.Sprintf("%.3f Gibps from %s with %s parts and %d requests in flight.", best.Gibps, opts.output.report.source, config.FormatSize(best.PartSize), best.Requests),
+		}
+		path, err := saveUserPreset(f, name, sweep.Preset(best, comment))
+		if err != nil {
+			return err
+		}
+		line.Preset, line.PresetYML = name, path
+	}
+	if js != nil {
+		writeJSONLine(js, line)
+	}
+	if text != nil {
+		fmt.Fprintf(text, "best: --partsize %s --max-concurrent-requests %d (%.3f Gibps)\n", config.FormatSize(best.PartSize), best.Requests, best.Gibps)
+		if line.Preset != "" {
+			fmt.Fprintf(text, "saved preset %s in %s: s3pd get --preset %s ...\n", line.Preset, line.PresetYML, line.Preset)
+		}
+	}
+	return nil
+}
+
+// userPresetDir is where saved presets live: presets/ in s3pd's config
+// folder ($XDG_CONFIG_HOME/s3pd, else ~/.config/s3pd).
+func userPresetDir(getenv func(string) string) string {
+	if xdg := getenv("XDG_CONFIG_HOME"); xdg != "" {
+		return filepath.Join(xdg, "s3pd", "presets")
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".config", "s3pd", "presets")
+	}
+	return ""
+}
+
+// saveUserPreset writes a preset through a temporary name and a rename.
+func saveUserPreset(f *Factory, name string, yaml []byte) (string, error) {
+	dir := userPresetDir(f.getenv())
+	if dir == "" {
+		return "", usageErrorf("--save-preset: no config folder (set HOME or XDG_CONFIG_HOME)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("save preset %s: %w", name, err)
+	}
+	path := filepath.Join(dir, name+".yaml")
+	tmp, err := os.CreateTemp(dir, "."+name+".yaml.tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("save preset %s: %w", name, err)
+	}
+	_, err = tmp.Write(yaml)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("save preset %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// readPreset returns a preset's YAML: a built-in one, else one saved in
+// the config folder.
+func readPreset(getenv func(string) string, name string) ([]byte, error) {
+	b, err := configs.Read(name)
+	if err == nil || !presetName.MatchString(name) {
+		return b, err
+	}
+	dir := userPresetDir(getenv)
+	if dir == "" {
+		return nil, err
+	}
+	ub, uerr := os.ReadFile(filepath.Join(dir, name+".yaml"))
+	switch {
+	case uerr == nil:
+		return ub, nil
+	case errors.Is(uerr, iofs.ErrNotExist):
+		return nil, fmt.Errorf("%w, and none saved in %s", err, dir)
+	}
+	return nil, fmt.Errorf("read preset %q: %w", name, uerr)
+}
+
+// getenv is the factory's Getenv, or the process's.
+func (f *Factory) getenv() func(string) string {
+	if f != nil && f.Getenv != nil {
+		return f.Getenv
+	}
+	return os.Getenv
+}

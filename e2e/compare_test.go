@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBenchRepeatAndCompare saves two runs of three rounds, one paced
+// five times slower per connection, and compares them: the slower one is
+// worse in throughput, and only --fail-on-regression makes that exit 1.
+func TestBenchRepeatAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	save := func(name, rate string, rounds string) string {
+		r := run(t, nil, "bench", "--json", "--repeat", rounds, "--dataset", "d:4:8MiB", "--ttfb", "1ms", "--conn-rate", rate)
+		if r.code != 0 {
+			t.Fatalf("bench: exit %d\n%s", r.code, r.stderr)
+		}
+		if got := strings.Count(r.stdout, `"type":"summary"`); got != atoi(rounds) {
+			t.Fatalf("%d summaries for --repeat %s, want one per round", got, rounds)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	fast, slow := save("fast.json", "40MB", "3"), save("slow.json", "8MB", "3")
+
+	r := run(t, nil, "bench", "compare", fast, slow)
+	if r.code != 0 {
+		t.Fatalf("compare without --fail-on-regression: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !regexp.MustCompile(`throughput \(Gibps\)\s.*-[0-9.]+%\s+worse`).MatchString(r.stdout) {
+		t.Fatalf("compare does not find the slower run's throughput worse:\n%s", r.stdout)
+	}
+	if r = run(t, nil, "bench", "compare", "--fail-on-regression", fast, slow); r.code != 1 {
+		t.Fatalf("--fail-on-regression with a worse B: exit %d, want 1\n%s", r.code, r.stdout)
+	}
+	if r = run(t, nil, "bench", "compare", "--fail-on-regression", slow, fast); r.code != 0 || !strings.Contains(r.stdout, "better") {
+		t.Fatalf("--fail-on-regression with a better B: exit %d, want 0 and better\n%s", r.code, r.stdout)
+	}
+	short := save("short.json", "8MB", "2")
+	if r = run(t, nil, "bench", "compare", "--fail-on-regression", fast, short); r.code != 0 || !strings.Contains(r.stdout, "unknown") || strings.Contains(r.stdout, "worse") {
+		t.Fatalf("two rounds: exit %d, want 0 and unknown verdicts\n%s", r.code, r.stdout)
+	}
+	if r = run(t, nil, "bench", "compare", fast, filepath.Join(dir, "missing.json")); r.code != 2 {
+		t.Fatalf("a missing file: exit %d, want 2", r.code)
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

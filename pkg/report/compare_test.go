@@ -1,0 +1,61 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+func rounds(field string, xs ...float64) []Round {
+	var out []Round
+	for _, x := range xs {
+		out = append(out, Round{field: x})
+	}
+	return out
+}
+
+func TestCompareVerdicts(t *testing.T) {
+	tests := []struct {
+		name  string
+		field string
+		a, b  []float64
+		want  string
+	}{
+		{"faster", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{12, 12.1, 11.8, 12.2}, Better},
+		{"slower", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{8, 8.1, 7.9, 8.2}, Worse},
+		{"noisy", "gibps", []float64{10, 14, 7, 11}, []float64{11, 8, 13, 10}, WithinNoise},
+		{"two rounds", "gibps", []float64{10, 10}, []float64{20, 20, 20}, Unknown},
+		{"lower latency is better", "ttfb_p99_ms", []float64{50, 51, 49}, []float64{30, 31, 29}, Better},
+		{"more cpu is worse", "cpu_seconds_per_gib", []float64{1, 1.01, 0.99}, []float64{2, 2.01, 1.99}, Worse},
+		{"identical", "gibps", []float64{5, 5, 5}, []float64{5, 5, 5}, WithinNoise},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := Compare(rounds(tt.field, tt.a...), rounds(tt.field, tt.b...))
+			if len(cs) != 1 {
+				t.Fatalf("%d changes, want 1", len(cs))
+			}
+			if cs[0].Verdict != tt.want {
+				t.Errorf("verdict %q (A %.2f±%.2f, B %.2f±%.2f), want %q", cs[0].Verdict, cs[0].A, cs[0].SDA, cs[0].B, cs[0].SDB, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadRoundsTakesSummaryLines(t *testing.T) {
+	in := `emulator: http://127.0.0.1:1, dataset d
+{"type":"object","key":"a","bytes":5}
+{"type":"interval","bytes":5,"gibps":1}
+{"type":"summary","gibps":2.5,"requests":10,"verdict":"text"}
+{"type":"summary","gibps":3.5,"requests":12}
+`
+	rs, err := ReadRounds(strings.NewReader(in))
+	if err != nil || len(rs) != 2 || rs[0]["gibps"] != 2.5 || rs[1]["requests"] != 12 {
+		t.Fatalf("ReadRounds: %v, %v; want two summaries", rs, err)
+	}
+	if _, err := ReadRounds(strings.NewReader(`{"type":"object"}`)); err == nil {
+		t.Error("output without a summary was accepted")
+	}
+	if _, err := ReadRounds(strings.NewReader("{not json\n")); err == nil {
+		t.Error("a malformed line was accepted")
+	}
+}

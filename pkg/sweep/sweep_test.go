@@ -1,0 +1,73 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+func TestRunBoundsEachCellAndPicksTheCheapestOfTheBest(t *testing.T) {
+	cells := Grid([]int64{8 << 20, 16 << 20}, []int{16, 64, 256})
+	if len(cells) != 6 || cells[1] != (Cell{8 << 20, 64}) {
+		t.Fatalf("grid %v, want 6 cells, parts outermost", cells)
+	}
+	// Throughput grows with requests up to 64, then stays flat; 16 MiB
+	// parts are a little faster, within noise.
+	rate := map[Cell]int64{
+		{8 << 20, 16}: 100, {8 << 20, 64}: 390, {8 << 20, 256}: 400,
+		{16 << 20, 16}: 110, {16 << 20, 64}: 395, {16 << 20, 256}: 401,
+	}
+	measure := func(ctx context.Context, c Cell) (transfer.Summary, error) {
+		<-ctx.Done() // runs until its time is up
+		return transfer.Summary{Bytes: rate[c] << 20, Elapsed: time.Second}, ctx.Err()
+	}
+	var seen int
+	start := time.Now()
+	res, err := Run(context.Background(), cells, 20*time.Millisecond, measure, func(Result) { seen++ })
+	if err != nil || len(res) != 6 || seen != 6 {
+		t.Fatalf("Run: %d results, %d reported, %v", len(res), seen, err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("6 cells of 20ms took %s", took)
+	}
+	best, ok := Best(res)
+	if !ok || best.Cell != (Cell{8 << 20, 64}) {
+		t.Fatalf("best %+v, want 8 MiB parts and 64 requests (within 5%% of the top, fewest requests, smallest parts)", best.Cell)
+	}
+	y := string(Preset(best, []string{"from a test"}))
+	for _, want := range []string{"# from a test\n", "multipart_chunksize: 8MiB\n", "max_concurrent_requests: 64\n"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("preset lacks %q:\n%s", want, y)
+		}
+	}
+}
+
+func TestBestSkipsFailedCells(t *testing.T) {
+	res := []Result{
+		{Cell: Cell{1, 1}, Gibps: 9, Err: errors.New("boom")},
+		{Cell: Cell{2, 2}, Gibps: 8, Err: errors.New("1 object failed")},
+		{Cell: Cell{3, 3}, Gibps: 5},
+	}
+	if best, ok := Best(res); !ok || best.Cell != (Cell{3, 3}) {
+		t.Fatalf("best %+v, want the only clean cell", best.Cell)
+	}
+	if _, ok := Best(res[:2]); ok {
+		t.Fatal("a best among failed cells")
+	}
+}
+
+func TestRunStopsWhenInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	measure := func(cctx context.Context, c Cell) (transfer.Summary, error) {
+		cancel()
+		return transfer.Summary{}, cctx.Err()
+	}
+	res, err := Run(ctx, Grid([]int64{1, 2}, []int{1}), time.Second, measure, nil)
+	if !errors.Is(err, context.Canceled) || len(res) != 0 {
+		t.Fatalf("Run after interruption: %d results, %v; want none and context.Canceled", len(res), err)
+	}
+}
