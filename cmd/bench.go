@@ -127,6 +127,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		opts.output.embedded = true
 	}
 	opts.output.report.command, opts.output.report.source = "bench", url
+	opts.output.report.lines = true
 	u, err := opts.rules.parseSource(url)
 	if err != nil {
 		return usageError(err)

@@ -195,6 +195,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	opts.output.report.origins = origins
 	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", args[0], dest
+	opts.output.report.lines = fs.Changed("interval")
 	if err := f.startLogger(settings); err != nil {
 		return err
 	}

@@ -33,11 +33,15 @@ type reportFlags struct {
 	command, source, dest string
 	// round is the round of bench --repeat (0 without).
 	round int
+	// lines says to print interval lines with --json: always for bench,
+	// for get when --interval is given (its --json output otherwise stays
+	// one line per object and a summary).
+	lines bool
 }
 
 func (r *reportFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&r.path, "report", "", "write a self-contained HTML report of the run (charts, percentiles, the likely bottleneck) to FILE at its end, even a failed or interrupted one")
-	fs.DurationVar(&r.interval, "interval", time.Second, `length of one interval of the time series ("interval" lines of --json, the report's charts)`)
+	fs.DurationVar(&r.interval, "interval", time.Second, `length of one interval of the time series: the report's charts, and "interval" lines of --json (bench always prints them, get when --interval is given)`)
 }
 
 // check validates the flags before anything runs: the report's
@@ -101,7 +105,7 @@ func newMeasurement(f *Factory, rep *reporter, lanes []transfer.Lane, s config.S
 // sample receives one interval from the engine (one goroutine).
 func (m *measurement) sample(s transfer.Sample) {
 	m.series.Add(s)
-	if m.rep.json != nil {
+	if m.rep.json != nil && m.flags.lines {
 		m.rep.writeJSON(m.intervalLine(s))
 	}
 }

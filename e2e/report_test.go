@@ -65,6 +65,18 @@ func TestBenchIntervalsAndPercentiles(t *testing.T) {
 	if v, _ := sum["verdict"].(string); v == "" {
 		t.Errorf("summary has no verdict: %v", sum)
 	}
+
+	// get prints interval lines only when --interval asks for them.
+	s := emuStore(t, s3emu.Options{Dataset: "d:2:8MiB", ConnRate: 40 << 20})
+	for _, tt := range []struct {
+		args []string
+		some bool
+	}{{nil, false}, {[]string{"--interval", "50ms"}, true}} {
+		r := run(t, nil, s.cmd("get", append(tt.args, "--json", "--benchmark", s.url("d/"))...)...)
+		if n := len(jsonLines(t, r.stdout)["interval"]); r.code != 0 || (n > 0) != tt.some {
+			t.Errorf("get --json %v: exit %d, %d interval lines, want some: %v", tt.args, r.code, n, tt.some)
+		}
+	}
 }
 
 // chromium finds a headless Chromium; under CI its absence fails the test.
