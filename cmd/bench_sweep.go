@@ -83,7 +83,7 @@ func (s *sweepFlags) cells() ([]sweep.Cell, error) {
 
 // sweepLine is one --json line per measured setting, and the best one.
 type sweepLine struct {
-	Type      string  `json:"type"`
+	header
 	PartSize  int64   `json:"part_size"`
 	Requests  int     `json:"max_concurrent_requests"`
 	Bytes     int64   `json:"bytes"`
@@ -96,7 +96,7 @@ type sweepLine struct {
 }
 
 func newSweepLine(typ string, r sweep.Result) sweepLine {
-	l := sweepLine{Type: typ, PartSize: r.PartSize, Requests: r.Requests, Bytes: r.Summary.Bytes,
+	l := sweepLine{header: newHeader(typ), PartSize: r.PartSize, Requests: r.Requests, Bytes: r.Summary.Bytes,
 		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, TTFB50ms: ms(r.Summary.TTFB50)}
 	if r.Err != nil {
 		l.Error = oneLine(r.Err.Error())
