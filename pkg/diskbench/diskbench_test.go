@@ -1,0 +1,111 @@
+package diskbench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunWritesEveryByteAndCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{Files: 3, FileSize: 5<<20 + 4096, PartSize: 1 << 20, Writers: 4, BufferSize: 64 << 10}
+	res, err := Run(context.Background(), dir, opts, Modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(Modes) {
+		t.Fatalf("%d results, want %d", len(res), len(Modes))
+	}
+	for _, r := range res {
+		if r.Unsupported != "" {
+			if !r.Direct {
+				t.Errorf("%s unsupported (%s): buffered writes work everywhere", r.Mode, r.Unsupported)
+			}
+			continue
+		}
+		if r.Bytes != 3*opts.FileSize || r.Write <= 0 || r.Elapsed < r.Write || r.BytesPerSecond() <= 0 {
+			t.Errorf("%s: %+v, want %d bytes, a write time and an elapsed time at least as long", r.Mode, r, 3*opts.FileSize)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d files left behind, want none", len(left))
+	}
+	if _, err := Run(context.Background(), filepath.Join(dir, "missing"), opts, Modes[:1]); err == nil {
+		t.Error("a missing directory was measured")
+	}
+}
+
+func TestBoundNamesTheSlowerSide(t *testing.T) {
+	res := []Result{{Mode: Modes[0], Bytes: 1 << 30, Elapsed: 1e9}, {Mode: Modes[2], Unsupported: "no"}}
+	for _, tt := range []struct {
+		network float64
+		want    string
+	}{
+		{2 << 30, "the disk would bound"},
+		{1 << 29, "the network would bound"},
+		{0, "rate is unknown"},
+	} {
+		if got := Bound(res, tt.network); !strings.Contains(got, tt.want) {
+			t.Errorf("Bound(network %.0f) = %q, want %q", tt.network, got, tt.want)
+		}
+	}
+}
+
+// TestXFSOnLoopDevice measures xfs on a loop device, where O_DIRECT and
+// fallocate are supported. A loop device's "disk" is a file in the
+// page cache of the file system beneath: the figures say nothing of a
+// real disk, only that the pattern runs and each mode works.
+func TestXFSOnLoopDevice(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a loop device and mount")
+	}
+	for _, tool := range []string{"losetup", "mkfs.xfs", "mount", "umount"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed: scripts/ci-raid-deps.sh installs it", tool)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	img := filepath.Join(t.TempDir(), "xfs.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 512<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Skipf("no loop device: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+	if out, err := exec.Command("mkfs.xfs", "-q", "-f", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.xfs: %v: %s", err, out)
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+
+	if !OnLoopDevice(mnt) {
+		t.Errorf("%s on %s is not seen as on a loop device", mnt, dev)
+	}
+	if OnLoopDevice(t.TempDir()) {
+		t.Errorf("a plain temporary directory is seen as on a loop device")
+	}
+	opts := Options{Files: 2, FileSize: 32 << 20, PartSize: 4 << 20, Writers: 4}
+	res, err := Run(context.Background(), mnt, opts, Modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Unsupported != "" || r.Bytes != 64<<20 || r.BytesPerSecond() <= 0 {
+			t.Errorf("xfs %s: %+v, want 64 MiB written (xfs supports O_DIRECT and fallocate)", r.Mode, r)
+		}
+	}
+}
