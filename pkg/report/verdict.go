@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"time"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // Bottlenecks a verdict can name.
@@ -22,7 +24,8 @@ const (
 	cpuShare       = 0.85 // of every core for the whole run
 	lineRateShare  = 0.80 // of the used cards' link speed
 	writeShare     = 0.50 // of the requests' time
-	inFlightShare  = 0.80 // of the bound on requests in flight
+	inFlightShare  = 0.90 // of the bound on requests in flight ...
+	atBoundShare   = 0.50 // ... in this share of the intervals
 	latencyDominat = 0.50 // of the median request's time
 )
 
@@ -80,7 +83,8 @@ func Diagnose(r Run) Verdict {
 	if s.RequestTime > 0 {
 		perConn = float64(s.Bytes) / 1e6 / s.RequestTime.Seconds()
 	}
-	if r.MaxRequests > 0 && st.InFlightMean >= inFlightShare*float64(r.MaxRequests) {
+	atBound := atBoundShareOf(r.Samples, inFlightShare*float64(r.MaxRequests))
+	if r.MaxRequests > 0 && atBound >= atBoundShare {
 		why := ""
 		if p50t, p50r := s.TTFB.Quantile(0.5), s.Request.Quantile(0.5); p50r > 0 && float64(p50t) >= latencyDominat*float64(p50r) {
 			why = fmt.Sprintf("; the first byte takes %s of a median request's %s, so larger parts or more requests in flight would help", round(p50t), round(p50r))
@@ -88,12 +92,30 @@ func Diagnose(r Run) Verdict {
 			why = "; more requests in flight (max_concurrent_requests) would help"
 		}
 		return Verdict{BottleneckConcurrency, fmt.Sprintf(
-			"per-connection rate x requests in flight: %.1f MB/s per request x %.0f in flight (bound %d) is about %.2f Gibps%s",
-			perConn, st.InFlightMean, r.MaxRequests, rate, why)}
+			"per-connection rate x requests in flight: %.1f MB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %.2f Gibps%s",
+			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, rate, why)}
 	}
 	return Verdict{BottleneckWork, fmt.Sprintf(
 		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MB/s each; few or small objects, or the listing, kept the bound from filling",
 		st.InFlightMean, r.MaxRequests, perConn)}
+}
+
+// atBoundShareOf is the share of the intervals (the run's last, shorter
+// one left out) that ended with at least bound requests in flight.
+func atBoundShareOf(samples []transfer.Sample, bound float64) float64 {
+	if len(samples) > 1 {
+		samples = samples[:len(samples)-1]
+	}
+	if len(samples) == 0 || bound <= 0 {
+		return 0
+	}
+	n := 0
+	for _, s := range samples {
+		if float64(s.InFlight) >= bound {
+			n++
+		}
+	}
+	return float64(n) / float64(len(samples))
 }
 
 // usedLineRate is the link speed, in Mbps, of the cards a run used, or 0
