@@ -392,7 +392,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 		eopts.Lister, shardReport = sc.lister, sc.report
 	}
 	meas := newMeasurement(f, rep, lanes, settings, out)
-	eopts.OnSample, eopts.SampleEvery = meas.sample, out.report.interval
+	eopts.OnSample, eopts.SampleEvery = meas.sample, meas.flags.interval
 	eng, err := transfer.New(lanes, sk, eopts)
 	if err != nil {
 		return err

@@ -96,6 +96,9 @@ type measurement struct {
 func newMeasurement(f *Factory, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
 	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
 		started: time.Now(), cpu0: cpuTime()}
+	if m.flags.interval <= 0 {
+		m.flags.interval = time.Second // commands without --interval (copy, sync)
+	}
 	for _, l := range lanes {
 		m.lanes = append(m.lanes, l.Name)
 	}
