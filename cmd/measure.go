@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -300,14 +299,15 @@ func machine(s config.Settings) report.Machine {
 	return m
 }
 
-// redactedSettings lists the effective settings as `config show` does,
-// with credentials in an endpoint URL replaced.
+// redactedSettings lists the effective settings as `config show` does:
+// a value that may hold a secret (an endpoint URL's user information) is
+// redacted, one that cannot be shown safely is left out.
 func redactedSettings(s config.Settings, origins *config.Origins) []report.Setting {
 	var out []report.Setting
 	for _, name := range config.Names() {
-		v := s.Format(name)
-		if name == "endpoint_url" {
-			v = redactURL(v)
+		v, ok := config.Printable(name, s.Format(name))
+		if !ok {
+			v = "REDACTED"
 		}
 		or := ""
 		if origins != nil {
@@ -316,20 +316,4 @@ func redactedSettings(s config.Settings, origins *config.Origins) []report.Setti
 		out = append(out, report.Setting{Name: name, Value: v, Origin: or})
 	}
 	return out
-}
-
-// redactURL hides a URL's user information and query, which may carry
-// credentials.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || (u.User == nil && u.RawQuery == "") {
-		return s
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	if u.RawQuery != "" {
-		u.RawQuery = "REDACTED"
-	}
-	return u.String()
 }
