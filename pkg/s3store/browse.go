@@ -102,7 +102,7 @@ func (s *Source) Usage(ctx context.Context, filter func(transfer.Object) bool) (
 func (s *Source) Buckets(ctx context.Context) ([]Entry, error) {
 	out, err := s.client.ListBuckets(ctx, &s3.ListBucketsInput{})
 	if err != nil {
-		return nil, fmt.Errorf("list buckets: %w", statusError(err))
+		return nil, fmt.Errorf("list buckets: %w", err)
 	}
 	entries := make([]Entry, len(out.Buckets))
 	for i, b := range out.Buckets {
