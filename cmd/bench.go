@@ -60,7 +60,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	opts.rules.register(fs)
 	registerTLSFlags(fs, &f.TLS)
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
-	fs.DurationVar(&opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
+	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
 	opts.sweep.register(fs)
 	fs.IntVar(&opts.repeat, "repeat", 1, "run N rounds and print a summary for each (compare runs with s3pd bench compare)")

@@ -51,7 +51,7 @@ discard backend keeps only their size, ETag and checksum. --ttfb and
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset (NAME:COUNT:SIZE,...)")
 	fs.StringVar(&opts.backend, "backend", s3emu.BackendSynthetic, "synthetic, memory or discard")
 	fs.StringSliceVar(&opts.buckets, "bucket", nil, "extra bucket to create (repeatable)")
-	fs.DurationVar(&opts.ttfb, "ttfb", 0, "delay before each response")
+	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", 0, "delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", "0", "bytes per second per connection, e.g. 90MB (0: no cap)")
 	fs.StringVar(&opts.faults, "faults", "", "file of fault rules to inject (text or JSON)")
 	fs.BoolVar(&opts.prepare, "prepare", false, "compute every synthetic ETag and checksum before serving")

@@ -75,7 +75,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
-	fs.DurationVar(&o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
+	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
 	o.registerHabits(fs)
 }
 
@@ -324,7 +324,7 @@ func reportDeletes(f *Factory, out outputFlags, what string, remove func(report 
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
 		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f), "would delete: %s (%d bytes)\n", name, size)
+			fmt.Fprintf(out.humanOut(f), "would delete: %s (%d bytes)\n", printable(name), size)
 		}
 	})
 	if !out.asJSON && n > 0 {

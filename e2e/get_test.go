@@ -210,6 +210,10 @@ func TestGetBadInput(t *testing.T) {
 		{"unknown nic", []string{"get", "--nics", "nosuch0", s.url("x"), t.TempDir()}, 2, "nosuch0"},
 		{"bad verify mode", []string{"get", "--verify", "some", s.url("x"), t.TempDir()}, 2, "--verify"},
 		{"verify-existing with no-clobber", []string{"get", "--verify-existing", "--no-clobber", s.url("x"), t.TempDir()}, 2, "--verify-existing"},
+		{"negative stall timeout", []string{"get", "--stall-timeout", "-5s", s.url("x"), t.TempDir()}, 2, "--stall-timeout"},
+		{"zero stall timeout", []string{"get", "--stall-timeout", "0", s.url("x"), t.TempDir()}, 2, "--stall-timeout"},
+		{"no unit stall timeout", []string{"get", "--stall-timeout", "30", s.url("x"), t.TempDir()}, 2, "--stall-timeout"},
+		{"negative ttfb", []string{"bench", "--ttfb", "-1ms"}, 2, "--ttfb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
