@@ -120,9 +120,9 @@ func lsEntryLine(e s3store.Entry) entryLine {
 func printLsEntry(w io.Writer, e s3store.Entry, name string, human bool) error {
 	var err error
 	if e.Dir {
-		_, err = fmt.Fprintf(w, "%26s PRE %s\n", "", name)
+		_, err = fmt.Fprintf(w, "%26s PRE %s\n", "", printable(name))
 	} else {
-		_, err = fmt.Fprintf(w, "%s %10s %s\n", e.ModTime.Local().Format("2006-01-02 15:04:05"), sizeText(e.Size, human), name)
+		_, err = fmt.Fprintf(w, "%s %10s %s\n", e.ModTime.Local().Format("2006-01-02 15:04:05"), sizeText(e.Size, human), printable(name))
 	}
 	return err
 }

@@ -258,8 +258,8 @@ func (r *reporter) dryRun(res transfer.Result) {
 	}
 	switch {
 	case fetch:
-		fmt.Fprintf(r.out, "would fetch: %s (%d bytes)\n", res.Object.Key, res.Object.Size)
+		fmt.Fprintf(r.out, "would fetch: %s (%d bytes)\n", printable(res.Object.Key), res.Object.Size)
 	case res.Skipped != "":
-		fmt.Fprintf(r.out, "would skip: %s (%s)\n", res.Object.Key, res.Skipped)
+		fmt.Fprintf(r.out, "would skip: %s (%s)\n", printable(res.Object.Key), printable(res.Skipped))
 	}
 }

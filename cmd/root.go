@@ -170,8 +170,10 @@ func isUnknownCommand(err error) bool {
 		strings.Contains(s, "accepts") && strings.Contains(s, "arg(s)")
 }
 
+// oneLine makes s one printable line: runs of white space become one
+// space, other control characters are escaped (printable).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return printable(strings.Join(strings.Fields(s), " "))
 }
 
 // legacyArgs maps the original s3pd's form without a subcommand,

@@ -205,7 +205,7 @@ func (r *reporter) printFailures(w io.Writer) {
 	}
 	fmt.Fprintf(w, "failed: %d objects\n", t.failedCount)
 	for _, f := range t.failed {
-		fmt.Fprintf(w, "  %s: %s\n", f.key, f.reason)
+		fmt.Fprintf(w, "  %s: %s\n", printable(f.key), f.reason)
 	}
 	if more := t.failedCount - int64(len(t.failed)); more > 0 {
 		fmt.Fprintf(w, "  ... and %d more (--json lists every one)\n", more)

@@ -3,6 +3,7 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,7 +29,10 @@ type Entry struct {
 // Keys start with prefix as given, as the AWS CLI's ls lists them: "p"
 // lists "p/" (as a Dir) and "p.txt".
 func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emit func(Entry) error) error {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix)}
+	// Keys come URL-encoded: XML cannot carry every byte a key may hold
+	// (control characters are dropped or replaced), so a key with one
+	// would be listed under another name.
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix), EncodingType: types.EncodingTypeUrl}
 	if !recursive {
 		in.Delimiter = aws.String("/")
 	}
@@ -47,6 +51,9 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 		// S3 returns objects and prefixes in two lists, each in key
 		// order; merge them.
 		objs, dirs := page.Contents, page.CommonPrefixes
+		if err := decodeKeys(page); err != nil {
+			return fmt.Errorf("list s3://%s/%s: %w", s.Bucket, prefix, err)
+		}
 		for len(objs) > 0 || len(dirs) > 0 {
 			var e Entry
 			if len(dirs) == 0 || len(objs) > 0 && aws.ToString(objs[0].Key) < aws.ToString(dirs[0].Prefix) {
@@ -61,6 +68,29 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// decodeKeys decodes the keys and prefixes of a page listed with
+// EncodingType url (a server that ignores it sends them as they are).
+func decodeKeys(page *s3.ListObjectsV2Output) error {
+	if page.EncodingType != types.EncodingTypeUrl {
+		return nil
+	}
+	for i := range page.Contents {
+		k, err := url.QueryUnescape(aws.ToString(page.Contents[i].Key))
+		if err != nil {
+			return fmt.Errorf("a key is not URL-encoded: %w", err)
+		}
+		page.Contents[i].Key = aws.String(k)
+	}
+	for i := range page.CommonPrefixes {
+		k, err := url.QueryUnescape(aws.ToString(page.CommonPrefixes[i].Prefix))
+		if err != nil {
+			return fmt.Errorf("a prefix is not URL-encoded: %w", err)
+		}
+		page.CommonPrefixes[i].Prefix = aws.String(k)
 	}
 	return nil
 }

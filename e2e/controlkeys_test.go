@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// TestKeysWithControlCharactersPrintEscaped: a key may hold a newline or
+// an escape sequence; human output (--dry-run lines, ls, the failure
+// recap) shows it escaped, so it can neither print a fake line nor drive
+// the terminal.
+func TestKeysWithControlCharactersPrintEscaped(t *testing.T) {
+	const fake = "k/evil\nwould fetch: k/fake (1 bytes)"
+	const esc = "k/esc\x1b[2Jcleared"
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory,
+		Faults: s3emu.NewFaults(s3emu.Rule{Key: "k/*", Times: -1, Action: s3emu.Status{Code: 403}})})
+	s.put(t, fake, []byte("x"))
+	s.put(t, esc, []byte("y"))
+	s.put(t, "k/plain", []byte("z"))
+	check := func(what, out string, wantLines int, prefix string) {
+		t.Helper()
+		if strings.ContainsRune(out, '\x1b') {
+			t.Errorf("%s: a raw escape reached the output: %q", what, out)
+		}
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				n++
+			}
+		}
+		if n != wantLines {
+			t.Errorf("%s: %d lines start with %q, want %d:\n%s", what, n, prefix, wantLines, out)
+		}
+		if !strings.Contains(out, `k/evil\nwould fetch: k/fake`) || !strings.Contains(out, `k/esc\x1b[2Jcleared`) {
+			t.Errorf("%s: the keys are not shown escaped:\n%s", what, out)
+		}
+	}
+
+	r := run(t, nil, s.cmd("get", "--dry-run", s.url("k/"), t.TempDir())...)
+	if r.code != 0 {
+		t.Fatalf("--dry-run: exit %d\n%s", r.code, r.stderr)
+	}
+	check("--dry-run", r.stdout, 3, "would fetch: ")
+
+	r = run(t, nil, s.cmd("ls", "--recursive", s.url("k/"))...)
+	if r.code != 0 {
+		t.Fatalf("ls: exit %d\n%s", r.code, r.stderr)
+	}
+	check("ls", r.stdout, 3, "20") // each line starts with its date
+
+	r = run(t, nil, s.cmd("get", s.url("k/"), t.TempDir())...)
+	if r.code != 1 {
+		t.Fatalf("get with every GET denied: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	check("failure recap", r.stdout+r.stderr, 3, "  k/")
+}
