@@ -8,7 +8,7 @@
 # then runs the benchmarks of bench/bench_test.go COUNT times in turn
 # (each round runs every contender once more, so slow drifts of the
 # machine hit all of them alike), and summarises with benchstat, one
-# column per client. Results land in $OUT (default: a new directory under
+# column per client, and with bench/paired, the ratios paired by round. Results land in $OUT (default: a new directory under
 # /tmp), whose path it prints; docs/BENCHMARKS.md records a run.
 #
 # Settings (environment):
@@ -71,4 +71,8 @@ for b in Loopback RSS S3Like; do
 		cat "$OUT/$b-peers.benchstat"
 	fi
 done
+# Paired by round, with a bootstrap interval (bench/paired): the ratios
+# docs/BENCHMARKS.md reports.
+echo "== paired by round, against bare"
+go run ./bench/paired "$OUT/raw.txt" | tee "$OUT/paired.txt"
 echo "results in $OUT"
