@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -213,11 +214,55 @@ func (s *Source) Open(_ context.Context, obj *transfer.Object, off, n int64) (*t
 		f.Close()
 		return nil, transfer.Permanent(fmt.Errorf("%s: size %d, listed %d: %w", obj.Key, size, obj.Size, transfer.ErrModified))
 	}
+	if !obj.ModTime.IsZero() && !st.ModTime().Equal(obj.ModTime) {
+		f.Close()
+		return nil, transfer.Permanent(fmt.Errorf("%s: modified at %s, listed at %s: %w", obj.Key, st.ModTime().Format(time.RFC3339Nano), obj.ModTime.Format(time.RFC3339Nano), transfer.ErrModified))
+	}
 	if n < 0 || off+n > size {
 		n = max(size-off, 0)
 	}
-	fb := &FileBody{SectionReader: io.NewSectionReader(f, off, n), f: f, off: off}
+	fb := &FileBody{SectionReader: io.NewSectionReader(f, off, n), f: f, off: off, name: obj.Key, size: size, mtime: st.ModTime(), left: n}
 	return &transfer.Body{ReadCloser: fb, Off: off, Len: n, Size: size}, nil
+}
+
+// unchanged fails when the file's size or modification time differ from
+// those it had when the part was opened: a file rewritten while it is
+// read would give a mix of old and new bytes.
+func (b *FileBody) unchanged() error {
+	st, err := b.f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", b.name, unwrapPath(err))
+	}
+	if st.Size() != b.size || !st.ModTime().Equal(b.mtime) {
+		return transfer.Permanent(fmt.Errorf("%s changed while it was read (size %d, modified %s): %w",
+			b.name, st.Size(), st.ModTime().Format(time.RFC3339Nano), transfer.ErrModified))
+	}
+	return nil
+}
+
+// Seek moves within the section (an upload reads a part twice: for its
+// checksum, then to send it); the check runs again at the end.
+func (b *FileBody) Seek(offset int64, whence int) (int64, error) {
+	pos, err := b.SectionReader.Seek(offset, whence)
+	if err == nil {
+		b.left = b.SectionReader.Size() - pos
+	}
+	return pos, err
+}
+
+// Read reads the section; once its last byte is read it checks that the
+// file did not change meanwhile.
+func (b *FileBody) Read(p []byte) (int, error) {
+	n, err := b.SectionReader.Read(p)
+	if n > 0 {
+		b.left -= int64(n)
+		if b.left == 0 {
+			if cerr := b.unchanged(); cerr != nil {
+				return n, cerr
+			}
+		}
+	}
+	return n, err
 }
 
 // FileBody is the body of a section of a local file. It is seekable, so
@@ -227,6 +272,12 @@ type FileBody struct {
 	*io.SectionReader
 	f   *os.File
 	off int64
+	// What the file was when the part was opened, to tell that it
+	// changed while it was read.
+	name  string
+	size  int64
+	mtime time.Time
+	left  int64 // bytes of the section not yet read
 }
 
 // Close closes the file.

@@ -18,6 +18,11 @@ func statusError(err error) error {
 	if NoCredentials(err) {
 		return withCredentials(err)
 	}
+	if errors.Is(err, transfer.ErrModified) {
+		// The body the request was sending failed because its source
+		// changed: that is the error, and it is permanent.
+		return transfer.Permanent(err)
+	}
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) {
 		return err

@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// A source file rewritten in place while it is uploaded fails the upload:
+// no object of the old head and the new tail is completed. The upload is
+// slowed down (--max-bandwidth) so that the rewrite lands in the middle.
+func TestUploadOfAChangingFile(t *testing.T) {
+	needCopy(t)
+	const size = 12 << 20
+	old, fresh := randomBytes(11, size), randomBytes(12, size)
+	dir := writeFiles(t, t.TempDir(), map[string][]byte{"f": old})
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	done := make(chan result, 1)
+	go func() {
+		done <- run(t, nil, s.cmd("copy", "--max-bandwidth", "4MiB/s", "--partsize", "1MiB", "--multipart-threshold", "1MiB",
+			"--threads", "2", filepath.Join(dir, "f"), s.url("up/f"))...)
+	}()
+	time.Sleep(time.Second)
+	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(fresh, 0); err != nil { // in place: the size never changes
+		t.Fatal(err)
+	}
+	f.Close()
+	r := <-done
+	out, err := s.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String("up/f")})
+	if err == nil {
+		got, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		if !bytes.Equal(got, old) && !bytes.Equal(got, fresh) {
+			t.Fatalf("exit %d and an object that is neither the old file nor the new one", r.code)
+		}
+	}
+	if r.code == 0 {
+		t.Fatalf("exit 0 for a file rewritten during its upload\nstderr: %s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "changed while it was read") {
+		t.Errorf("stderr does not say the file changed: %s", r.stderr)
+	}
+	ups, err := s.client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(s.bucket)})
+	if err == nil && len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads left open", len(ups.Uploads))
+	}
+}
