@@ -87,6 +87,12 @@ func (e *Engine) startSampler() *sampler {
 		for {
 			select {
 			case <-t.C:
+				if time.Since(e.start)-prev.at < e.opts.SampleEvery/2 {
+					// A tick queued while the sampler was late: an
+					// interval this short would only be noise; the next
+					// one takes its time.
+					continue
+				}
 				now := e.read()
 				e.opts.OnSample(now.since(prev, e.gate.inFlightNow()))
 				prev = now
