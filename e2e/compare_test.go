@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestBenchRepeatAndCompare saves two runs of three rounds, one paced
-// five times slower per connection, and compares them: the slower one is
+// TestBenchRepeatAndCompare saves two runs of five rounds, one paced
+// ten times slower per connection, and compares them: the slower one is
 // worse in throughput, and only --fail-on-regression makes that exit 1.
 func TestBenchRepeatAndCompare(t *testing.T) {
 	dir := t.TempDir()
@@ -27,7 +27,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 		}
 		return path
 	}
-	fast, slow := save("fast.json", "40MB", "3"), save("slow.json", "8MB", "3")
+	fast, slow := save("fast.json", "40MB", "5"), save("slow.json", "4MB", "5")
 
 	r := run(t, nil, "bench", "compare", fast, slow)
 	if r.code != 0 {
@@ -42,7 +42,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 	if r = run(t, nil, "bench", "compare", "--fail-on-regression", slow, fast); r.code != 0 || !strings.Contains(r.stdout, "better") {
 		t.Fatalf("--fail-on-regression with a better B: exit %d, want 0 and better\n%s", r.code, r.stdout)
 	}
-	short := save("short.json", "8MB", "2")
+	short := save("short.json", "4MB", "2")
 	if r = run(t, nil, "bench", "compare", "--fail-on-regression", fast, short); r.code != 0 || !strings.Contains(r.stdout, "unknown") || strings.Contains(r.stdout, "worse") {
 		t.Fatalf("two rounds: exit %d, want 0 and unknown verdicts\n%s", r.code, r.stdout)
 	}

@@ -37,13 +37,13 @@ func jsonLines(t *testing.T, stdout string) map[string][]map[string]any {
 // sampling interval, which add up to the summary, and the summary
 // carries percentiles up to p99.9, CPU time and a verdict.
 func TestBenchIntervalsAndPercentiles(t *testing.T) {
-	r := run(t, nil, "bench", "--json", "--interval", "100ms", "--dataset", "big:3:24MiB", "--ttfb", "5ms", "--conn-rate", "40MB")
+	r := run(t, nil, "bench", "--json", "--interval", "50ms", "--dataset", "big:3:24MiB", "--ttfb", "5ms", "--conn-rate", "20MB")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	lines := jsonLines(t, r.stdout)
 	if len(lines["summary"]) != 1 || len(lines["interval"]) < 3 {
-		t.Fatalf("%d summaries and %d interval lines, want 1 and at least 3 (24 MiB objects at 40 MB/s per connection take over 300 ms)\n%s", len(lines["summary"]), len(lines["interval"]), r.stdout)
+		t.Fatalf("%d summaries and %d interval lines, want 1 and at least 3 (8 MiB parts at 20 MB/s per connection take over 400 ms)\n%s", len(lines["summary"]), len(lines["interval"]), r.stdout)
 	}
 	sum := lines["summary"][0]
 	var bytes, requests float64
