@@ -100,7 +100,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		if origins.Get("endpoint_url").Source != config.SourceDefault {
 			return usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
 		}
-		rate, err := config.ParseSize(opts.connRate)
+		rate, err := parseConnRate(opts.connRate)
 		if err != nil {
 			return usageErrorf("--conn-rate %q: %v", opts.connRate, err)
 		}
@@ -138,7 +138,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if cells != nil {
 		return runSweep(ctx, f, settings, u, cells, opts)
 	}
-	lanes, err := newLanes(ctx, settings, u.Bucket, f.TLS)
+	lanes, err := newLanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}

@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
@@ -48,18 +51,18 @@ discard backend keeps only their size, ETag and checksum. --ttfb and
 	}
 	fs := c.Flags()
 	fs.StringVar(&opts.listen, "listen", "127.0.0.1:9000", "address to listen on (port 0 picks a free port)")
-	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset (NAME:COUNT:SIZE,...)")
+	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset (NAME:COUNT:SIZE,...; KB, MB, GB are powers of 1024)")
 	fs.StringVar(&opts.backend, "backend", s3emu.BackendSynthetic, "synthetic, memory or discard")
 	fs.StringSliceVar(&opts.buckets, "bucket", nil, "extra bucket to create (repeatable)")
 	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", 0, "delay before each response")
-	fs.StringVar(&opts.connRate, "conn-rate", "0", "bytes per second per connection, e.g. 90MB (0: no cap)")
+	fs.StringVar(&opts.connRate, "conn-rate", "0", "bytes per second per connection: 90MB/s or 90MB (MB = MiB, as every size here), 720Mb/s in bits (0: no cap)")
 	fs.StringVar(&opts.faults, "faults", "", "file of fault rules to inject (text or JSON)")
 	fs.BoolVar(&opts.prepare, "prepare", false, "compute every synthetic ETag and checksum before serving")
 	return c
 }
 
 func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) error {
-	rate, err := s3emu.ParseSize(opts.connRate)
+	rate, err := parseConnRate(opts.connRate)
 	if err != nil {
 		return usageErrorf("--conn-rate: %v", err)
 	}
@@ -90,7 +93,8 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	}
 	endpoint, err := emu.Start(opts.listen)
 	if err != nil {
-		return err
+		// A port in use or an address not here: fix --listen.
+		return usageErrorf("--listen %s: %v", opts.listen, errors.Unwrap(err))
 	}
 	defer emu.Close()
 	out := f.IO.Out
@@ -105,4 +109,18 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected\n",
 		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected)
 	return nil
+}
+
+// parseConnRate reads --conn-rate: a rate as every rate setting reads it
+// (90MB/s, 720Mb/s), or a size per second with the "/s" left out (90MB).
+func parseConnRate(s string) (int64, error) {
+	if n, err := config.ParseRate(s); err == nil {
+		return n, nil
+	}
+	if !strings.HasSuffix(strings.TrimSpace(s), "/s") {
+		if n, err := config.ParseRate(strings.TrimSpace(s) + "/s"); err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("invalid rate %q: want bytes per second (90MB/s or 90MB, MB = MiB) or bits per second (720Mb/s)", s)
 }

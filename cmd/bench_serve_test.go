@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -121,5 +122,33 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Code != ExitUsage {
 			t.Errorf("bench serve %v: %v, want a usage error (exit 2)", args, err)
 		}
+	}
+}
+
+// A port in use is a usage error (exit 2) that names --listen.
+func TestBenchServePortTakenIsUsage(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var stderr strings.Builder
+	streams := &IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &stderr}
+	code := Execute(context.Background(), streams, "test", []string{"bench", "serve", "--listen", ln.Addr().String()})
+	if code != ExitUsage || !strings.Contains(stderr.String(), "--listen "+ln.Addr().String()) || !strings.Contains(stderr.String(), "address already in use") {
+		t.Errorf("exit %d, stderr %q; want 2 and a line naming --listen", code, stderr.String())
+	}
+}
+
+// --conn-rate reads units as every size and rate flag does: MB is MiB,
+// "/s" may be left out, a lower-case b is bits.
+func TestParseConnRate(t *testing.T) {
+	for in, want := range map[string]int64{"90MB/s": 90 << 20, "90MB": 90 << 20, "90MiB": 90 << 20, "720Mb/s": 90 << 20, "0": 0, "1024": 1024} {
+		if got, err := parseConnRate(in); err != nil || got != want {
+			t.Errorf("parseConnRate(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := parseConnRate("fast"); err == nil {
+		t.Error(`parseConnRate("fast") succeeded`)
 	}
 }

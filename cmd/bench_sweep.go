@@ -117,7 +117,7 @@ func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL,
 		cs.PartSize, cs.MultipartThreshold, cs.MaxConcurrentRequests = c.PartSize, c.PartSize, c.Requests
 		cs.Threads = min(s.Threads, c.Requests)
 		cs.Workers = (c.Requests + cs.Threads - 1) / cs.Threads
-		lanes, err := newLanes(cctx, cs, u.Bucket, f.TLS)
+		lanes, err := newLanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err
 		}

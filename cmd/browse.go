@@ -24,7 +24,7 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, bucket strin
 	if bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newLanes(ctx, settings, bucket, f.TLS)
+	lanes, err := newLanes(ctx, f, settings, bucket)
 	if err != nil {
 		return nil, startError(ctx, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +48,10 @@ type outputFlags struct {
 	route *route
 	// logJSON: --log-format json, so stderr carries JSON lines only
 	logJSON bool
+	// mustExist, when set, is the object a run must find: finding
+	// nothing is one failed object, whose error is missing.
+	mustExist *transfer.Object
+	missing   error
 	// embedded says the S3 server runs in this process (bench without a
 	// URL), so its memory is in the peak this process reports.
 	embedded bool
@@ -205,7 +208,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 	}
 
-	lanes, err := newLanes(ctx, settings, u.Bucket, f.TLS)
+	lanes, err := newLanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
@@ -276,18 +279,19 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		listed = newListedNames()
 		listing = listed
 	}
-	var counted countingObserver
+	if !u.Prefix && !single {
+		// s3://b/p named neither an object nor a prefix: a typo must
+		// not look like success; it is one failed object.
+		opts.output.mustExist = &transfer.Object{Key: strings.TrimSuffix(u.Key, "/"), Name: name, Size: -1}
+		opts.output.missing = &transfer.StatusError{Status: 404, Code: "NoSuchKey",
+			Message: fmt.Sprintf("%s: no object %q and nothing under %q", args[0], strings.TrimSuffix(u.Key, "/"), u.Key)}
+	}
 	sc := &scaleRun{}
 	if opts.scale.manifest != "" {
 		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, src)
 	}
 	sc.split(lanes[0].Source, spec, opts.rules.rules)
-	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, &counted, listing, sc)
-	if err == nil && !u.Prefix && !single && counted.n.Load() == 0 {
-		// s3://b/p named neither an object nor a prefix: a typo must
-		// not look like success.
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: no object %q and nothing under %q", args[0], strings.TrimSuffix(u.Key, "/"), u.Key)}
-	}
+	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, nil, listing, sc)
 	if listed == nil || err != nil {
 		return err
 	}
@@ -345,14 +349,6 @@ func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transf
 	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil, nil, nil)
 }
 
-// countingObserver counts the objects that reached a verdict.
-type countingObserver struct {
-	transfer.NopObserver
-	n atomic.Int64
-}
-
-func (c *countingObserver) ObjectDone(transfer.Result) { c.n.Add(1) }
-
 // runEngineObserved is runEngine with one more observer of the events
 // and of the listing, and what --shard and --manifest change (any of
 // them may be nil).
@@ -404,6 +400,10 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
 		return startError(ctx, err)
 	}
+	if out.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
+		rep.ObjectDone(transfer.Result{Object: *out.mustExist, Err: out.missing})
+		sum.Failed++
+	}
 	if shardReport != nil && shardReport.ListingHash == "" {
 		shardReport = nil // the listing did not complete
 	}
@@ -426,6 +426,10 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 func startError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &ExitError{Code: ExitInterrupted}
+	}
+	if code, _ := errorCode(err); code == codeNetwork {
+		// The endpoint could not be reached: not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return usageError(err)
 }

@@ -120,10 +120,11 @@ func errorCode(err error) (string, int) {
 		return codeInterrupted, 0
 	case s3store.NoCredentials(err):
 		return codeCredentials, 0
+	case errors.As(err, &pe):
+		// Before net.Error, which *fs.PathError satisfies.
+		return codeLocalIO, 0
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.As(err, &ne):
 		return codeNetwork, 0
-	case errors.As(err, &pe):
-		return codeLocalIO, 0
 	case errors.As(err, &ee) && ee.Code == ExitUsage:
 		return codeUsage, 0
 	}

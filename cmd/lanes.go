@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
@@ -14,13 +15,16 @@ import (
 // newLanes builds one S3 source per network card named by --nics (one in
 // all without it), each with its own HTTP client and connection pool.
 // Every client spreads its connections over all the addresses the
-// endpoint resolves to, and checks certificates as tls says.
-func newLanes(ctx context.Context, s config.Settings, bucket string, tls s3store.TLS) ([]transfer.Lane, error) {
+// endpoint resolves to, checks certificates as f.TLS says, and logs the
+// retries of listing and HEAD requests as they happen.
+func newLanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]transfer.Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer
 	}
-	lanes := []lane{{name: "default", dialer: &net.Dialer{}}}
+	// A connection that cannot be made in 10 s fails, rather than waiting
+	// for the kernel's two minutes of SYN retries.
+	lanes := []lane{{name: "default", dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}}
 	if len(s.NICs) > 0 {
 		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
 		if err != nil {
@@ -33,7 +37,7 @@ func newLanes(ctx context.Context, s config.Settings, bucket string, tls s3store
 	}
 	copts := s3store.ClientOptions{
 		Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, TLS: tls,
+		NoSignRequest: s.NoSignRequest, TLS: f.TLS, OnRetry: f.logRetry,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
 	var out []transfer.Lane
@@ -44,7 +48,9 @@ func newLanes(ctx context.Context, s config.Settings, bucket string, tls s3store
 			return nil, err
 		}
 		copts.Region = client.Options().Region // detected once
-		out = append(out, transfer.Lane{Name: l.name, Source: s3store.NewSource(client, bucket)})
+		src := s3store.NewSource(client, bucket)
+		src.OnRetry = f.logListRetry
+		out = append(out, transfer.Lane{Name: l.name, Source: src})
 	}
 	return out, nil
 }

@@ -44,3 +44,18 @@ func (f *Factory) startLogger(s config.Settings) error {
 	}
 	return nil
 }
+
+// logRetry logs a retried listing, HEAD or upload request as it happens,
+// with the reason, so a wait is never silent.
+func (f *Factory) logRetry(attempt int, err error) {
+	if f.Logger != nil {
+		f.Logger.Info("retrying S3 request", zap.Int("attempt", attempt+1), zap.String("reason", oneLine(err.Error())))
+	}
+}
+
+// logListRetry logs a listing page asked again, as it happens.
+func (f *Factory) logListRetry(attempt int, err error) {
+	if f.Logger != nil {
+		f.Logger.Info("retrying listing page", zap.Int("attempt", attempt+1), zap.String("reason", oneLine(err.Error())))
+	}
+}

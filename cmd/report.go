@@ -115,6 +115,8 @@ func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 // most one a second, with the count so far, so a storm stays readable.
 func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	n := r.retries.Add(1)
+	reason := oneLine(err.Error())
+	r.log.Debug("retry", zap.String("key", o.Key), zap.Int64("offset", off), zap.String("reason", reason))
 	r.mu.Lock()
 	now := time.Now()
 	loud := now.Sub(r.lastRetry) >= time.Second
@@ -122,12 +124,10 @@ func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 		r.lastRetry = now
 	}
 	r.mu.Unlock()
-	level := zap.DebugLevel
 	if loud {
-		level = zap.InfoLevel
+		r.log.Info("retrying", zap.String("key", o.Key), zap.Int64("offset", off),
+			zap.String("reason", reason), zap.Int64("retries_so_far", n))
 	}
-	r.log.Log(level, "retrying", zap.String("key", o.Key), zap.Int64("offset", off),
-		zap.String("reason", oneLine(err.Error())), zap.Int64("retries_so_far", n))
 }
 
 // tally is what the reporter counts of the objects' outcomes, for the

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -177,6 +178,9 @@ func (s *Sink) probe() error {
 	f.Close()
 	return s.root.Remove(name)
 }
+
+// Destination is the path at which the object named name lands.
+func (s *Sink) Destination(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
 
 // Close releases the lock, removes the work folder if nothing is left in
 // it for a later run, and releases the root.

@@ -139,9 +139,9 @@ func (d Dataset) Lookup(key string) (size int64, ok bool) {
 }
 
 // ParseSize parses a byte count: a plain integer, or one followed by a
-// unit. B, KB, MB, GB and TB are powers of 1000; KiB, MiB, GiB and TiB, and
-// the single letters K, M, G and T, are powers of 1024. Units are case
-// insensitive ("16mib" is 16 MiB).
+// unit. KB, MB, GB and TB, KiB, MiB, GiB and TiB, and the single letters
+// K, M, G and T are all powers of 1024, as the AWS CLI and every s3pd
+// flag read them. Units are case insensitive ("16mb" is 16 MiB).
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
@@ -171,10 +171,10 @@ func ParseSize(s string) (int64, error) {
 
 var sizeUnits = map[string]int64{
 	"": 1, "b": 1,
-	"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
-	"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-	"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-	"t": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+	"k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10,
+	"m": 1 << 20, "mib": 1 << 20, "mb": 1 << 20,
+	"g": 1 << 30, "gib": 1 << 30, "gb": 1 << 30,
+	"t": 1 << 40, "tib": 1 << 40, "tb": 1 << 40,
 }
 
 // keyIter walks a dataset's keys in lexical order without materialising

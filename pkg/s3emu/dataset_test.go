@@ -16,8 +16,8 @@ func TestParseSize(t *testing.T) {
 		{in: "64KiB", want: 64 << 10},
 		{in: "1MiB", want: 1 << 20},
 		{in: "4GiB", want: 4 << 30},
-		{in: "16MB", want: 16_000_000},
-		{in: "90mb", want: 90_000_000},
+		{in: "16MB", want: 16 << 20}, // as the AWS CLI reads it
+		{in: "90mb", want: 90 << 20},
 		{in: "16M", want: 16 << 20},
 		{in: "1.5KiB", want: 1536},
 		{in: "7B", want: 7},

@@ -36,6 +36,9 @@ type ClientOptions struct {
 	// Conns is the number of connections to keep per host (the
 	// concurrency), so the pool does not churn.
 	Conns int
+	// OnRetry, when set, is called before the SDK retries a listing, HEAD
+	// or upload request, with the attempt that failed (1-based) and why.
+	OnRetry func(attempt int, err error)
 	// DialContext, when set, dials every connection (per-NIC binding,
 	// spreading over the endpoint's addresses).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -142,10 +145,15 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 		// Listing, HEAD and uploads go through the SDK: ten attempts,
 		// and no shared retry token bucket, which empties at high
 		// fan-out and then fails work that would have succeeded.
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		// A connection that cannot be made (refused, no such host,
+		// timed out) fails at once with a clear error rather than after
+		// ten silent attempts; waits are capped at 5 s.
+		o.Retryer = reportingRetryer{retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 10
+			so.MaxBackoff = 5 * time.Second
 			so.RateLimiter = ratelimit.None
-		})
+			so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial)}, so.Retryables...)
+		}), opts.OnRetry}
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
@@ -167,4 +175,33 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 		}
 	}
 	return s3.NewFromConfig(cfg, configure), nil
+}
+
+// reportingRetryer calls onRetry before each retry.
+type reportingRetryer struct {
+	aws.RetryerV2
+	onRetry func(attempt int, err error)
+}
+
+func (r reportingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	if r.onRetry != nil {
+		r.onRetry(attempt, err)
+	}
+	return r.RetryerV2.RetryDelay(attempt, err)
+}
+
+// noRetryOnDial says that an error connecting is not retried.
+func noRetryOnDial(err error) aws.Ternary {
+	if dialFailed(err) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
+
+// dialFailed reports whether err is a failure to connect: refused, no
+// such host, or a connect timeout.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
 }

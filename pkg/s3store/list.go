@@ -41,8 +41,9 @@ type listing struct {
 	prefix   string
 	pageSize int32
 	stall    time.Duration // a page silent this long is asked again (0: never)
-	buf      bytes.Buffer  // the page being read, reused
-	page     listPage      // the page last parsed, reused
+	onRetry  func(attempt int, err error)
+	buf      bytes.Buffer // the page being read, reused
+	page     listPage     // the page last parsed, reused
 }
 
 // listBackoff paces the tries of one page: ten, as the SDK's retryer made.
@@ -67,7 +68,21 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	// S3 signs spaces as %20; Encode writes them as "+" (a literal
 	// plus is %2B, so every "+" here is a space).
 	u := l.get.bucketURL() + "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
-	if err := listBackoff.Retry(ctx, func() error { return l.fetch(ctx, u) }); err != nil {
+	attempt := 0
+	err := listBackoff.Retry(ctx, func() error {
+		attempt++
+		err := l.fetch(ctx, u)
+		switch {
+		case err == nil:
+		case token == "" && dialFailed(err):
+			// The endpoint cannot be reached at all: say so now.
+			return transfer.Permanent(err)
+		case l.onRetry != nil && transfer.Retriable(err) && attempt < listBackoff.MaxAttempts:
+			l.onRetry(attempt, err)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &l.page, nil

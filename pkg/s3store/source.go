@@ -44,6 +44,9 @@ type Source struct {
 	// StallTimeout bounds the wait for response headers and the silences
 	// within a listing page (0: no bound but the transport's).
 	StallTimeout time.Duration
+	// OnRetry, when set, is called before a listing page is asked again,
+	// with the attempt that failed (1-based) and why.
+	OnRetry func(attempt int, err error)
 
 	resolved *transfer.Object // the single object, as Resolve found it
 }
@@ -79,7 +82,7 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 	if s.Key != "" {
 		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
 	}
-	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout}
+	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
 	token, last := "", ""
 	seen := map[string]struct{}{}   // continuation tokens
 	inPage := map[string]struct{}{} // keys of this page, and the last of the one before
