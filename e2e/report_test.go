@@ -41,7 +41,9 @@ func TestBenchIntervalsAndPercentiles(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	lines := jsonLines(t, r.stdout)
+	// Every field is one docs/JSON.md lists, with the ones it says are
+	// always there.
+	lines := checkLines(t, jsonSpec(t), r.stdout)
 	if len(lines["summary"]) != 1 || len(lines["interval"]) < 3 {
 		t.Fatalf("%d summaries and %d interval lines, want 1 and at least 3 (8 MiB parts at 20 MB/s per connection take over 400 ms)\n%s", len(lines["summary"]), len(lines["interval"]), r.stdout)
 	}
