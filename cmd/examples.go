@@ -25,6 +25,11 @@ var examples = map[string]string{
   s3pd bench --nics eth0,eth1 s3://my-bucket/models/`,
 	"s3pd bench serve": `  s3pd bench serve --listen 127.0.0.1:9000 --dataset model:4:64MiB
   s3pd bench serve --backend memory --bucket uploads --faults faults.txt`,
+	"s3pd bench compare": `  s3pd bench --repeat 5 --json > before.json
+  s3pd bench --repeat 5 --json > after.json
+  s3pd bench compare --fail-on-regression before.json after.json`,
+	"s3pd bench disk": `  s3pd bench disk /striped
+  s3pd bench disk --files 8 --file-size 1GiB --network-rate 12.5GB --json /data`,
 	"s3pd nics": `  s3pd nics
   s3pd nics --json`,
 	"s3pd config": `  s3pd config show
