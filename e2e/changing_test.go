@@ -20,7 +20,6 @@ import (
 // no object of the old head and the new tail is completed. The upload is
 // slowed down (--max-bandwidth) so that the rewrite lands in the middle.
 func TestUploadOfAChangingFile(t *testing.T) {
-	needCopy(t)
 	const size = 12 << 20
 	old, fresh := randomBytes(11, size), randomBytes(12, size)
 	dir := writeFiles(t, t.TempDir(), map[string][]byte{"f": old})

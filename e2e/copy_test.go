@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,15 +12,6 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
-
-// needCopy skips when the binary does not register the copy command yet.
-func needCopy(t *testing.T) {
-	t.Helper()
-	out, _ := exec.Command(bin, "copy", "--help").CombinedOutput()
-	if !strings.Contains(string(out), "copy [flags] SRC DEST") {
-		t.Skip("the s3pd binary has no copy command registered")
-	}
-}
 
 // writeFiles creates files under dir and returns dir.
 func writeFiles(t *testing.T, dir string, files map[string][]byte) string {
@@ -42,7 +32,6 @@ func writeFiles(t *testing.T, dir string, files map[string][]byte) string {
 // local to S3, S3 to S3 and S3 to local, and checks every byte of every
 // copy, with parts of exactly the part size and one byte more.
 func TestCopyBinaryEveryDirection(t *testing.T) {
-	needCopy(t)
 	want := map[string][]byte{
 		"empty":          {},
 		"one":            {42},
@@ -88,7 +77,6 @@ func TestCopyBinaryEveryDirection(t *testing.T) {
 }
 
 func TestCopyBinaryBadInput(t *testing.T) {
-	needCopy(t)
 	src := writeFiles(t, t.TempDir(), map[string][]byte{"f": []byte("x")})
 	for _, args := range [][]string{
 		{"copy", src, src},

@@ -13,7 +13,7 @@ import (
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount (CI runs as root)")
+		unavailable(t, "needs root to mount (CI runs as root)")
 	}
 }
 
@@ -21,7 +21,7 @@ func needRoot(t *testing.T) {
 func mount(t *testing.T, target string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("mount", append(args, target)...).CombinedOutput(); err != nil {
-		t.Skipf("mount %v %s: %v: %s", args, target, err, out)
+		unavailable(t, "mount %v %s: %v: %s", args, target, err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", target).Run() })
 }
@@ -33,7 +33,7 @@ func TestGetUnwritableDest(t *testing.T) {
 	dir := t.TempDir()
 	mount(t, dir, "--bind", dir)
 	if out, err := exec.Command("mount", "-o", "remount,bind,ro", dir).CombinedOutput(); err != nil {
-		t.Skipf("remount read-only: %v: %s", err, out)
+		unavailable(t, "remount read-only: %v: %s", err, out)
 	}
 	for _, dest := range []string{dir, filepath.Join(dir, "sub")} {
 		r := run(t, nil, s.cmd("get", s.url("p/"), dest)...)
