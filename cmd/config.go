@@ -69,11 +69,14 @@ type shownConfig struct {
 	AWSConfigFile string         `json:"aws_config_file"`
 	Preset        string         `json:"preset,omitempty"`
 	ConfigFile    string         `json:"config_file,omitempty"`
-	Settings      []shownSetting `json:"settings"`
+	// Credentials says where requests' credentials come from.
+	Credentials shownCredentials `json:"credentials"`
+	Settings    []shownSetting   `json:"settings"`
 }
 
-func showConfig(l *loaded) shownConfig {
-	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile}
+func showConfig(f *Factory, l *loaded) shownConfig {
+	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile,
+		Credentials: credentialSource(f.Getenv, l)}
 	for _, name := range config.Names() {
 		or := l.origins.Get(name)
 		value, text := l.settings.Value(name), l.settings.Format(name)
@@ -93,11 +96,11 @@ func showConfig(l *loaded) shownConfig {
 func writeConfigJSON(f *Factory, l *loaded) error {
 	enc := json.NewEncoder(f.IO.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(showConfig(l))
+	return enc.Encode(showConfig(f, l))
 }
 
 func writeConfigText(f *Factory, l *loaded) error {
-	sc := showConfig(l)
+	sc := showConfig(f, l)
 	out := f.IO.Out
 	fmt.Fprintf(out, "profile: %s (%s)\n", sc.Profile, l.origins.Get("profile"))
 	fmt.Fprintf(out, "aws config file: %s\n", sc.AWSConfigFile)
@@ -107,6 +110,27 @@ func writeConfigText(f *Factory, l *loaded) error {
 	if sc.ConfigFile != "" {
 		fmt.Fprintf(out, "config file: %s\n", sc.ConfigFile)
 	}
+	// Where requests go and as whom, as `aws configure list` says it.
+	if l.settings.Region != "" {
+		fmt.Fprintf(out, "region: %s (%s)\n", l.settings.Region, l.origins.Get("region"))
+	} else {
+		fmt.Fprintln(out, "region: not set: detected from the bucket")
+	}
+	if ep := l.settings.EndpointURL; ep != "" {
+		ep, _ = config.RedactURL(ep)
+		fmt.Fprintf(out, "endpoint: %s (%s)\n", ep, l.origins.Get("endpoint_url"))
+	} else {
+		fmt.Fprintln(out, "endpoint: AWS (default)")
+	}
+	c := sc.Credentials
+	creds := c.Source
+	if c.Location != "" {
+		creds += " (" + c.Location + ")"
+	}
+	if c.AccessKey != "" {
+		creds += ", access key " + c.AccessKey
+	}
+	fmt.Fprintf(out, "credentials: %s\n", creds)
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SETTING\tVALUE\tORIGIN")

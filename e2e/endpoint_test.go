@@ -57,3 +57,37 @@ func TestEndpointFromAWSEnvironmentAndProfile(t *testing.T) {
 		})
 	}
 }
+
+// config show says, as `aws configure list` does, the region, the
+// endpoint and where the credentials come from, with the key masked.
+func TestConfigShowListsRegionEndpointCredentials(t *testing.T) {
+	home := t.TempDir()
+	creds := filepath.Join(home, "creds")
+	if err := os.WriteFile(creds, []byte("[default]\naws_access_key_id = AKIAFROMFILE1234\naws_secret_access_key = s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		env  []string
+		args []string
+		want []string
+	}{
+		{[]string{"AWS_REGION=eu-west-3", "AWS_ENDPOINT_URL=http://127.0.0.1:9"}, nil, []string{
+			"region: eu-west-3 (env AWS_REGION)", "endpoint: http://127.0.0.1:9 (env AWS_ENDPOINT_URL)",
+			"credentials: env (AWS_ACCESS_KEY_ID), access key ****"}},
+		{[]string{"AWS_ACCESS_KEY_ID=", "AWS_SHARED_CREDENTIALS_FILE=" + creds}, nil, []string{
+			"region: not set: detected from the bucket", "endpoint: AWS (default)",
+			"credentials: shared-credentials-file (" + creds + "), access key ****************1234"}},
+		{nil, []string{"--no-sign-request"}, []string{"credentials: none (--no-sign-request)"}},
+	}
+	for _, tt := range tests {
+		r := run(t, tt.env, append([]string{"config", "show"}, tt.args...)...)
+		for _, w := range tt.want {
+			if r.code != 0 || !strings.Contains(r.stdout, w+"\n") {
+				t.Errorf("env %v: config show lacks %q:\n%s%s", tt.env, w, r.stdout, r.stderr)
+			}
+		}
+		if strings.Contains(r.stdout, "AKIAFROMFILE") {
+			t.Errorf("the access key is shown unmasked")
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package cmd
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/s3pd/s3pd/pkg/config"
+)
+
+// shownCredentials says where requests' credentials come from, as `aws
+// configure list` does, without asking any service.
+type shownCredentials struct {
+	// Source is none, env, shared-credentials-file, config-file,
+	// assume-role, sso, process, web-identity, container-role or
+	// iam-role.
+	Source string `json:"source"`
+	// Location is the variable or file, when there is one.
+	Location string `json:"location,omitempty"`
+	// AccessKey is the access key ID with all but its last 4 characters
+	// masked, when it is known without a request.
+	AccessKey string `json:"access_key,omitempty"`
+}
+
+// credentialSource finds the credentials the AWS SDK would use, in its
+// order: the environment, then the profile (role, SSO, process, keys in
+// the credentials file or the config file), then the container or the
+// instance role.
+func credentialSource(getenv func(string) string, l *loaded) shownCredentials {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if l.settings.NoSignRequest {
+		return shownCredentials{Source: "none", Location: "--no-sign-request"}
+	}
+	if id := getenv("AWS_ACCESS_KEY_ID"); id != "" && getenv("AWS_SECRET_ACCESS_KEY") != "" {
+		return shownCredentials{Source: "env", Location: "AWS_ACCESS_KEY_ID", AccessKey: mask(id)}
+	}
+	if f := getenv("AWS_WEB_IDENTITY_TOKEN_FILE"); f != "" {
+		return shownCredentials{Source: "web-identity", Location: "AWS_WEB_IDENTITY_TOKEN_FILE"}
+	}
+	cfg, _ := config.ReadAWSConfig(l.awsConfigFile, false)
+	credFile := getenv("AWS_SHARED_CREDENTIALS_FILE")
+	if credFile == "" {
+		credFile = filepath.Join(getenv("HOME"), ".aws", "credentials")
+	}
+	creds, _ := config.ReadAWSConfig(credFile, true)
+	has := func(c *config.AWSConfig, key string) (string, bool) {
+		if c == nil {
+			return "", false
+		}
+		v, ok := c.Get(l.profile, key)
+		return v, ok && v != ""
+	}
+	for _, k := range []struct{ key, source string }{
+		{"role_arn", "assume-role"}, {"sso_session", "sso"}, {"sso_start_url", "sso"},
+		{"credential_process", "process"}, {"web_identity_token_file", "web-identity"},
+	} {
+		if _, ok := has(cfg, k.key); ok {
+			return shownCredentials{Source: k.source, Location: l.awsConfigFile}
+		}
+	}
+	if id, ok := has(creds, "aws_access_key_id"); ok {
+		return shownCredentials{Source: "shared-credentials-file", Location: credFile, AccessKey: mask(id)}
+	}
+	if id, ok := has(cfg, "aws_access_key_id"); ok {
+		return shownCredentials{Source: "config-file", Location: l.awsConfigFile, AccessKey: mask(id)}
+	}
+	if getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "" || getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "" {
+		return shownCredentials{Source: "container-role"}
+	}
+	if isTrue(getenv("AWS_EC2_METADATA_DISABLED")) {
+		return shownCredentials{Source: "none"}
+	}
+	return shownCredentials{Source: "iam-role", Location: "instance metadata, if this is an EC2 instance"}
+}
+
+// mask hides all but the last 4 characters, as `aws configure list`.
+func mask(id string) string {
+	if len(id) <= 4 {
+		return "****"
+	}
+	return "****************" + id[len(id)-4:]
+}
