@@ -65,10 +65,10 @@ type shownSetting struct {
 
 // shownConfig is the document `config show --json` prints.
 type shownConfig struct {
-	Profile       string         `json:"profile"`
-	AWSConfigFile string         `json:"aws_config_file"`
-	Preset        string         `json:"preset,omitempty"`
-	ConfigFile    string         `json:"config_file,omitempty"`
+	Profile       string `json:"profile"`
+	AWSConfigFile string `json:"aws_config_file"`
+	Preset        string `json:"preset,omitempty"`
+	ConfigFile    string `json:"config_file,omitempty"`
 	// Credentials says where requests' credentials come from.
 	Credentials shownCredentials `json:"credentials"`
 	Settings    []shownSetting   `json:"settings"`
