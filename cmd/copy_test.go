@@ -200,15 +200,7 @@ func TestCopyUnreadable(t *testing.T) {
 // emu starts an in-memory emulator with buckets b-1 and b-2.
 func emu(t *testing.T) (string, *s3.Client) {
 	t.Helper()
-	srv, err := s3emu.New(s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{"b-1", "b-2"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	ep := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{"b-1", "b-2"}}).URL
 	return ep, s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ep), UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
 }

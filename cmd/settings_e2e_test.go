@@ -41,15 +41,8 @@ func TestAWSConfigChunksizeReachesEmulator(t *testing.T) {
 					t.Setenv(name, "")
 				}
 			}
-			emu, err := s3emu.New(s3emu.Options{Dataset: "obj:1:12MiB", LogRequests: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			url, err := emu.Start("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer emu.Close()
+			emu := s3emu.NewTestServer(t, s3emu.Options{Dataset: "obj:1:12MiB", LogRequests: true})
+			url := emu.URL
 
 			f := e.factory()
 			f.Getenv = os.Getenv

@@ -115,16 +115,8 @@ func newClient(t *testing.T, endpoint string) *s3.Client {
 // emuStore starts the emulator in-process on loopback.
 func emuStore(t *testing.T, opts s3emu.Options) *store {
 	t.Helper()
-	srv, err := s3emu.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return &store{name: "emulator", endpoint: endpoint, bucket: s3emu.DefaultBucket, client: newClient(t, endpoint), emu: srv}
+	ts := s3emu.NewTestServer(t, opts)
+	return &store{name: "emulator", endpoint: ts.URL, bucket: s3emu.DefaultBucket, client: newClient(t, ts.URL), emu: ts.Server}
 }
 
 // unavailable skips t for want of something on this machine, but fails

@@ -20,16 +20,7 @@ import (
 // startEmulator serves dataset on loopback until the test ends.
 func startEmulator(t *testing.T, dataset string) string {
 	t.Helper()
-	srv, err := s3emu.New(s3emu.Options{Dataset: dataset})
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return endpoint
+	return s3emu.NewTestServer(t, s3emu.Options{Dataset: dataset}).URL
 }
 
 func newClient(endpoint string) *Client {

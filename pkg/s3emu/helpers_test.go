@@ -18,20 +18,8 @@ import (
 // start runs an emulator on loopback for the test.
 func start(t testing.TB, opts Options) (*Server, string) {
 	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ep, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s, ep
+	ts := NewTestServer(t, opts)
+	return ts.Server, ts.URL
 }
 
 // client returns an anonymous path-style S3 client for endpoint, without

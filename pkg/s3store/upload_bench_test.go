@@ -49,16 +49,7 @@ func BenchmarkUpload(b *testing.B) {
 		}
 		f.Close()
 	}
-	srv, err := s3emu.New(s3emu.Options{Backend: s3emu.BackendDiscard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ep, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	c := testClient(ep)
+	c := testClient(s3emu.NewTestServer(b, s3emu.Options{Backend: s3emu.BackendDiscard}).URL)
 
 	b.Run("tool=s3pd", func(b *testing.B) {
 		b.SetBytes(size)

@@ -28,16 +28,8 @@ const testBucket = "dst"
 // "src", and returns a client for it.
 func emulator(t testing.TB) (*s3emu.Server, *s3.Client) {
 	t.Helper()
-	srv, err := s3emu.New(s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{testBucket, "src"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv, testClient(ep)
+	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{testBucket, "src"}})
+	return ts.Server, testClient(ts.URL)
 }
 
 func testClient(endpoint string) *s3.Client {
