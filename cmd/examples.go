@@ -22,7 +22,9 @@ var examples = map[string]string{
   s3pd cp --no-follow-symlinks /data/tree /backup/tree`,
 	"s3pd bench": `  s3pd bench
   s3pd bench --dataset big:4:1GiB --conn-rate 0 --json
-  s3pd bench --nics eth0,eth1 s3://my-bucket/models/`,
+  s3pd bench --nics eth0,eth1 s3://my-bucket/models/
+  s3pd bench --report run.html --interval 500ms s3://my-bucket/models/
+  s3pd bench --sweep --save-preset lab s3://my-bucket/sample/   # then: s3pd get --preset lab ...`,
 	"s3pd bench serve": `  s3pd bench serve --listen 127.0.0.1:9000 --dataset model:4:64MiB
   s3pd bench serve --backend memory --bucket uploads --faults faults.txt`,
 	"s3pd bench compare": `  s3pd bench --repeat 5 --json > before.json
