@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
@@ -249,4 +254,27 @@ func TestVerifyExistingRepairsDamagedFiles(t *testing.T) {
 		t.Errorf("no object was reported verified at its final name:\n%s", r.stdout)
 	}
 	tree(t, dest)
+}
+
+// TestUploadSizelessFile: a /proc file reports size 0; its upload holds
+// what reading it gives.
+func TestUploadSizelessFile(t *testing.T) {
+	needCopy(t)
+	want, err := os.ReadFile("/proc/version")
+	if st, _ := os.Stat("/proc/version"); err != nil || len(want) == 0 || st.Size() != 0 {
+		t.Skip("no size-0 /proc/version here")
+	}
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	if r := run(t, nil, s.cmd("copy", "/proc/version", s.url("pv"))...); r.code != 0 {
+		t.Fatalf("copy: exit %d\n%s", r.code, r.stderr)
+	}
+	out, err := s.client.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String("pv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if string(got) != string(want) {
+		t.Errorf("uploaded %q, want %q", got, want)
+	}
 }

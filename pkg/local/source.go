@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -117,8 +120,48 @@ func idOf(st fs.FileInfo) fileID {
 }
 
 func object(key, name string, st fs.FileInfo) transfer.Object {
-	return transfer.Object{Key: key, Name: name, Size: st.Size(), ModTime: st.ModTime()}
+	size := st.Size()
+	if size == 0 && sizeless(key) {
+		size = -1 // read to the end to learn it
+	}
+	return transfer.Object{Key: key, Name: name, Size: size, ModTime: st.ModTime()}
 }
+
+// sizeless reports whether the zero-size file p lives on a file system
+// that stores nothing (no blocks: procfs, sysfs, debugfs, ...), whose
+// files report size 0 whatever they hold when read.
+func sizeless(p string) bool {
+	var fs unix.Statfs_t
+	return unix.Statfs(p, &fs) == nil && fs.Blocks == 0
+}
+
+// maxSizeless bounds what is read of a file whose size is unknown.
+const maxSizeless = 64 << 20
+
+// openSizeless reads all of a file that reports no size and returns a
+// body over bytes [off, off+n) of what it held (n < 0: to the end).
+func openSizeless(f *os.File, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSizeless+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", obj.Key, unwrapPath(err))
+	}
+	if len(data) > maxSizeless {
+		return nil, transfer.Permanent(fmt.Errorf("%s reports size 0 but holds more than %d bytes", obj.Key, maxSizeless))
+	}
+	size := int64(len(data))
+	off = min(off, size)
+	if n < 0 || off+n > size {
+		n = size - off
+	}
+	return &transfer.Body{ReadCloser: memBody{bytes.NewReader(data[off : off+n])}, Off: off, Len: n, Size: size}, nil
+}
+
+// memBody is a seekable body held in memory.
+type memBody struct{ *bytes.Reader }
+
+// Close implements io.Closer.
+func (memBody) Close() error { return nil }
 
 // walkBatch is how many directory entries are read at a time.
 const walkBatch = 512
@@ -210,6 +253,15 @@ func (s *Source) Open(_ context.Context, obj *transfer.Object, off, n int64) (*t
 		return nil, fmt.Errorf("stat %s: %w", obj.Key, unwrapPath(err))
 	}
 	size := st.Size()
+	if size == 0 && obj.Size != 0 {
+		// Listed without a size (or with the size its first read
+		// found): the file's contents are what reading it gives.
+		b, err := openSizeless(f, obj, off, n)
+		if err == nil && obj.Size >= 0 && b.Size != obj.Size {
+			return nil, transfer.Permanent(fmt.Errorf("%s: read %d bytes, first read %d: %w", obj.Key, b.Size, obj.Size, transfer.ErrModified))
+		}
+		return b, err
+	}
 	if obj.Size >= 0 && size != obj.Size {
 		f.Close()
 		return nil, transfer.Permanent(fmt.Errorf("%s: size %d, listed %d: %w", obj.Key, size, obj.Size, transfer.ErrModified))

@@ -172,3 +172,41 @@ func TestSourceSingleAndOpen(t *testing.T) {
 		t.Errorf("Open of a changed file: got %v, want ErrModified", err)
 	}
 }
+
+// TestCopySizelessFiles: files on a file system that stores nothing
+// (procfs) report size 0; they are copied with what reading them gives.
+func TestCopySizelessFiles(t *testing.T) {
+	want, err := os.ReadFile("/proc/version")
+	if err != nil || len(want) == 0 {
+		t.Skip("no /proc/version here")
+	}
+	if st, _ := os.Stat("/proc/version"); st.Size() != 0 {
+		t.Skip("/proc/version reports its size here")
+	}
+	for _, kernel := range []bool{true, false} {
+		dst := t.TempDir()
+		s, err := NewSource("/proc/version", SourceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := NewSink(dst, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := NewCopySink(sk)
+		cs.noKernel.Store(!kernel)
+		eng, err := transfer.New([]transfer.Lane{{Name: "local", Source: s}}, cs, transfer.Options{PartSize: 16, Threshold: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := eng.Run(context.Background())
+		sk.Close()
+		if err != nil || sum.Objects != 1 {
+			t.Fatalf("Run: %v, %+v", err, sum)
+		}
+		got, _ := os.ReadFile(filepath.Join(dst, "version"))
+		if string(got) != string(want) {
+			t.Errorf("copy of /proc/version: %q, want %q", got, want)
+		}
+	}
+}
