@@ -78,9 +78,64 @@ func (f *copyFile) WritePart(ctx context.Context, off, n int64, body *transfer.B
 		return f.stream(ctx, off, n, body, progress)
 	}
 	src, soff := fb.File()
+	return f.sparse(ctx, src, soff, off, n, progress)
+}
+
+// sparse copies bytes [soff, soff+n) of src to the file at doff, data
+// segment by data segment (SEEK_DATA, SEEK_HOLE): holes are not written,
+// so a sparse source stays sparse where the file systems allow. Holes
+// count as moved for progress.
+func (f *copyFile) sparse(ctx context.Context, src *os.File, soff, doff, n int64, progress func(int64)) (int64, error) {
+	fd := int(src.Fd())
+	end := soff + n
+	var done int64
+	for pos := soff; pos < end; {
+		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			data = end // a hole to the end of the file
+		} else if err != nil {
+			data = pos // no SEEK_DATA here: all data
+		}
+		data = min(data, end)
+		hole := end
+		if data < end {
+			if h, err := unix.Seek(fd, data, unix.SEEK_HOLE); err == nil {
+				hole = min(h, end)
+			}
+		}
+		if data > pos {
+			progress(data - pos)
+			done += data - pos
+		}
+		if hole > data {
+			k, err := f.copyData(ctx, src, data, doff+(data-soff), hole-data, progress)
+			done += k
+			if err != nil {
+				return done, err
+			}
+		}
+		pos = hole
+	}
+	// A hole "to the end" of a file that shrank meanwhile is no hole.
+	if st, err := src.Stat(); err != nil || st.Size() < end {
+		return done, transfer.Permanent(fmt.Errorf("%s ended before %d: %w", src.Name(), end, transfer.ErrModified))
+	}
+	// A file written in one part was not sized first: a trailing hole
+	// must still count in its size.
+	if st, err := f.File.Stat(); err == nil && st.Size() < doff+n {
+		if err := f.File.Truncate(doff + n); err != nil {
+			return done, transfer.Permanent(fmt.Errorf("size %s: %w", f.rel, unwrapPath(err)))
+		}
+	}
+	return done, nil
+}
+
+// copyData copies n bytes of data from src at soff to the file at doff:
+// in the kernel while it accepts, else through a buffer.
+func (f *copyFile) copyData(ctx context.Context, src *os.File, soff, doff, n int64, progress func(int64)) (int64, error) {
 	var done int64
 	if !f.sink.noKernel.Load() {
-		k, err := kernelCopy(ctx, src, soff, f.File, off, n, progress)
+		k, err := kernelCopy(ctx, src, soff, f.File, doff, n, progress)
 		done += k
 		switch {
 		case err == nil:
@@ -91,7 +146,7 @@ func (f *copyFile) WritePart(ctx context.Context, off, n int64, body *transfer.B
 			return done, err
 		}
 	}
-	k, err := f.pcopy(ctx, src, soff+done, off+done, n-done, progress)
+	k, err := f.pcopy(ctx, src, soff+done, doff+done, n-done, progress)
 	return done + k, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,5 +208,46 @@ func TestWritePartStream(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(sk.dir, "s"))
 	if !bytes.Equal(got, data) || moved != int64(len(data))+10 {
 		t.Errorf("got %d bytes (equal %v), progress %d, want %d bytes equal, progress %d", len(got), bytes.Equal(got, data), moved, len(data), len(data)+10)
+	}
+}
+
+// TestCopyKeepsSparseFilesSparse: holes in a source are not written, in
+// one part or in many, through the kernel or a buffer; the copy reads the
+// same.
+func TestCopyKeepsSparseFilesSparse(t *testing.T) {
+	const size = 8 << 20
+	src := t.TempDir()
+	p := filepath.Join(src, "sparse")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte("a"), 4096), 0)
+	f.WriteAt(bytes.Repeat([]byte("b"), 4096), 6<<20)
+	f.Truncate(size)
+	f.Close()
+	var st syscall.Stat_t
+	if syscall.Stat(p, &st); st.Blocks*512 >= size/2 {
+		t.Skip("this file system does not keep holes")
+	}
+	for _, tt := range []struct {
+		name   string
+		part   int64
+		kernel bool
+	}{{"one part", 16 << 20, true}, {"parts", 1 << 20, true}, {"parts, buffered", 1 << 20, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := t.TempDir()
+			if got := copyTree(t, src, dst, SourceOptions{}, false, tt.kernel, tt.part); got.Objects != 1 {
+				t.Fatalf("copied %d objects", got.Objects)
+			}
+			if sum(t, p) != sum(t, filepath.Join(dst, "sparse")) {
+				t.Fatal("the copy reads differently")
+			}
+			var dt syscall.Stat_t
+			syscall.Stat(filepath.Join(dst, "sparse"), &dt)
+			if dt.Size != size || dt.Blocks*512 > 1<<20 {
+				t.Errorf("copy: size %d, %d bytes allocated; want %d and at most 1 MiB", dt.Size, dt.Blocks*512, size)
+			}
+		})
 	}
 }
