@@ -278,3 +278,27 @@ func TestUploadSizelessFile(t *testing.T) {
 		t.Errorf("uploaded %q, want %q", got, want)
 	}
 }
+
+// TestUploadRefusesNonUTF8Names: a file whose name is not UTF-8 fails by
+// name (no S3 key could hold it, so it could not be fetched back); the
+// other files are uploaded.
+func TestUploadRefusesNonUTF8Names(t *testing.T) {
+	needCopy(t)
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	src := writeFiles(t, t.TempDir(), map[string][]byte{"ok.txt": []byte("ok"), "bad-\xff\xfe.txt": []byte("bad")})
+	r := run(t, nil, s.cmd("copy", src+"/", s.url("p/"))...)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `bad-\xff\xfe.txt`) || !strings.Contains(r.stdout+r.stderr, "UTF-8") {
+		t.Fatalf("exit %d, want 1 and the name refused\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	out, err := s.client.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String("p/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Contents) != 1 || aws.ToString(out.Contents[0].Key) != "p/ok.txt" {
+		var keys []string
+		for _, o := range out.Contents {
+			keys = append(keys, fmt.Sprintf("%q", aws.ToString(o.Key)))
+		}
+		t.Errorf("bucket holds %v, want only p/ok.txt", keys)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -61,6 +62,10 @@ type UploadOptions struct {
 	Req Request
 }
 
+// ErrNotUTF8 reports a file name that is not valid UTF-8, which no S3 key
+// can hold.
+var ErrNotUTF8 = errors.New("name is not valid UTF-8, which S3 keys must be; rename the file")
+
 // UploadSink writes objects to one bucket: a PutObject below the
 // threshold, otherwise a multipart upload whose parts the engine sends in
 // parallel. Abort aborts the multipart upload, so nothing is left behind
@@ -99,6 +104,10 @@ func (u *UploadSink) Destination(name string) string { return u.url(u.opts.Prefi
 // Create implements transfer.Sink. Unless Overwrite, an object already
 // present with the same size and checksum is skipped (*transfer.SkipError).
 func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.File, error) {
+	if !utf8.ValidString(obj.Name) {
+		// S3 keys are UTF-8: such a key could not be fetched back.
+		return nil, transfer.Permanent(fmt.Errorf("upload %q: %w", obj.Name, ErrNotUTF8))
+	}
 	key := u.opts.Prefix + obj.Name
 	if err := clobbers(ctx, u.client, u.bucket, key, u.opts); err != nil {
 		return nil, err
