@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
@@ -39,7 +40,13 @@ func TestTLSFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dest := t.TempDir()
 			args := append(append(append([]string{}, base...), tt.flags...), "--stall-timeout", "5s", s.url("tls/obj"), dest)
+			start := time.Now()
 			r := run(t, nil, args...)
+			// A certificate that does not verify is not retried (ten
+			// tries took about 11 s).
+			if d := time.Since(start); !tt.ok && d > 5*time.Second {
+				t.Errorf("the failure took %v: certificate errors are retried", d)
+			}
 			if ok := r.code == 0; ok != tt.ok {
 				t.Fatalf("exit %d, want success %v\n%s", r.code, tt.ok, r.stderr)
 			}

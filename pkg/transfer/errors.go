@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -138,6 +139,12 @@ func Retriable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded):
 		return true
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES):
+		return false
+	}
+	// A certificate that does not verify will not verify on a new
+	// connection either (--ca-bundle or --no-verify-ssl are the cure).
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
 		return false
 	}
 	var ne net.Error
