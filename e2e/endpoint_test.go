@@ -91,3 +91,31 @@ func TestConfigShowListsRegionEndpointCredentials(t *testing.T) {
 		}
 	}
 }
+
+// A bucket in another region than the configured one: the first answer,
+// 301 with x-amz-bucket-region as S3 sends it, moves s3pd to the
+// bucket's region for the listing and every GET, as the AWS CLI does.
+func TestRegionRedirectIsFollowed(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "r:3:3MiB", LogRequests: true, Regions: map[string]string{"bench": "eu-west-1"}})
+	s.signed = true
+	for _, src := range []string{s.url("r/"), s.url("r/00000002")} {
+		dest := t.TempDir()
+		s.emu.ResetStats()
+		r := run(t, nil, s.cmd("get", "--partsize", "1MiB", src, dest+"/")...)
+		if r.code != 0 {
+			t.Fatalf("get %s: exit %d\n%s", src, r.code, r.stderr)
+		}
+		checkSynthetic(t, filepath.Join(dest, "00000002"), "r/00000002", 3<<20)
+		moved := 0
+		for _, req := range s.emu.Log() {
+			if req.Status == 301 {
+				moved++
+			}
+		}
+		// The first request, or the first two a single object sends at
+		// once (its first range and its checksums' HEAD); none after.
+		if moved < 1 || moved > 2 {
+			t.Errorf("get %s: %d requests answered 301, want the first one or two", src, moved)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/johannesboyne/gofakes3"
@@ -99,6 +100,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sleepCtx(r.Context(), s.opts.TTFB)
+	if home := s.opts.Regions[bucket]; home != "" {
+		rw.Header().Set("X-Amz-Bucket-Region", home)
+		if signed := signedRegion(r); signed != "" && signed != home {
+			s.writeError(rw, r, &apiError{http.StatusMovedPermanently, "PermanentRedirect",
+				"The bucket you are attempting to access must be addressed using the specified endpoint."})
+			return
+		}
+	}
 
 	q := r.URL.Query()
 	op := classify(r, bucket, key, q)
@@ -278,4 +287,18 @@ func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
 	}
 	io.WriteString(w, xml.Header)
 	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, RequestID: "s3emu"})
+}
+
+// signedRegion is the region a SigV4 Authorization header signs for
+// ("Credential=AKID/20260101/REGION/s3/aws4_request"), or "".
+func signedRegion(r *http.Request) string {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(cred, "/")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
 }

@@ -37,6 +37,10 @@ type Options struct {
 	Dataset string
 	// Buckets are created besides "bench", which always exists.
 	Buckets []string
+	// Regions places buckets in a region: a signed request for such a
+	// bucket whose signature names another region is answered as S3
+	// answers it, 301 PermanentRedirect with x-amz-bucket-region.
+	Regions map[string]string
 	// TTFB is slept before each response's headers.
 	TTFB time.Duration
 	// ConnRate caps each accepted TCP connection at this many bytes/s with

@@ -102,7 +102,8 @@ func (s *Source) Checksum(ctx context.Context, obj transfer.Object, alg string) 
 		in.VersionId = aws.String(obj.VersionID)
 	}
 	s.Req.applyHead(in)
-	out, err := s.client.HeadObject(ctx, in)
+	// In the region a redirect may have moved the getter to.
+	out, err := s.client.HeadObject(ctx, in, func(o *s3.Options) { o.Region = s.get.region() })
 	if err != nil {
 		return "", fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, statusError(err))
 	}

@@ -61,7 +61,7 @@ func TestGetURLAndSignatureMatchSDK(t *testing.T) {
 					t.Fatalf("%q: %v", key, err)
 				}
 				sdk := capture.req
-				ours, err := http.NewRequest(http.MethodGet, g.prefix+escapeKey(key), nil)
+				ours, err := http.NewRequest(http.MethodGet, g.at.Load().prefix+escapeKey(key), nil)
 				if err != nil {
 					t.Fatalf("%q: %v", key, err)
 				}

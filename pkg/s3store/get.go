@@ -3,11 +3,14 @@ package s3store
 import (
 	"context"
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,12 +28,18 @@ type getter struct {
 	http   aws.HTTPClient
 	creds  aws.CredentialsProvider // nil: anonymous
 	signer Signer
-	region string
-	// prefix is the URL up to the key: "https://host/bucket/" (path
-	// style) or "https://bucket.host/" (virtual-hosted).
-	prefix    string
+	// at is where requests go: the region they are signed for and the URL
+	// up to the key ("https://host/bucket/" path-style, or
+	// "https://bucket.host/"). A redirect to the bucket's own region
+	// replaces it, once, for every later request.
+	at        atomic.Pointer[place]
 	pathStyle bool // the bucket is in the path
+	// placeFor returns the place of region.
+	placeFor func(region string) *place
 }
+
+// place is a region and the URL prefix that reaches the bucket there.
+type place struct{ region, prefix string }
 
 const unsignedPayload = "UNSIGNED-PAYLOAD"
 
@@ -38,32 +47,40 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 // reach the same endpoint with the same credentials and HTTP client.
 func newGetter(client *s3.Client, bucket string) *getter {
 	o := client.Options()
-	g := &getter{http: o.HTTPClient, region: o.Region}
+	g := &getter{http: o.HTTPClient}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		g.creds = o.Credentials
 	}
 	if o.BaseEndpoint != nil && *o.BaseEndpoint != "" {
+		var prefix string
 		base, err := url.Parse(*o.BaseEndpoint)
 		if err != nil || o.UsePathStyle {
-			g.prefix = strings.TrimSuffix(*o.BaseEndpoint, "/") + "/" + bucket + "/"
+			prefix = strings.TrimSuffix(*o.BaseEndpoint, "/") + "/" + bucket + "/"
 			g.pathStyle = true
 		} else {
-			g.prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
+			prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
 		}
-		return g
-	}
-	host := "s3." + o.Region + ".amazonaws.com"
-	if strings.HasPrefix(o.Region, "cn-") {
-		host += ".cn"
-	}
-	if strings.Contains(bucket, ".") || o.UsePathStyle {
-		g.prefix = "https://" + host + "/" + bucket + "/"
-		g.pathStyle = true
+		// A custom endpoint's URL names no region.
+		g.placeFor = func(region string) *place { return &place{region, prefix} }
 	} else {
-		g.prefix = "https://" + bucket + "." + host + "/"
+		g.pathStyle = strings.Contains(bucket, ".") || o.UsePathStyle
+		g.placeFor = func(region string) *place {
+			host := "s3." + region + ".amazonaws.com"
+			if strings.HasPrefix(region, "cn-") {
+				host += ".cn"
+			}
+			if g.pathStyle {
+				return &place{region, "https://" + host + "/" + bucket + "/"}
+			}
+			return &place{region, "https://" + bucket + "." + host + "/"}
+		}
 	}
+	g.at.Store(g.placeFor(o.Region))
 	return g
 }
+
+// region is the region requests are signed for now.
+func (g *getter) region() string { return g.at.Load().region }
 
 // escapeKey escapes a key for a URL path as S3's UriEncode does: every
 // byte but the unreserved A-Z a-z 0-9 - _ . ~ and the separator / becomes
@@ -118,7 +135,7 @@ func (g *getter) head(ctx context.Context, obj *transfer.Object, req Request, ch
 // do sends one signed GET or HEAD of obj, for bytes [off, off+n) when
 // n >= 0.
 func (g *getter) do(ctx context.Context, method string, obj *transfer.Object, off, n int64, req Request, checksums bool) (*http.Response, error) {
-	u := g.prefix + escapeKey(obj.Key)
+	u := g.at.Load().prefix + escapeKey(obj.Key)
 	if obj.VersionID != "" {
 		u += "?versionId=" + url.QueryEscape(obj.VersionID)
 	}
@@ -143,8 +160,25 @@ func (g *getter) do(ctx context.Context, method string, obj *transfer.Object, of
 
 // send signs and sends one request to u with the headers every request
 // carries (request payer, expected owner) and those set adds, and returns
-// a 200 or 206 response, or the S3 error as a *transfer.StatusError.
+// a 200 or 206 response, or the S3 error as a *transfer.StatusError. An
+// answer that the bucket lives in another region (x-amz-bucket-region on
+// a 301 or 400) moves the getter there and sends the request again, once,
+// as the AWS CLI does.
 func (g *getter) send(ctx context.Context, method, u string, req Request, set func(http.Header)) (*http.Response, error) {
+	p := g.at.Load()
+	resp, err := g.sendTo(ctx, method, u, p.region, req, set)
+	var moved *wrongRegion
+	if !errors.As(err, &moved) {
+		return resp, err
+	}
+	np := g.placeFor(moved.region)
+	g.at.CompareAndSwap(p, np)
+	u = strings.TrimSuffix(np.prefix, "/") + strings.TrimPrefix(u, strings.TrimSuffix(p.prefix, "/"))
+	return g.sendTo(ctx, method, u, np.region, req, set)
+}
+
+// sendTo is one signed request for region.
+func (g *getter) sendTo(ctx context.Context, method, u, region string, req Request, set func(http.Header)) (*http.Response, error) {
 	r, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, err
@@ -163,7 +197,7 @@ func (g *getter) send(ctx context.Context, method, u string, req Request, set fu
 			return nil, credentialsError{err}
 		}
 		h.Set("X-Amz-Content-Sha256", unsignedPayload)
-		g.signer.Sign(r, creds, unsignedPayload, "s3", g.region, time.Now())
+		g.signer.Sign(r, creds, unsignedPayload, "s3", region, time.Now())
 	}
 	resp, err := g.http.Do(r)
 	if err != nil {
@@ -173,8 +207,24 @@ func (g *getter) send(ctx context.Context, method, u string, req Request, set fu
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	return nil, responseError(resp)
+	err = responseError(resp)
+	if home := resp.Header.Get("X-Amz-Bucket-Region"); home != "" && home != region &&
+		(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusBadRequest) {
+		return nil, &wrongRegion{region: home, err: err}
+	}
+	return nil, err
 }
+
+// wrongRegion is an answer that the bucket lives in region.
+type wrongRegion struct {
+	region string
+	err    error
+}
+
+func (w *wrongRegion) Error() string {
+	return fmt.Sprintf("bucket is in region %s: %v", w.region, w.err)
+}
+func (w *wrongRegion) Unwrap() error { return w.err }
 
 // responseError reads an S3 error answer.
 func responseError(resp *http.Response) error {

@@ -114,10 +114,11 @@ func (l *listing) fetch(ctx context.Context, u string) error {
 // the object prefix without its trailing slash when the bucket is in the
 // path ("https://host/bucket"), else the host's root.
 func (g *getter) bucketURL() string {
+	prefix := g.at.Load().prefix
 	if g.pathStyle {
-		return strings.TrimSuffix(g.prefix, "/")
+		return strings.TrimSuffix(prefix, "/")
 	}
-	return g.prefix
+	return prefix
 }
 
 // parsePage reads a ListBucketResult document into p (its contents
