@@ -266,6 +266,11 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	opts.sink.DryRun = opts.output.dryRun
 	opts.sink.ResumeMin = settings.MultipartThreshold
 	opts.sink.Warn = sinkWarn(f)
+	if single {
+		// One object locks only its own name: downloads of different
+		// objects into one directory run together.
+		opts.sink.LockID = local.ObjectLockID(name)
+	}
 	if sk == nil {
 		if ls, err = local.NewSink(root, opts.sink); err != nil {
 			return usageError(err)

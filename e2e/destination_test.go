@@ -300,3 +300,32 @@ func TestUploadRefusesNonUTF8Names(t *testing.T) {
 		t.Errorf("bucket holds %v, want only p/ok.txt", keys)
 	}
 }
+
+// TestSingleObjectsShareADirectory: downloads of different single objects
+// into one directory run together; a second download of the same object
+// there is refused.
+func TestSingleObjectsShareADirectory(t *testing.T) {
+	const size = 48 << 20
+	s := emuStore(t, s3emu.Options{Dataset: "big:2:48MiB", ConnRate: 3 << 20})
+	dest := t.TempDir() + "/"
+	first, _ := startGet(t, s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("big/00000000"), dest)...)
+	waitForJournal(t, dest)
+	same := run(t, nil, s.cmd("get", "--partsize", "1MiB", s.url("big/00000000"), dest)...)
+	if want := fmt.Sprintf("pid %d", first.Process.Pid); same.code != 2 || !strings.Contains(same.stderr, want) {
+		t.Errorf("the same object again: exit %d, want 2 naming %s\n%s", same.code, want, same.stderr)
+	}
+	whole := run(t, nil, s.cmd("get", "--partsize", "1MiB", s.url("big/"), dest)...)
+	if whole.code != 2 || !strings.Contains(whole.stderr, "in use by s3pd") {
+		t.Errorf("the whole prefix: exit %d, want 2\n%s", whole.code, whole.stderr)
+	}
+	other := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--threads", "16", s.url("big/00000001"), dest)...)
+	if other.code != 0 {
+		t.Fatalf("another object into the same directory: exit %d\n%s", other.code, other.stderr)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	checkSynthetic(t, filepath.Join(dest, "00000000"), "big/00000000", size)
+	checkSynthetic(t, filepath.Join(dest, "00000001"), "big/00000001", size)
+	tree(t, dest)
+}

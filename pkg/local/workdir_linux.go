@@ -51,6 +51,14 @@ func (s *Sink) keyPath(name string) (string, error) {
 	return rel, nil
 }
 
+// ObjectLockID is the lock identity of a run that writes the single
+// object named name: such runs into one destination run together unless
+// they write the same name; a run over the whole destination excludes
+// them all.
+func ObjectLockID(name string) string {
+	return "file-" + partialHash(name)[:16]
+}
+
 // lockIDPattern is what a lock identity may be: a short file name part.
 var lockIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
