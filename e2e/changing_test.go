@@ -23,13 +23,22 @@ func TestUploadOfAChangingFile(t *testing.T) {
 	const size = 12 << 20
 	old, fresh := randomBytes(11, size), randomBytes(12, size)
 	dir := writeFiles(t, t.TempDir(), map[string][]byte{"f": old})
-	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory, LogRequests: true})
 	done := make(chan result, 1)
 	go func() {
 		done <- run(t, nil, s.cmd("copy", "--max-bandwidth", "4MiB/s", "--partsize", "1MiB", "--multipart-threshold", "1MiB",
 			"--threads", "2", filepath.Join(dir, "f"), s.url("up/f"))...)
 	}()
-	time.Sleep(time.Second)
+	// Rewrite once a third part was asked for (two threads: a part has
+	// been sent): the upload is under way, and at 4 MiB/s most of it is
+	// still to come.
+	deadline := time.Now().Add(30 * time.Second)
+	for partsAsked(s.emu.Log(), "up/f") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the upload did not reach its third part within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -57,4 +66,15 @@ func TestUploadOfAChangingFile(t *testing.T) {
 	if err == nil && len(ups.Uploads) != 0 {
 		t.Errorf("%d multipart uploads left open", len(ups.Uploads))
 	}
+}
+
+// partsAsked counts the part uploads of key that arrived at the server.
+func partsAsked(log []s3emu.Request, key string) int {
+	n := 0
+	for _, r := range log {
+		if r.Method == "PUT" && r.Key == key && strings.Contains(r.Query, "partNumber=") {
+			n++
+		}
+	}
+	return n
 }

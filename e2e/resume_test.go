@@ -60,12 +60,16 @@ func journaled(t *testing.T, dir string) int64 {
 }
 
 // waitForJournal waits until some part is journaled under dir.
-func waitForJournal(t *testing.T, dir string) {
+func waitForJournal(t *testing.T, dir string) { waitForJournaled(t, dir, 1) }
+
+// waitForJournaled waits until the journals under dir record at least
+// min bytes: a condition, not a guess at how long that takes.
+func waitForJournaled(t *testing.T, dir string, min int64) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for journaled(t, dir) == 0 {
+	for journaled(t, dir) < min {
 		if time.Now().After(deadline) {
-			t.Fatal("no part was journaled within 30s")
+			t.Fatalf("fewer than %d bytes journaled within 30s", min)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -92,8 +96,7 @@ func TestKillThenResumeFetchesOnlyWhatIsMissing(t *testing.T) {
 	dest := t.TempDir()
 	args := s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("big/"), dest)
 	cmd, _ := startGet(t, args...)
-	waitForJournal(t, dest)
-	time.Sleep(1500 * time.Millisecond)
+	waitForJournaled(t, dest, 4<<20) // several parts in, most still to come
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if _, err := os.Stat(finalName(dest)); !os.IsNotExist(err) {
