@@ -102,10 +102,12 @@ func TestReadmeExamples(t *testing.T) {
 		"deepseek-v3-0324/model-00001-of-00002.safetensors": randomBytes(101, 3*mib),
 		"deepseek-v3-0324/model-00002-of-00002.safetensors": randomBytes(102, 1*mib),
 		"deepseek-v3-0324/config.json":                      []byte(`{"model":"x"}`),
-		"data/a":                                            randomBytes(103, 1000), "data/sub/b": randomBytes(104, 2000),
-		"x.tar":      tarball.Bytes(),
-		"2GiB/part0": randomBytes(105, 2*mib),
-		"prefix/a":   []byte("a"), "key": []byte("k"),
+		"data/a":                                            randomBytes(103, 1000),
+		"data/sub/b":                                        randomBytes(104, 2000),
+		"x.tar":                                             tarball.Bytes(),
+		"2GiB/part0":                                        randomBytes(105, 2*mib),
+		"prefix/a":                                          []byte("a"),
+		"key":                                               []byte("k"),
 	} {
 		s.put(t, k, v)
 	}
