@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -51,23 +52,28 @@ func TestOrderedWritesInOrderWithinTheWindow(t *testing.T) {
 }
 
 func TestOrderedTakesOneObjectAndAbortWakesWriters(t *testing.T) {
-	s := NewOrdered(&bytes.Buffer{}, 16)
-	f, _ := s.Create(context.Background(), transfer.Object{Size: 64})
-	if _, err := s.Create(context.Background(), transfer.Object{Size: 1}); err == nil {
-		t.Fatal("a second object was accepted on one stream")
-	}
-	errc := make(chan error, 1)
-	go func() { _, err := f.WriteAt(make([]byte, 8), 40); errc <- err }() // beyond the window: blocks
-	time.Sleep(20 * time.Millisecond)
-	f.Abort()
-	select {
-	case err := <-errc:
-		if err == nil {
+	// synctest.Wait returns once the writer is blocked waiting for the
+	// window, so Abort is known to wake a waiting writer (no sleep that
+	// hopes it got there).
+	synctest.Test(t, func(t *testing.T) {
+		s := NewOrdered(&bytes.Buffer{}, 16)
+		f, _ := s.Create(context.Background(), transfer.Object{Size: 64})
+		if _, err := s.Create(context.Background(), transfer.Object{Size: 1}); err == nil {
+			t.Fatal("a second object was accepted on one stream")
+		}
+		errc := make(chan error, 1)
+		go func() { _, err := f.WriteAt(make([]byte, 8), 40); errc <- err }() // beyond the window: blocks
+		synctest.Wait()
+		select {
+		case err := <-errc:
+			t.Fatalf("a write beyond the window returned before abort: %v", err)
+		default:
+		}
+		f.Abort()
+		if err := <-errc; err == nil { // if Abort did not wake it, synctest reports a deadlock
 			t.Fatal("a write beyond the window succeeded after abort")
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("abort did not wake a writer waiting for the window")
-	}
+	})
 }
 
 func TestDiscardCountsNothing(t *testing.T) {
