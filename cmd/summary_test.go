@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+func TestHumanUnits(t *testing.T) {
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{humanBytes(0), "0 B"},
+		{humanBytes(1000), "1000 B"},
+		{humanBytes(1536), "1.50 KiB"},
+		{humanBytes(64 << 20), "64.0 MiB"},
+		{humanBytes(3 << 30), "3.00 GiB"},
+		{humanBytes(1234 << 30), "1.21 TiB"},
+		{humanRate(0), "0 B/s"},
+		{humanRate(512 << 20), "512 MiB/s (4.29 Gbit/s)"},
+		{humanSeconds(0.25), "250 ms"},
+		{humanSeconds(3.456), "3.46 s"},
+		{humanSeconds(125), "2m5s"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+// The summary uses adaptive units, objects per second, retries, how the
+// objects were verified and a recap of the failures.
+func TestHumanSummary(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	ok := transfer.Result{Object: transfer.Object{Key: "a", Size: 2 << 20}, Bytes: 2 << 20,
+		Verification: transfer.Verification{Checksums: []string{"crc64nvme"}}}
+	md5only := transfer.Result{Object: transfer.Object{Key: "b", Size: 100}, Bytes: 100,
+		Verification: transfer.Verification{Unverified: transfer.UnverifiedMD5Only}}
+	bad := transfer.Result{Object: transfer.Object{Key: "c", Size: 10}, Err: errors.New("404 NoSuchKey")}
+	for _, res := range []transfer.Result{ok, md5only, bad} {
+		r.ObjectDone(res)
+	}
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3}, outputFlags{}, false, nil, runMeasures{})
+	out := b.String()
+	for _, want := range []string{
+		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
+		"bytes: 2.00 MiB in 2.00 s, 1.00 MiB/s (0.01 Gbit/s)",
+		"verified: 1 objects (2.00 MiB) by crc64nvme 1",
+		"1 md5-only: --verify full checks their MD5 ETags",
+		"requests: 5, retries: 3",
+		"failed: 1 objects\n  c: 404 NoSuchKey",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0.000") {
+		t.Errorf("summary has a zero with three decimals:\n%s", out)
+	}
+}
