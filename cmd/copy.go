@@ -481,7 +481,7 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		}
 	}
 	if !single {
-		src.Prefix = su.Key
+		src.Prefix, src.FanOut = su.Key, r.opts.scale.fanOut
 		if prefix != "" && !strings.HasSuffix(prefix, "/") {
 			prefix += "/"
 		}

@@ -178,6 +178,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 		u.Key, u.Prefix = manifestPrefix(u.Key), true
 	}
+	if opts.scale.fanOut < 1 {
+		return usageErrorf("--list-concurrency %d: want 1 or more", opts.scale.fanOut)
+	}
 	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
 		return err
 	}
@@ -261,6 +264,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		for _, l := range lanes {
 			l.Source.(*s3store.Source).Prefix = u.Key
 		}
+		src.FanOut = opts.scale.fanOut
 	}
 	var ls *local.Sink
 	opts.sink.DryRun = opts.output.dryRun

@@ -20,6 +20,7 @@ type listPage struct {
 	truncated bool
 	next      string // NextContinuationToken
 	contents  []listEntry
+	prefixes  []string // CommonPrefixes, with a delimiter
 }
 
 // listEntry is one <Contents> element.
@@ -36,14 +37,16 @@ type listEntry struct {
 // XML deserializer costs about 22 us of CPU per key (a million keys, 22
 // CPU-seconds), and parsePage a few.
 type listing struct {
-	get      *getter
-	req      Request
-	prefix   string
-	pageSize int32
-	stall    time.Duration // a page silent this long is asked again (0: never)
-	onRetry  func(attempt int, err error)
-	buf      bytes.Buffer // the page being read, reused
-	page     listPage     // the page last parsed, reused
+	get    *getter
+	req    Request
+	prefix string
+	// delimiter, when set, rolls keys up into common prefixes.
+	delimiter string
+	pageSize  int32
+	stall     time.Duration // a page silent this long is asked again (0: never)
+	onRetry   func(attempt int, err error)
+	buf       bytes.Buffer // the page being read, reused
+	page      listPage     // the page last parsed, reused
 }
 
 // listBackoff paces the tries of one page: ten, as the SDK's retryer made.
@@ -61,6 +64,9 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	}
 	if token != "" {
 		q.Set("continuation-token", token)
+	}
+	if l.delimiter != "" {
+		q.Set("delimiter", l.delimiter)
 	}
 	if l.pageSize > 0 {
 		q.Set("max-keys", strconv.Itoa(int(l.pageSize)))
@@ -86,6 +92,64 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 		return nil, err
 	}
 	return &l.page, nil
+}
+
+// pages calls fn with each page of the listing in order (see pagesFrom);
+// name is the listing's URL, for messages.
+func (l *listing) pages(ctx context.Context, name string, fn func(*listPage) error) error {
+	p, err := l.next(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list %s page 1: %w", name, err)
+	}
+	return l.pagesFrom(ctx, name, p, fn)
+}
+
+// pagesFrom calls fn with p, the first page, already fetched, and each
+// page after it. A key listed twice (in one page, or at the end of one
+// and the start of the next) reaches fn once; a truncated page without
+// a continuation token, or a token seen before, ends the listing with an
+// error rather than a silent gap or a loop. The page is reused: fn copies
+// what it keeps; fn's errors are returned as they are.
+func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn func(*listPage) error) error {
+	token, last := "", ""
+	seen := map[string]struct{}{}   // continuation tokens
+	inPage := map[string]struct{}{} // keys of this page, and the last of the one before
+	for page := 1; ; page++ {
+		clear(inPage)
+		if page > 1 {
+			inPage[last] = struct{}{}
+		}
+		kept := p.contents[:0]
+		for _, c := range p.contents {
+			if _, twice := inPage[c.key]; twice {
+				continue // listed twice: one object
+			}
+			inPage[c.key] = struct{}{}
+			last = c.key
+			kept = append(kept, c)
+		}
+		p.contents = kept
+		if err := fn(p); err != nil {
+			return err
+		}
+		if !p.truncated {
+			return nil
+		}
+		if p.next == "" {
+			return fmt.Errorf("list %s page %d: %w", name, page,
+				transfer.Permanent(errors.New("the page is truncated but carries no continuation token: the listing cannot be completed")))
+		}
+		if _, again := seen[p.next]; again || p.next == token {
+			return fmt.Errorf("list %s page %d: %w", name, page,
+				transfer.Permanent(errors.New("the server repeated a continuation token: the listing would loop")))
+		}
+		seen[p.next] = struct{}{}
+		token = p.next
+		var err error
+		if p, err = l.next(ctx, token); err != nil {
+			return fmt.Errorf("list %s page %d: %w", name, page+1, err)
+		}
+	}
 }
 
 // fetch sends one request for a page and parses it into l.page.
@@ -125,7 +189,7 @@ func (g *getter) bucketURL() string {
 // slice reused). It reads the elements s3pd uses and skips the rest;
 // keys sent with EncodingType url are decoded.
 func parsePage(doc []byte, p *listPage) error {
-	*p = listPage{contents: p.contents[:0]}
+	*p = listPage{contents: p.contents[:0], prefixes: p.prefixes[:0]}
 	x := xmlScanner{doc: doc}
 	var path [4][]byte // the open elements, outermost first (in doc)
 	depth := 0
@@ -148,6 +212,13 @@ func parsePage(doc []byte, p *listPage) error {
 						return fmt.Errorf("url-encoded key %q: %w", p.contents[i].key, err)
 					}
 					p.contents[i].key = k
+				}
+				for i := range p.prefixes {
+					k, err := url.QueryUnescape(p.prefixes[i])
+					if err != nil {
+						return fmt.Errorf("url-encoded prefix %q: %w", p.prefixes[i], err)
+					}
+					p.prefixes[i] = k
 				}
 			}
 			return nil
@@ -189,6 +260,8 @@ func parsePage(doc []byte, p *listPage) error {
 				if err := cur.set(path[2], text); err != nil && cur.err == nil {
 					cur.err = err
 				}
+			case depth == 3 && string(path[1]) == "CommonPrefixes" && string(path[2]) == "Prefix":
+				p.prefixes = append(p.prefixes, text)
 			}
 		}
 	}

@@ -38,6 +38,11 @@ type Source struct {
 	Req     Request
 	// PageSize is ListObjectsV2's max-keys (0: the server's default).
 	PageSize int32
+	// FanOut, above 1, lists up to that many sub-prefixes of Prefix at
+	// once (see fanout.go); 0 or 1 lists in one stream.
+	FanOut int
+	// fanBudget overrides how many objects fan-out fetches ahead (tests).
+	fanBudget int
 	// Verify asks whole-object GETs (and Resolve) for the object's
 	// full-object checksums, for the engine to verify.
 	Verify bool
@@ -82,50 +87,29 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 	if s.Key != "" {
 		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
 	}
-	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
-	token, last := "", ""
-	seen := map[string]struct{}{}   // continuation tokens
-	inPage := map[string]struct{}{} // keys of this page, and the last of the one before
-	for page := 1; ; page++ {
-		p, err := l.next(ctx, token)
-		if err != nil {
-			return fmt.Errorf("list %s page %d: %w", s.URL(), page, err)
-		}
-		clear(inPage)
-		if page > 1 {
-			inPage[last] = struct{}{}
-		}
-		for _, c := range p.contents {
-			if _, twice := inPage[c.key]; twice {
-				continue // listed twice: one object
-			}
-			inPage[c.key] = struct{}{}
-			last = c.key
-			if err := s.emitEntry(c, emit); err != nil {
-				return err
-			}
-		}
-		if !p.truncated {
-			return nil
-		}
-		if p.next == "" {
-			return fmt.Errorf("list %s page %d: %w", s.URL(), page,
-				transfer.Permanent(errors.New("the page is truncated but carries no continuation token: the listing cannot be completed")))
-		}
-		if _, again := seen[p.next]; again || p.next == token {
-			return fmt.Errorf("list %s page %d: %w", s.URL(), page,
-				transfer.Permanent(errors.New("the server repeated a continuation token: the listing would loop")))
-		}
-		seen[p.next] = struct{}{}
-		token = p.next
+	if s.FanOut > 1 {
+		return s.fanOut(ctx, emit)
 	}
+	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
+	return l.pages(ctx, s.URL(), func(p *listPage) error {
+		for _, c := range p.contents {
+			if o, ok := s.object(c); ok {
+				if err := emit(o); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
-// emitEntry emits one listed object.
-func (s *Source) emitEntry(c listEntry, emit func(transfer.Object) error) error {
+// object is what a listed entry is to the engine; false for the
+// prefix's own directory marker. An entry whose fields could not be read
+// carries its error, for the engine to fail that object alone.
+func (s *Source) object(c listEntry) (transfer.Object, bool) {
 	name := strings.TrimPrefix(c.key, s.Prefix)
 	if name == "" {
-		return nil // the prefix's own directory marker
+		return transfer.Object{}, false
 	}
 	o := transfer.Object{
 		Key:               c.key,
@@ -139,7 +123,7 @@ func (s *Source) emitEntry(c listEntry, emit func(transfer.Object) error) error 
 	if c.err != nil {
 		o.Size, o.Err = -1, transfer.Permanent(c.err)
 	}
-	return emit(o)
+	return o, true
 }
 
 // Open implements transfer.Source with one GetObject: ranged when n >= 0,

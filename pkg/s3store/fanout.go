@@ -1,0 +1,210 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// A prefix with sub-prefixes is listed by fan-out: one delimited listing
+// of the prefix names its objects and its sub-prefixes ("a/", "b/", ...)
+// in key order, and each sub-prefix is listed whole by its own stream,
+// up to FanOut streams at once. Objects are still emitted in key order
+// (a split into shards depends on the order): the sub-prefix being
+// emitted streams, the ones after it fetch ahead into a buffer of at most
+// fanBudget objects, so memory stays bounded whatever the listing's size.
+// A flat prefix costs nothing more: the delimited listing is the listing.
+
+// fanBudget bounds the objects fetched ahead of the one being emitted
+// (about 250 bytes each), unless a Source sets its own (tests).
+const fanBudget = 100_000
+
+// fanDescend bounds how many levels a prefix holding one sub-prefix and
+// nothing else is descended before fanning out ("data/" -> "data/v1/").
+const fanDescend = 4
+
+// fanout is the state the sub-prefix streams and the emitter share.
+type fanout struct {
+	budget   int
+	mu       sync.Mutex
+	cond     *sync.Cond
+	buffered int  // objects fetched and not yet emitted
+	head     *sub // the sub-prefix being emitted
+}
+
+// sub is one sub-prefix's listing.
+type sub struct {
+	prefix string
+	pages  [][]transfer.Object
+	done   bool
+	err    error
+}
+
+// item is the next thing in key order: an object or a sub-prefix.
+type item struct {
+	obj transfer.Object
+	sub *sub
+}
+
+// fanOut lists s.Prefix with up to s.FanOut sub-prefix streams at once.
+func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	f := &fanout{budget: fanBudget}
+	if s.fanBudget > 0 {
+		f.budget = s.fanBudget
+	}
+	f.cond = sync.NewCond(&f.mu)
+	stop := context.AfterFunc(gctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
+	items := make(chan item, 1024)
+	streams := make(chan struct{}, s.FanOut)
+	g.Go(func() error {
+		defer close(items)
+		return s.top(gctx, g, f, items, streams)
+	})
+	g.Go(func() error {
+		for it := range items {
+			if it.sub == nil {
+				if err := emit(it.obj); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := f.drain(gctx, it.sub, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// top lists the prefix with a delimiter and sends its objects and
+// sub-prefixes to items in key order, starting a stream for each
+// sub-prefix when one of the FanOut slots is free.
+func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items chan<- item, streams chan struct{}) error {
+	prefix := s.Prefix
+	var (
+		l     *listing
+		first *listPage
+	)
+	for depth := 1; ; depth++ {
+		l = &listing{get: s.get, req: s.Req, prefix: prefix, delimiter: "/", pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
+		p, err := l.next(ctx, "")
+		if err != nil {
+			return fmt.Errorf("list s3://%s/%s page 1: %w", s.Bucket, prefix, err)
+		}
+		first = p
+		if depth == fanDescend || p.truncated || len(p.contents) > 0 || len(p.prefixes) != 1 {
+			break
+		}
+		prefix = p.prefixes[0]
+	}
+	send := func(it item) error {
+		select {
+		case items <- it:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return l.pagesFrom(ctx, "s3://"+s.Bucket+"/"+prefix, first, func(p *listPage) error {
+		c, ps := p.contents, p.prefixes
+		for len(c) > 0 || len(ps) > 0 {
+			if len(ps) == 0 || len(c) > 0 && c[0].key < ps[0] {
+				o, ok := s.object(c[0])
+				c = c[1:]
+				if !ok {
+					continue
+				}
+				if err := send(item{obj: o}); err != nil {
+					return err
+				}
+				continue
+			}
+			sb := &sub{prefix: ps[0]}
+			ps = ps[1:]
+			select {
+			case streams <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			g.Go(func() error {
+				defer func() { <-streams }()
+				return s.stream(ctx, f, sb)
+			})
+			if err := send(item{sub: sb}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// stream lists one sub-prefix whole into its buffer, waiting while the
+// buffer is full unless it is the one being emitted.
+func (s *Source) stream(ctx context.Context, f *fanout, sb *sub) error {
+	l := &listing{get: s.get, req: s.Req, prefix: sb.prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
+	err := l.pages(ctx, "s3://"+s.Bucket+"/"+sb.prefix, func(p *listPage) error {
+		objs := make([]transfer.Object, 0, len(p.contents))
+		for _, c := range p.contents {
+			if o, ok := s.object(c); ok {
+				objs = append(objs, o)
+			}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		sb.pages = append(sb.pages, objs)
+		f.buffered += len(objs)
+		f.cond.Broadcast()
+		for f.buffered >= f.budget && f.head != sb && ctx.Err() == nil {
+			f.cond.Wait()
+		}
+		return ctx.Err()
+	})
+	f.mu.Lock()
+	sb.done, sb.err = true, err
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	return err
+}
+
+// drain emits a sub-prefix's objects as its stream fetches them.
+func (f *fanout) drain(ctx context.Context, sb *sub, emit func(transfer.Object) error) error {
+	f.mu.Lock()
+	f.head = sb
+	f.cond.Broadcast()
+	for {
+		for len(sb.pages) == 0 && !sb.done && ctx.Err() == nil {
+			f.cond.Wait()
+		}
+		if len(sb.pages) == 0 {
+			err := sb.err
+			f.mu.Unlock()
+			if err == nil {
+				err = ctx.Err()
+			}
+			return err
+		}
+		page := sb.pages[0]
+		sb.pages[0] = nil
+		sb.pages = sb.pages[1:]
+		f.buffered -= len(page)
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		for _, o := range page {
+			if err := emit(o); err != nil {
+				return err
+			}
+		}
+		f.mu.Lock()
+	}
+}

@@ -1,0 +1,83 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// listAll lists src into a slice of keys and names.
+func listAll(t *testing.T, src *Source) [][2]string {
+	t.Helper()
+	var got [][2]string
+	err := src.List(context.Background(), func(o transfer.Object) error {
+		got = append(got, [2]string{o.Key, o.Name})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestFanOutListsWhatOneStreamLists(t *testing.T) {
+	_, client := emulator(t)
+	keys := []string{"p/", "p/a.txt", "p/a/1", "p/a/2", "p/a/3/4", "p/a-b", "p/b/c/d", "p/b/x", "p/sp ace/1",
+		"p/z", "p/ü/1", "p/ü/2", "q/outside", "p/a0", "p/c/", "p/c/e"}
+	for _, k := range keys {
+		if _, err := client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k), Body: bytes.NewReader([]byte(k))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, prefix := range []string{"p/", ""} {
+		one := NewSource(client, testBucket)
+		one.Prefix, one.PageSize = prefix, 2
+		want := listAll(t, one)
+		for _, fan := range []int{2, 16} {
+			for _, budget := range []int{1, 3, 1000} {
+				src := NewSource(client, testBucket)
+				src.Prefix, src.PageSize, src.FanOut, src.fanBudget = prefix, 2, fan, budget
+				if got := listAll(t, src); !reflect.DeepEqual(got, want) {
+					t.Fatalf("prefix %q, fan-out %d, budget %d:\n got %q\nwant %q", prefix, fan, budget, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestFanOutListsSubPrefixesAtOnce(t *testing.T) {
+	srv, err := s3emu.New(s3emu.Options{Dataset: "data/a:40:1,data/b:40:1,data/c:40:1,data/d:40:1", TTFB: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := srv.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	client := testClient(ep)
+	for _, tc := range []struct {
+		fan     int
+		streams int64 // listing requests in flight at the most, at least
+	}{{1, 1}, {4, 2}} {
+		srv.ResetStats()
+		src := NewSource(client, s3emu.DefaultBucket)
+		src.PageSize, src.FanOut = 10, tc.fan
+		got := listAll(t, src)
+		if len(got) != 160 || got[0][0] != "data/a/00000000" || got[159][0] != "data/d/00000039" {
+			t.Fatalf("fan-out %d listed %d keys from %q to %q", tc.fan, len(got), got[0][0], got[len(got)-1][0])
+		}
+		st := srv.Stats()
+		if tc.fan == 1 && st.MaxInFlight != 1 || st.MaxInFlight < tc.streams {
+			t.Fatalf("fan-out %d: %d requests in flight at the most, want at least %d", tc.fan, st.MaxInFlight, tc.streams)
+		}
+	}
+}
