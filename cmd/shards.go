@@ -17,10 +17,13 @@ func NewCmdShards(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "shards",
 		Short: "Check that a fleet's shards together covered a listing exactly once",
+		Example: `  # each node: s3pd get --shard auto --json s3://b/data/ /nvme/data > node-$K.json
+  s3pd shards check node-*.json`,
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "check SUMMARY...",
 		Short: "Merge the --json output of every shard into one verdict",
+		Example: `  s3pd shards check shard-0.json shard-1.json shard-2.json shard-3.json`,
 		Long: `Read the --json output of each process of a --shard K/N run (one file
 per process; the last summary line with a shard in each counts) and say
 whether together they transferred one listing exactly once: every shard
