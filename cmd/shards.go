@@ -21,8 +21,8 @@ func NewCmdShards(f *Factory) *cobra.Command {
   s3pd shards check node-*.json`,
 	}
 	c.AddCommand(&cobra.Command{
-		Use:   "check SUMMARY...",
-		Short: "Merge the --json output of every shard into one verdict",
+		Use:     "check SUMMARY...",
+		Short:   "Merge the --json output of every shard into one verdict",
 		Example: `  s3pd shards check shard-0.json shard-1.json shard-2.json shard-3.json`,
 		Long: `Read the --json output of each process of a --shard K/N run (one file
 per process; the last summary line with a shard in each counts) and say
