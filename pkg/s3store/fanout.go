@@ -44,10 +44,13 @@ type sub struct {
 	err    error
 }
 
-// item is the next thing in key order: an object or a sub-prefix.
+// item is the next thing in key order: an object or a sub-prefix, or
+// the end of a delimited page (reached, once everything before it was
+// emitted: the next page is asked only then, as a plain listing does).
 type item struct {
-	obj transfer.Object
-	sub *sub
+	obj     transfer.Object
+	sub     *sub
+	reached chan struct{}
 }
 
 // fanOut lists s.Prefix with up to s.FanOut sub-prefix streams at once.
@@ -72,6 +75,10 @@ func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) e
 	})
 	g.Go(func() error {
 		for it := range items {
+			if it.reached != nil {
+				close(it.reached)
+				continue
+			}
 			if it.sub == nil {
 				if err := emit(it.obj); err != nil {
 					return err
@@ -145,7 +152,19 @@ func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items ch
 				return err
 			}
 		}
-		return nil
+		if !p.truncated {
+			return nil
+		}
+		end := item{reached: make(chan struct{})}
+		if err := send(end); err != nil {
+			return err
+		}
+		select {
+		case <-end.reached:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 }
 
