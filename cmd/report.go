@@ -62,6 +62,9 @@ func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedByt
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
+			// No spinner goroutine of the library's own: it reads the
+			// bar's state without its lock; render below drives the bar.
+			progressbar.OptionSetSpinnerChangeInterval(0),
 		)
 		r.stop, r.done = make(chan struct{}), make(chan struct{})
 		go r.render()

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,5 +63,49 @@ func TestHumanSummary(t *testing.T) {
 	}
 	if strings.Contains(out, "0.000") {
 		t.Errorf("summary has a zero with three decimals:\n%s", out)
+	}
+}
+
+// syncBuffer is a strings.Builder safe for the bar's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// On a terminal the bar shows objects and bytes done of the total, the
+// rate and the time left.
+func TestProgressBarShowsDoneOfTotal(t *testing.T) {
+	var errOut syncBuffer
+	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
+	listed := &listedBytes{}
+	for range 4 {
+		listed.Listed(transfer.Object{Size: 8 << 20})
+	}
+	listed.ListingDone()
+	r := newReporter(f, zap.NewNop(), outputFlags{}, listed)
+	r.Bytes(12 << 20)
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(errOut.String(), "1/4 objects") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.close()
+	out := errOut.String()
+	for _, want := range []string{"1/4 objects", "12/32 MiB", "MiB/s", "37%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress bar lacks %q: %q", want, out)
+		}
 	}
 }
