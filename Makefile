@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-copy release-check clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-copy release-check soak clean
 
 all: build
 
@@ -50,6 +50,13 @@ test-netns:
 
 test-short:
 	$(GO) test -short $(PKGS)
+
+## soak: the randomised soak (faults, SIGKILLs, concurrent runs, resume)
+## for SOAK (default 5m; CI's make test runs it for 30s); SOAK_SEED
+## replays a round
+SOAK ?= 5m
+soak:
+	S3PD_SOAK=$(SOAK) S3PD_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e/
 
 ## fuzz: a short run of each fuzz target (seed corpora are committed)
 fuzz:
