@@ -52,7 +52,7 @@ test-short:
 	$(GO) test -short $(PKGS)
 
 ## soak: the randomised soak (faults, SIGKILLs, concurrent runs, resume)
-## for SOAK (default 5m; CI's make test runs it for 30s); SOAK_SEED
+## for SOAK (default 5m; CI's make test runs it for 20s); SOAK_SEED
 ## replays a round
 SOAK ?= 5m
 soak:

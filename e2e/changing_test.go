@@ -59,7 +59,7 @@ func TestUploadOfAChangingFile(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("exit 0 for a file rewritten during its upload\nstderr: %s", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "changed while it was read") {
+	if !strings.Contains(r.stderr, "modified") {
 		t.Errorf("stderr does not say the file changed: %s", r.stderr)
 	}
 	ups, err := s.client.ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(s.bucket)})

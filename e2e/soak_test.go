@@ -25,14 +25,14 @@ import (
 // gets at once into distinct DESTs, SIGKILLs some of them part way and
 // runs them again (resume), and checks that no final name ever holds a
 // wrong byte and that every exit code matches the disk. It runs for
-// S3PD_SOAK (a Go duration; 30s by default, `make soak SOAK=30m` for
+// S3PD_SOAK (a Go duration; 20s by default, `make soak SOAK=30m` for
 // longer), from seed S3PD_SOAK_SEED (default: the clock); every round
 // logs its seed, and a failure names the one to replay.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak runs without -short")
 	}
-	d := 30 * time.Second
+	d := 20 * time.Second
 	if v := os.Getenv("S3PD_SOAK"); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil {
