@@ -16,6 +16,7 @@ import (
 
 	"github.com/s3pd/s3pd/configs"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -229,7 +230,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*loaded, error) {
 	if err := awsEnvSettings(r, getenv, ignoreEndpoints); err != nil {
 		return nil, usageError(err)
 	}
-	known := map[string]bool{envPreset: true, envConfig: true, envSSECKey: true}
+	known := map[string]bool{envPreset: true, envConfig: true, envSSECKey: true, shard.EnvCount: true}
 	for _, name := range testHarnessEnv {
 		known[name] = true
 	}

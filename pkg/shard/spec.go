@@ -33,10 +33,14 @@ func Parse(v string) (Spec, error) {
 	return Spec{K: ki, N: ni}, nil
 }
 
+// EnvCount is the variable a Kubernetes Indexed Job sets to its
+// completions, for --shard auto: N (Kubernetes gives only K).
+const EnvCount = "S3PD_SHARD_COUNT"
+
 // The variables FromEnv reads.
 const (
 	envK8sIndex  = "JOB_COMPLETION_INDEX"
-	envK8sCount  = "S3PD_SHARD_COUNT"
+	envK8sCount  = EnvCount
 	envSlurmTask = "SLURM_ARRAY_TASK_ID"
 	envSlurmMin  = "SLURM_ARRAY_TASK_MIN"
 	envSlurmMax  = "SLURM_ARRAY_TASK_MAX"

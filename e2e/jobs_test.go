@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// render fills a job template's ${NAME} values as envsubst would, and
+// fails on any it does not know.
+func render(t *testing.T, path string, vals map[string]string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := regexp.MustCompile(`\$\{([A-Z_]+)\}`).ReplaceAllStringFunc(string(b), func(m string) string {
+		v, ok := vals[m[2:len(m)-1]]
+		if !ok {
+			t.Fatalf("%s: no sample value for %s", path, m)
+		}
+		return v
+	})
+	return out
+}
+
+// after returns the value of the first line after line from that starts
+// with key (trimmed), and its index.
+func after(t *testing.T, lines []string, from int, key string) (string, int) {
+	t.Helper()
+	for i := from; i < len(lines); i++ {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), key); ok {
+			return strings.TrimSpace(v), i
+		}
+	}
+	t.Fatalf("no %q after line %d", key, from+1)
+	return "", 0
+}
+
+// jobFleet runs one s3pd per index with the command line a job template
+// holds and checks that together they fetched every object once.
+func jobFleet(t *testing.T, s *store, ds s3emu.Dataset, n int, cmdline func(dest string) []string, env func(k int) []string) {
+	t.Helper()
+	var dests, outs []string
+	var args, envs [][]string
+	for k := range n {
+		dests = append(dests, t.TempDir())
+		args = append(args, cmdline(dests[k]))
+		envs = append(envs, append(env(k), "AWS_ENDPOINT_URL="+s.endpoint))
+	}
+	for k, r := range runAll(t, envs, args) {
+		if r.code != 0 {
+			t.Fatalf("index %d: s3pd %q: exit %d\n%s", k, args[k], r.code, r.stderr)
+		}
+		if id := lastShardLine(t, r.stdout).Shard.ID; id != fmt.Sprintf("%d/%d", k, n) {
+			t.Fatalf("index %d took shard %s", k, id)
+		}
+		f := filepath.Join(t.TempDir(), "out.json")
+		os.WriteFile(f, []byte(r.stdout), 0o644)
+		outs = append(outs, f)
+	}
+	if got := syntheticTree(t, "job/", dests); int64(len(got)) != ds.Objects() {
+		t.Fatalf("the fleet fetched %d objects, the dataset has %d", len(got), ds.Objects())
+	}
+	if r := run(t, nil, append([]string{"shards", "check"}, outs...)...); r.code != 0 {
+		t.Fatalf("shards check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+const jobDataset = "job/a:30:64KiB,job/b:6:512KiB,job/c/d:3:1MiB"
+
+func TestKubernetesIndexedJob(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: jobDataset})
+	ds, _ := s3emu.ParseDataset(jobDataset)
+	const n = 4
+	doc := render(t, "configs/k8s/indexed-job.yaml", map[string]string{"SHARDS": strconv.Itoa(n), "JOB_NAME": "pull",
+		"IMAGE": "s3pd:test", "SOURCE": s.url("job/"), "DEST": "@DEST@"})
+	lines := strings.Split(doc, "\n")
+	if v, _ := after(t, lines, 0, "completionMode:"); v != "Indexed" {
+		t.Fatalf("completionMode %q, want Indexed", v)
+	}
+	if v, _ := after(t, lines, 0, "completions:"); v != strconv.Itoa(n) {
+		t.Fatalf("completions %q, want %d", v, n)
+	}
+	_, pull := after(t, lines, 0, "- name: pull")
+	_, envAt := after(t, lines, pull, "- name: S3PD_SHARD_COUNT")
+	count, _ := after(t, lines, envAt, "value:")
+	var command, argv []string
+	c, _ := after(t, lines, pull, "command:")
+	a, _ := after(t, lines, pull, "args:")
+	if err := json.Unmarshal([]byte(c), &command); err != nil || len(command) != 1 || command[0] != "s3pd" {
+		t.Fatalf("command %s: want [\"s3pd\"] (%v)", c, err)
+	}
+	if err := json.Unmarshal([]byte(a), &argv); err != nil {
+		t.Fatalf("args %s: %v", a, err)
+	}
+	jobFleet(t, s, ds, n, func(dest string) []string {
+		out := append([]string(nil), argv...)
+		for i := range out {
+			out[i] = strings.ReplaceAll(out[i], "@DEST@", dest)
+		}
+		return out
+	}, func(k int) []string {
+		return []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(k), "S3PD_SHARD_COUNT=" + strings.Trim(count, `"`)}
+	})
+}
+
+func TestSlurmArray(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: jobDataset})
+	ds, _ := s3emu.ParseDataset(jobDataset)
+	const n = 3
+	doc := render(t, "configs/slurm/pull-array.sbatch", map[string]string{"SHARDS": strconv.Itoa(n), "LAST": strconv.Itoa(n - 1),
+		"SOURCE": s.url("job/"), "DEST": "@DEST@"})
+	lines := strings.Split(doc, "\n")
+	arr, _ := after(t, lines, 0, "#SBATCH --array=")
+	lo, hi, ok := strings.Cut(arr, "-")
+	first, err1 := strconv.Atoi(lo)
+	last, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || last-first+1 != n {
+		t.Fatalf("--array=%s: want %d contiguous tasks", arr, n)
+	}
+	line, _ := after(t, lines, 0, "s3pd get ")
+	argv := append([]string{"get"}, strings.Fields(line)...)
+	jobFleet(t, s, ds, n, func(dest string) []string {
+		out := append([]string(nil), argv...)
+		for i := range out {
+			out[i] = strings.ReplaceAll(out[i], "@DEST@", dest)
+		}
+		return out
+	}, func(k int) []string {
+		return []string{"SLURM_ARRAY_TASK_ID=" + strconv.Itoa(first+k), "SLURM_ARRAY_TASK_MIN=" + lo,
+			"SLURM_ARRAY_TASK_MAX=" + hi, "SLURM_ARRAY_TASK_COUNT=" + strconv.Itoa(n), "SLURM_ARRAY_JOB_ID=7"}
+	})
+}
