@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -160,7 +159,6 @@ func runMode(ctx context.Context, dir string, opts Options, m Mode) (Result, err
 		off int64
 	}
 	parts := make(chan part)
-	pool := sync.Pool{New: func() any { return alignedBuffer(opts.BufferSize) }}
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -180,8 +178,7 @@ func runMode(ctx context.Context, dir string, opts Options, m Mode) (Result, err
 	})
 	for range opts.Writers {
 		g.Go(func() error {
-			buf := pool.Get().([]byte)
-			defer pool.Put(buf)
+			buf := alignedBuffer(opts.BufferSize) // one per writer, for the whole run
 			for p := range parts {
 				end := min(p.off+opts.PartSize, opts.FileSize)
 				for off := p.off; off < end; off += int64(len(buf)) {

@@ -8,7 +8,6 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -112,16 +111,4 @@ func Gibps(bytes int64, d time.Duration) float64 {
 		return 0
 	}
 	return float64(bytes) * 8 / gib / d.Seconds()
-}
-
-// writeAll is io.WriteString that keeps the first error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, a ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, a...)
-	}
 }
