@@ -32,6 +32,7 @@ taken literally ("*" and "?" are not wildcards).`,
 	opts.output.quiet, opts.output.onlyErrors = true, true
 	opts.output.stall = 30 * time.Second
 	opts.rules.raw = true
+	opts.scale.fanOut = 1 // one object: no listing to fan out
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	registerTLSFlags(fs, &f.TLS)
