@@ -406,7 +406,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	sum, err := eng.Run(ctx)
 	rep.close()
 	meas.ended(sum)
-	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) {
 		return startError(ctx, err)
 	}
 	if out.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {

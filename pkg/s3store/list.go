@@ -15,6 +15,11 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
+// ErrBadListing reports a listing the server broke (a truncated page
+// with no continuation token, a token seen before): a fault of the
+// server, not of the command line, even when it comes before any object.
+var ErrBadListing = errors.New("bad listing")
+
 // listPage is what s3pd reads of one ListObjectsV2 page.
 type listPage struct {
 	truncated bool
@@ -137,11 +142,11 @@ func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn fu
 		}
 		if p.next == "" {
 			return fmt.Errorf("list %s page %d: %w", name, page,
-				transfer.Permanent(errors.New("the page is truncated but carries no continuation token: the listing cannot be completed")))
+				transfer.Permanent(fmt.Errorf("%w: the page is truncated but carries no continuation token: the listing cannot be completed", ErrBadListing)))
 		}
 		if _, again := seen[p.next]; again || p.next == token {
 			return fmt.Errorf("list %s page %d: %w", name, page,
-				transfer.Permanent(errors.New("the server repeated a continuation token: the listing would loop")))
+				transfer.Permanent(fmt.Errorf("%w: the server repeated a continuation token: the listing would loop", ErrBadListing)))
 		}
 		seen[p.next] = struct{}{}
 		token = p.next
