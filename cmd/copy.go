@@ -481,7 +481,7 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		}
 	}
 	if !single {
-		src.Prefix, src.FanOut = su.Key, r.opts.scale.fanOut
+		src.Prefix, src.FanOut = su.Key, cmp.Or(r.opts.scale.fanOut, defaultFanOut)
 		if prefix != "" && !strings.HasSuffix(prefix, "/") {
 			prefix += "/"
 		}

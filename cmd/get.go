@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -178,8 +179,8 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 		u.Key, u.Prefix = manifestPrefix(u.Key), true
 	}
-	if opts.scale.fanOut < 1 {
-		return usageErrorf("--list-concurrency %d: want 1 or more", opts.scale.fanOut)
+	if opts.scale.fanOut < 0 {
+		return usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
 	}
 	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
 		return err
@@ -264,7 +265,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		for _, l := range lanes {
 			l.Source.(*s3store.Source).Prefix = u.Key
 		}
-		src.FanOut = opts.scale.fanOut
+		src.FanOut = cmp.Or(opts.scale.fanOut, defaultFanOut)
 	}
 	var ls *local.Sink
 	opts.sink.DryRun = opts.output.dryRun

@@ -18,6 +18,9 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
+// defaultFanOut is how many sub-prefixes are listed at once.
+const defaultFanOut = 16
+
 // scaleFlags are --shard and --manifest, shared by get and copy.
 type scaleFlags struct {
 	shard    string
@@ -26,7 +29,7 @@ type scaleFlags struct {
 }
 
 func (s *scaleFlags) register(fs *pflag.FlagSet) {
-	fs.IntVar(&s.fanOut, "list-concurrency", 16, "list up to this many sub-prefixes of the prefix at once (1: one listing stream)")
+	fs.IntVar(&s.fanOut, "list-concurrency", defaultFanOut, "list up to this many sub-prefixes of the prefix at once (1: one listing stream)")
 	fs.StringVar(&s.manifest, "manifest", "", `list the objects from FILE instead of ListObjectsV2: "-" (stdin), a local path or an s3:// URL; a text manifest (one s3://BUCKET/KEY or KEY per line, optionally a tab and the size) or an S3 Inventory's manifest.json`)
 	fs.StringVar(&s.shard, "shard", "", `take shard K/N of the objects (0 <= K < N), split by bytes; "auto" reads K and N from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, S3PD_SHARD_COUNT) or a Slurm job array (SLURM_ARRAY_TASK_*)`)
 }
