@@ -87,8 +87,9 @@ func TestAWSCLIHabits(t *testing.T) {
 		}
 	})
 	t.Run("--debug logs at debug", func(t *testing.T) {
-		// A 500 once makes a retry, which is logged at debug.
-		f := emuStore(t, s3emu.Options{Dataset: "f:1:64KiB", Faults: s3emu.NewFaults(s3emu.Rule{Key: "*", Action: s3emu.Status{Code: 500}})})
+		// Three 500s in a row make quick retries: the first is logged at
+		// info, the next ones within a second at debug.
+		f := emuStore(t, s3emu.Options{Dataset: "f:1:64KiB", Faults: s3emu.NewFaults(s3emu.Rule{Key: "*", Times: 3, Action: s3emu.Status{Code: 500}})})
 		r := run(t, nil, f.cmd("get", "--debug", "--no-progress", f.url("f/"), t.TempDir())...)
 		if r.code != 0 || !strings.Contains(r.stderr, "DEBUG") {
 			t.Fatalf("exit %d, no debug line on stderr:\n%s", r.code, r.stderr)
