@@ -75,6 +75,21 @@ func waitForJournaled(t *testing.T, dir string, min int64) {
 	}
 }
 
+// resetAfterDrain zeroes the emulator's counters once the requests of
+// a stopped client have ended: a handler still writing into a killed
+// client's socket would otherwise count toward the rerun.
+func resetAfterDrain(t *testing.T, emu *s3emu.Server) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for emu.Stats().InFlight > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still in flight 10s after the client stopped", emu.Stats().InFlight)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	emu.ResetStats()
+}
+
 func finalName(dir string) string { return filepath.Join(dir, "00000000") }
 
 func checkSynthetic(t *testing.T, path, key string, size int) {
@@ -106,14 +121,16 @@ func TestKillThenResumeFetchesOnlyWhatIsMissing(t *testing.T) {
 	if done <= 0 || done >= size {
 		t.Fatalf("journal records %d bytes, want part of %d", done, size)
 	}
-	s.emu.ResetStats()
+	resetAfterDrain(t, s.emu)
 	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("big/"), dest)...)
 	if r.code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
 	}
+	// At most one part more than the journal lacked: a part whose
+	// journal record does not read back is fetched again whole.
 	sent := s.emu.BytesSentFor(s.bucket, "big/00000000")
-	if sent != size-done {
-		t.Fatalf("rerun fetched %d bytes, want exactly the %d the journal lacked", sent, size-done)
+	if sent < size-done || sent > size-done+1<<20 {
+		t.Fatalf("rerun fetched %d bytes, want the %d the journal lacked (at most one part more)", sent, size-done)
 	}
 	checkSynthetic(t, finalName(dest), "big/00000000", size)
 	tree(t, dest) // no temporary files left
@@ -143,12 +160,12 @@ func TestInterruptStopsQuicklyAndResumes(t *testing.T) {
 	if done <= 0 {
 		t.Fatal("an interrupted run kept nothing to resume from")
 	}
-	s.emu.ResetStats()
+	resetAfterDrain(t, s.emu)
 	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", s.url("big/"), dest)...)
 	if r.code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
 	}
-	if sent := s.emu.BytesSentFor(s.bucket, "big/00000000"); sent > size-done {
+	if sent := s.emu.BytesSentFor(s.bucket, "big/00000000"); sent > size-done+1<<20 {
 		t.Errorf("rerun fetched %d bytes, want at most %d", sent, size-done)
 	}
 	checkSynthetic(t, finalName(dest), "big/00000000", size)
