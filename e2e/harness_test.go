@@ -153,20 +153,25 @@ func motoStore(t *testing.T) *store {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return startedStore(t, "moto", fmt.Sprintf("http://127.0.0.1:%d", port))
+}
+
+// startedStore waits up to 30 s for the S3 server named name to answer
+// at endpoint, then creates the tests' bucket on it.
+func startedStore(t *testing.T, name, endpoint string) *store {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		resp, err := http.Get(endpoint + "/")
 		if err == nil {
 			resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("moto_server did not start: %v", err)
+			t.Fatalf("%s did not start: %v", name, err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
-	s := &store{name: "moto", endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint), signed: true}
+	s := &store{name: name, endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint), signed: true}
 	if _, err := s.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // versitygwBinary finds versitygw: $VERSITYGW_BIN, then the PATH, then
@@ -59,23 +53,7 @@ func versitygwStore(t *testing.T) *store {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	endpoint := "http://" + addr
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not start: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s := &store{name: "versitygw", endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint), signed: true}
-	if _, err := s.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return startedStore(t, "versitygw", "http://"+addr)
 }
 
 // Keys with every printable ASCII character and non-ASCII ones are fetched
