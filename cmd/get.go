@@ -293,7 +293,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		// s3://b/p named neither an object nor a prefix: a typo must
 		// not look like success; it is one failed object.
 		opts.output.mustExist = &transfer.Object{Key: strings.TrimSuffix(u.Key, "/"), Name: name, Size: -1}
-		opts.output.missing = &transfer.StatusError{Status: 404, Code: "NoSuchKey",
+		opts.output.missing = &s3store.StatusError{Status: 404, Code: "NoSuchKey",
 			Message: fmt.Sprintf("%s: no object %q and nothing under %q", args[0], strings.TrimSuffix(u.Key, "/"), u.Key)}
 	}
 	sc := &scaleRun{}

@@ -100,7 +100,7 @@ const (
 
 // errorCode classifies err for the error_code and http_status fields.
 func errorCode(err error) (string, int) {
-	var se *transfer.StatusError
+	var se *s3store.StatusError
 	var ne net.Error
 	var pe *os.PathError
 	var ee *ExitError

@@ -12,8 +12,74 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// statusError turns an SDK error into the engine's *transfer.StatusError
-// where the server answered, so the engine can classify it.
+// StatusError is an error answer from S3: an HTTP status and S3's error
+// code ("SlowDown", "NoSuchKey", ...). It is where S3's vocabulary is
+// turned into the behaviours the engine reads: Retriable, Throttle,
+// SkipReason, and the engine's sentinels transfer.ErrNotFound and
+// transfer.ErrModified through Unwrap.
+type StatusError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	switch {
+	case e.Status == 412 || e.Code == "PreconditionFailed":
+		return fmt.Sprintf("%s (%d %s)", transfer.ErrModified, e.Status, e.Code)
+	case e.Code != "" && e.Message != "":
+		return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+	case e.Code != "":
+		return fmt.Sprintf("%d %s", e.Status, e.Code)
+	default:
+		return fmt.Sprintf("http status %d", e.Status)
+	}
+}
+
+// Retriable reports whether the request may succeed if sent again.
+func (e *StatusError) Retriable() bool {
+	switch e.Code {
+	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "RequestTimeTooSkewed":
+		return true
+	case "NoSuchKey", "NoSuchBucket", "AccessDenied", "ExpiredToken", "InvalidObjectState",
+		"PreconditionFailed", "InvalidAccessKeyId", "SignatureDoesNotMatch":
+		return false
+	}
+	switch e.Status {
+	case 500, 502, 503, 504, 408, 429:
+		return true
+	}
+	return false
+}
+
+// SkipReason says why an object is skipped rather than failed: one in an
+// archive storage class must be restored before it can be read.
+func (e *StatusError) SkipReason() string {
+	if e.Code == "InvalidObjectState" {
+		return "archived (InvalidObjectState): restore the object first"
+	}
+	return ""
+}
+
+// Throttle reports whether the server asked the client to slow down.
+func (e *StatusError) Throttle() bool {
+	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429
+}
+
+// Unwrap maps the answers that mean "not there" to transfer.ErrNotFound
+// and a failed If-Match to transfer.ErrModified.
+func (e *StatusError) Unwrap() error {
+	if e.Status == 404 || e.Code == "NoSuchKey" || e.Code == "NoSuchBucket" {
+		return transfer.ErrNotFound
+	}
+	if e.Status == 412 || e.Code == "PreconditionFailed" {
+		return transfer.ErrModified
+	}
+	return nil
+}
+
+// statusError turns an SDK error into a *StatusError where the server
+// answered, so the engine can classify it.
 func statusError(err error) error {
 	if NoCredentials(err) {
 		return withCredentials(err)
@@ -27,7 +93,7 @@ func statusError(err error) error {
 	if !errors.As(err, &re) {
 		return err
 	}
-	se := &transfer.StatusError{Status: re.HTTPStatusCode()}
+	se := &StatusError{Status: re.HTTPStatusCode()}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		se.Code, se.Message = ae.ErrorCode(), ae.ErrorMessage()

@@ -117,13 +117,13 @@ func unreserved(c byte) bool {
 }
 
 // get sends one GetObject and returns the response, or the S3 error as a
-// *transfer.StatusError.
+// *StatusError.
 func (g *getter) get(ctx context.Context, obj *transfer.Object, off, n int64, req Request, checksums bool) (*http.Response, error) {
 	return g.do(ctx, http.MethodGet, obj, off, n, req, checksums)
 }
 
 // head sends one HeadObject and returns the response (its body closed),
-// or the S3 error as a *transfer.StatusError.
+// or the S3 error as a *StatusError.
 func (g *getter) head(ctx context.Context, obj *transfer.Object, req Request, checksums bool) (*http.Response, error) {
 	resp, err := g.do(ctx, http.MethodHead, obj, 0, -1, req, checksums)
 	if err == nil {
@@ -160,7 +160,7 @@ func (g *getter) do(ctx context.Context, method string, obj *transfer.Object, of
 
 // send signs and sends one request to u with the headers every request
 // carries (request payer, expected owner) and those set adds, and returns
-// a 200 or 206 response, or the S3 error as a *transfer.StatusError. An
+// a 200 or 206 response, or the S3 error as a *StatusError. An
 // answer that the bucket lives in another region (x-amz-bucket-region on
 // a 301 or 400) moves the getter there and sends the request again, once,
 // as the AWS CLI does.
@@ -228,7 +228,7 @@ func (w *wrongRegion) Unwrap() error { return w.err }
 
 // responseError reads an S3 error answer.
 func responseError(resp *http.Response) error {
-	se := &transfer.StatusError{Status: resp.StatusCode}
+	se := &StatusError{Status: resp.StatusCode}
 	var body struct {
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`

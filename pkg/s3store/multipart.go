@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-
-	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // startMultipart resumes the newest upload that a crashed run left for
@@ -159,7 +157,7 @@ func (u *UploadSink) AbortUploads(ctx context.Context, prefix string, before tim
 // noUploads reports the answer of stores (gofakes3) that list no
 // uploads as NoSuchUpload; S3 answers an empty list.
 func noUploads(err error) bool {
-	var se *transfer.StatusError
+	var se *StatusError
 	return err != nil && errors.As(statusError(err), &se) && se.Code == "NoSuchUpload"
 }
 

@@ -130,7 +130,7 @@ func (s *Source) object(c listEntry) (transfer.Object, bool) {
 // else for the whole object. It sends If-Match with the pinned ETag.
 func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
 	b, err := s.open(ctx, obj, off, n)
-	var se *transfer.StatusError
+	var se *StatusError
 	if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable && off == 0 && n > 0 {
 		// S3 answers a ranged GET of an empty object with 416, and some
 		// S3-compatible servers answer so for any range that runs past

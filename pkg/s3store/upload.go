@@ -400,7 +400,7 @@ func (u *UploadSink) abort(ctx context.Context, key, id string) error {
 // were checksummed, which a second attempt from the source can fix.
 func classify(err error) error {
 	err = statusError(err)
-	var se *transfer.StatusError
+	var se *StatusError
 	if errors.As(err, &se) && (se.Code == "BadDigest" || se.Code == "XAmzContentChecksumMismatch") {
 		return retriable{err}
 	}

@@ -319,14 +319,9 @@ func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
 		e.markBegun()
 		r.Object, r.Elapsed = o, time.Since(start)
 		err := r.Err
-		var skip *SkipError
-		var why interface{ SkipReason() string }
-		switch {
-		case errors.As(err, &skip):
-			r.Err, r.Skipped = nil, skip.Reason
-			e.skipped.Add(1)
-		case errors.As(err, &why) && why.SkipReason() != "":
-			r.Err, r.Skipped = nil, why.SkipReason()
+		switch why := SkipReason(err); {
+		case why != "":
+			r.Err, r.Skipped = nil, why
 			e.skipped.Add(1)
 		case err != nil:
 			e.failed.Add(1)
@@ -359,12 +354,6 @@ func done(err error) outcome {
 
 // DryRunReason is the skip reason of every object a dry run would transfer.
 const DryRunReason = "dry run: would transfer"
-
-// SkipError tells the engine that an object is deliberately not
-// transferred (unchanged, archived, ...), with the reason.
-type SkipError struct{ Reason string }
-
-func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 
 // transferObject starts o's parts and returns the wait for its outcome:
 // the object is committed when every part arrived and verified, removed

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -193,7 +195,7 @@ func TestEngineFailsPermanentErrorsOnce(t *testing.T) {
 	src := newMemSource(map[string]int64{"bad": 10, "good": 10})
 	src.fault = func(key string, off, n int64, attempt int) error {
 		if key == "bad" {
-			return &StatusError{Status: 403, Code: "AccessDenied"}
+			return errDenied
 		}
 		return nil
 	}
@@ -214,7 +216,7 @@ func TestEngineRetriesSlowDown(t *testing.T) {
 	src := newMemSource(map[string]int64{"k": 3000})
 	src.fault = func(key string, off, n int64, attempt int) error {
 		if attempt <= 2 {
-			return &StatusError{Status: 503, Code: "SlowDown"}
+			return errSlowDown
 		}
 		return nil
 	}
@@ -328,12 +330,17 @@ func TestRetriableClassification(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{&StatusError{Status: 503, Code: "SlowDown"}, true},
-		{&StatusError{Status: 500, Code: "InternalError"}, true},
-		{&StatusError{Status: 400, Code: "RequestTimeout"}, true},
-		{&StatusError{Status: 403, Code: "AccessDenied"}, false},
-		{&StatusError{Status: 404, Code: "NoSuchKey"}, false},
-		{&StatusError{Status: 400, Code: "ExpiredToken"}, false},
+		{errSlowDown, true},
+		{errDenied, false},
+		{fmt.Errorf("wrapped: %w", errDenied), false},
+		{&behaviourError{msg: "retry me", retry: true}, true},
+		{&ShortBodyError{Got: 1, Want: 2}, true},
+		{&BadResponseError{Msg: "wrong range"}, true},
+		{fmt.Errorf("stall: %w", errStalled), true},
+		{fmt.Errorf("dial: %w", syscall.ECONNRESET), true},
+		{fmt.Errorf("write: %w", syscall.ENOSPC), false},
+		{&tls.CertificateVerificationError{Err: errors.New("unknown authority")}, false},
+		{nil, false},
 		{fmt.Errorf("wrapped: %w", io.ErrUnexpectedEOF), true},
 		{context.Canceled, false},
 		{Permanent(io.ErrUnexpectedEOF), false},

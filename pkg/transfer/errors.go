@@ -18,66 +18,33 @@ var ErrModified = errors.New("object modified during download")
 // ErrNotFound reports that an object or bucket does not exist.
 var ErrNotFound = errors.New("not found")
 
-// StatusError is an error answer from a server: an HTTP status and, for
-// S3, its error code ("SlowDown", "NoSuchKey", ...).
-type StatusError struct {
-	Status  int
-	Code    string
-	Message string
-}
+// The engine knows no protocol's error codes. An adapter marks its errors
+// with behaviours, methods that errors.As finds anywhere in an error's
+// chain, and the engine reads only those (and its own sentinels above):
+//
+//	Retriable() bool     may the request succeed if sent again (Retriable)
+//	Throttle() bool      did the server ask the whole transfer to slow down
+//	SkipReason() string  is the object deliberately not transferred, and why
+//
+// Permanent marks any error as not retriable; SkipError is a ready skip.
 
-func (e *StatusError) Error() string {
-	switch {
-	case e.Status == 412 || e.Code == "PreconditionFailed":
-		return fmt.Sprintf("%s (%d %s)", ErrModified, e.Status, e.Code)
-	case e.Code != "" && e.Message != "":
-		return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-	case e.Code != "":
-		return fmt.Sprintf("%d %s", e.Status, e.Code)
-	default:
-		return fmt.Sprintf("http status %d", e.Status)
-	}
-}
+// SkipError tells the engine that an object is deliberately not
+// transferred (unchanged, archived, a dry run), with the reason.
+type SkipError struct{ Reason string }
 
-// Retriable reports whether the request may succeed if sent again.
-func (e *StatusError) Retriable() bool {
-	switch e.Code {
-	case "SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "RequestTimeTooSkewed":
-		return true
-	case "NoSuchKey", "NoSuchBucket", "AccessDenied", "ExpiredToken", "InvalidObjectState",
-		"PreconditionFailed", "InvalidAccessKeyId", "SignatureDoesNotMatch":
-		return false
-	}
-	switch e.Status {
-	case 500, 502, 503, 504, 408, 429:
-		return true
-	}
-	return false
-}
+func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 
-// SkipReason says why an object is skipped rather than failed: one in an
-// archive storage class must be restored before it can be read.
-func (e *StatusError) SkipReason() string {
-	if e.Code == "InvalidObjectState" {
-		return "archived (InvalidObjectState): restore the object first"
+// SkipReason implements the skip behaviour.
+func (s *SkipError) SkipReason() string { return s.Reason }
+
+// SkipReason returns why err means the object is skipped rather than
+// failed (an error in its chain with a non-empty SkipReason), or "".
+func SkipReason(err error) string {
+	var s interface{ SkipReason() string }
+	if err != nil && errors.As(err, &s) {
+		return s.SkipReason()
 	}
 	return ""
-}
-
-// Throttle reports whether the server asked the client to slow down.
-func (e *StatusError) Throttle() bool {
-	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429
-}
-
-// Unwrap maps statuses that mean "not there" to ErrNotFound.
-func (e *StatusError) Unwrap() error {
-	if e.Status == 404 || e.Code == "NoSuchKey" || e.Code == "NoSuchBucket" {
-		return ErrNotFound
-	}
-	if e.Status == 412 || e.Code == "PreconditionFailed" {
-		return ErrModified
-	}
-	return nil
 }
 
 // ShortBodyError reports a body that ended before the bytes it promised.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -28,9 +27,9 @@ type Existing interface {
 // (or when nothing can be compared), and recheck returns nil, so the
 // object is fetched again and replaces it, when it differs.
 func (e *Engine) recheck(ctx context.Context, o *Object, skip error) error {
-	var se *SkipError
+	why := SkipReason(skip)
 	ex, ok := e.sink.(Existing)
-	if !e.opts.VerifyExisting || !ok || !errors.As(skip, &se) || o.Size < 0 {
+	if !e.opts.VerifyExisting || !ok || why == "" || o.Size < 0 {
 		return skip
 	}
 	r, err := ex.OpenExisting(*o)
@@ -40,7 +39,7 @@ func (e *Engine) recheck(ctx context.Context, o *Object, skip error) error {
 	defer r.Close()
 	alg, want, how := e.existingWant(ctx, o)
 	if how != "" {
-		return &SkipError{Reason: se.Reason + "; not verified: " + how}
+		return &SkipError{Reason: why + "; not verified: " + how}
 	}
 	var sum hash.Hash
 	var crc checksum.Running
@@ -66,7 +65,7 @@ func (e *Engine) recheck(ctx context.Context, o *Object, skip error) error {
 	if !match {
 		return nil // damaged: fetch it again
 	}
-	return &SkipError{Reason: se.Reason + "; verified " + strings.ToLower(alg)}
+	return &SkipError{Reason: why + "; verified " + strings.ToLower(alg)}
 }
 
 // existingWant returns the checksum to compare an existing file with:

@@ -7,9 +7,26 @@ import (
 	"time"
 )
 
+// behaviourError is an adapter's error as the engine sees it: only its
+// behaviours, no protocol's codes.
+type behaviourError struct {
+	msg             string
+	retry, throttle bool
+}
+
+func (e *behaviourError) Error() string   { return e.msg }
+func (e *behaviourError) Retriable() bool { return e.retry }
+func (e *behaviourError) Throttle() bool  { return e.throttle }
+
+// errSlowDown and errDenied are a server's "slow down" and "denied".
+var (
+	errSlowDown = &behaviourError{msg: "slow down", retry: true, throttle: true}
+	errDenied   = &behaviourError{msg: "denied"}
+)
+
 func TestBackoffRetry(t *testing.T) {
-	retriable := &StatusError{Status: 503, Code: "SlowDown"}
-	final := &StatusError{Status: 403, Code: "AccessDenied"}
+	retriable := errSlowDown
+	final := errDenied
 	b := Backoff{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 4}
 	tests := []struct {
 		name      string

@@ -80,7 +80,7 @@ func TestEngineSamplesAddUpToTheSummary(t *testing.T) {
 	src := slowSource{newMemSource(sizes)}
 	src.fault = func(key string, off, n int64, attempt int) error {
 		if off == 0 && attempt == 1 {
-			return &StatusError{Status: 503, Code: "SlowDown"}
+			return errSlowDown
 		}
 		return nil
 	}

@@ -125,7 +125,8 @@ type PartWriter interface {
 
 // Checker is implemented by sinks that can tell, before any request,
 // that an object needs no transfer (it is already complete and
-// unchanged, or must not be replaced): Check then returns a *SkipError.
+// unchanged, or must not be replaced): Check then returns an error with
+// a skip reason, such as a *SkipError.
 type Checker interface {
 	Check(obj Object) error
 }
