@@ -3,7 +3,6 @@ package transfer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,11 +257,17 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				if gctx.Err() != nil {
 					return nil // interrupted: objects not started stay untouched
 				}
-				finish := e.object(gctx, o)
+				t := e.newObject(gctx, o)
+				if err := t.start(); err != nil {
+					closeBody(t.first)
+					t.finish(Result{Err: err})
+					continue
+				}
+				t.startParts()
 				finishing <- struct{}{}
 				g.Go(func() error {
 					defer func() { <-finishing }()
-					finish()
+					t.finish(t.wait())
 					return nil
 				})
 			}
@@ -302,213 +307,6 @@ func (e *Engine) summary() Summary {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}
 	return s
-}
-
-// object transfers one object and reports its outcome.
-// object starts transferring o and returns the function that waits for
-// it to end and reports its outcome.
-func (e *Engine) object(ctx context.Context, o Object) (finish func()) {
-	start := time.Now()
-	e.opts.Observer.ObjectStarted(o)
-	wait := e.transferObject(ctx, &o)
-	return func() {
-		r := wait()
-		if rf, ok := e.opts.Lister.(Refresher); ok && errors.Is(r.Err, ErrModified) && ctx.Err() == nil {
-			r = e.refreshed(ctx, rf, &o, r.Bytes)
-		}
-		e.markBegun()
-		r.Object, r.Elapsed = o, time.Since(start)
-		err := r.Err
-		switch why := SkipReason(err); {
-		case why != "":
-			r.Err, r.Skipped = nil, why
-			e.skipped.Add(1)
-		case err != nil:
-			e.failed.Add(1)
-		default:
-			e.objects.Add(1)
-		}
-		e.opts.Observer.ObjectDone(r)
-	}
-}
-
-// refreshed looks up an object that changed since it was listed and
-// transfers it anew; n is what the first attempt moved.
-func (e *Engine) refreshed(ctx context.Context, r Refresher, o *Object, n int64) Result {
-	if err := r.Refresh(ctx, o); err != nil {
-		return Result{Bytes: n, Err: fmt.Errorf("changed since listed, look up again: %w", err)}
-	}
-	e.retries.Add(1)
-	res := e.transferObject(ctx, o)()
-	res.Bytes += n
-	return res
-}
-
-// outcome waits for an object and gives its result: the bytes moved and
-// reused, how it was verified, and its error.
-type outcome func() Result
-
-func done(err error) outcome {
-	return func() Result { return Result{Err: err} }
-}
-
-// DryRunReason is the skip reason of every object a dry run would transfer.
-const DryRunReason = "dry run: would transfer"
-
-// transferObject starts o's parts and returns the wait for its outcome:
-// the object is committed when every part arrived and verified, removed
-// when one failed, and kept for resume when the run was interrupted.
-func (e *Engine) transferObject(ctx context.Context, o *Object) outcome {
-	first := o.First
-	o.First = nil
-	if o.Err != nil {
-		closeBody(first)
-		return done(o.Err)
-	}
-	if c, ok := e.sink.(Checker); ok && o.Size >= 0 {
-		if err := c.Check(*o); err != nil {
-			if err = e.recheck(ctx, o, err); err != nil {
-				closeBody(first)
-				return done(err)
-			}
-		}
-	}
-	if e.opts.DryRun {
-		closeBody(first)
-		return done(&SkipError{Reason: DryRunReason})
-	}
-	if o.Size > MaxObjectSize && first == nil {
-		// No object is that large: nothing (a file, a plan) is sized
-		// from the listing until a response confirms it.
-		b, err := e.probe(ctx, o)
-		if err != nil {
-			return done(err)
-		}
-		if b.Size != o.Size {
-			closeBody(b)
-			return done(Permanent(fmt.Errorf("listed size %d, the server's %d: %w", o.Size, b.Size, ErrModified)))
-		}
-		first = b
-	}
-	if o.Size < 0 {
-		// The size is unknown: fetch the first part and learn it from
-		// the response before planning the rest.
-		if first == nil {
-			b, err := e.probe(ctx, o)
-			if err != nil {
-				return done(err)
-			}
-			first = b
-		}
-		o.Size = first.Size
-		if o.ETag == "" {
-			o.ETag = first.ETag
-		}
-		if o.ModTime.IsZero() {
-			o.ModTime = first.ModTime
-		}
-	}
-	f, err := e.sink.Create(ctx, *o)
-	if err != nil {
-		closeBody(first)
-		return done(err)
-	}
-	var moved, reused atomic.Int64
-	wait := e.parts(ctx, o, f, first, &moved, &reused)
-	return func() Result {
-		verified, err := wait()
-		if err == nil {
-			if err = f.Commit(); err != nil {
-				err = fmt.Errorf("commit: %w", err)
-			}
-		}
-		if err != nil {
-			if j, ok := f.(Journal); ok && ctx.Err() != nil {
-				if serr := j.Suspend(); serr != nil {
-					err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
-				}
-			} else if aerr := f.Abort(); aerr != nil {
-				err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
-			}
-		}
-		return Result{Bytes: moved.Load(), Resumed: reused.Load(), Verification: verified, Err: err}
-	}
-}
-
-// parts starts fetching every part of o into f, up to Threads at a time,
-// and returns the wait for them, which verifies the object and says how.
-// An object fetched in one request is fetched before parts returns.
-func (e *Engine) parts(ctx context.Context, o *Object, f File, first *Body, moved, reused *atomic.Int64) func() (Verification, error) {
-	size := o.Size
-	if size == 0 {
-		closeBody(first)
-		v := Verification{Off: e.opts.Verify == VerifyOff}
-		if !v.Off {
-			v.unverified(UnverifiedEmpty, "an empty object has nothing to check")
-		}
-		return func() (Verification, error) { return v, nil }
-	}
-	if first == nil && size < e.opts.Threshold {
-		c := e.newCheck(ctx, o, false)
-		ps := c.partSum()
-		n, err := e.fetch(ctx, o, f, 0, size, -1, nil, c, ps)
-		moved.Add(n)
-		return func() (Verification, error) {
-			if err != nil {
-				return Verification{}, err
-			}
-			return c.result(ps.whole(), f, size)
-		}
-	}
-	// Parts are planned as they start, not listed up front: memory holds
-	// the ranges in flight, whatever the object's size and part size.
-	firstLen, partSize := e.plan(size, first)
-	c := e.newCheck(ctx, o, true)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(e.opts.Threads)
-	journal, _ := f.(Journal)
-	for off, n := int64(0), firstLen; off < size; off, n = off+n, partSize {
-		n = min(n, size-off)
-		var b *Body
-		if off == 0 {
-			b = first
-		}
-		if gctx.Err() != nil {
-			closeBody(b)
-			break
-		}
-		var jsum string
-		journaled := false
-		if journal != nil && b == nil {
-			jsum, journaled = journal.Completed(off, n)
-		}
-		g.Go(func() error {
-			if journaled && c.restore(f, off, n, jsum) {
-				reused.Add(n)
-				return nil // durable from an earlier run, and read back
-			}
-			ps := c.partSum()
-			got, err := e.fetch(gctx, o, f, off, n, n, b, c, ps)
-			moved.Add(got)
-			if err != nil {
-				return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
-			}
-			sum := c.record(off, ps)
-			if journal != nil {
-				if err := journal.PartDone(off, n, sum); err != nil {
-					return fmt.Errorf("journal bytes=%d-%d: %w", off, off+n-1, err)
-				}
-			}
-			e.opts.Observer.PartDone(*o, off, n)
-			return nil
-		})
-	}
-	return func() (Verification, error) {
-		if err := g.Wait(); err != nil {
-			return Verification{}, err
-		}
-		return c.result(nil, f, size)
-	}
 }
 
 // MaxObjectSize is the largest object S3 stores (50 TB). A listed size

@@ -21,12 +21,12 @@ type Existing interface {
 	OpenExisting(obj Object) (io.ReadCloser, error)
 }
 
-// recheck decides about an object the sink's Check skipped (skip is its
+// verifyExisting decides about an object the sink's Check skipped (skip is its
 // error). With VerifyExisting, a file at the final name is read and
 // compared with the object's checksum: it stays skipped when it matches
-// (or when nothing can be compared), and recheck returns nil, so the
+// (or when nothing can be compared), and verifyExisting returns nil, so the
 // object is fetched again and replaces it, when it differs.
-func (e *Engine) recheck(ctx context.Context, o *Object, skip error) error {
+func (e *Engine) verifyExisting(ctx context.Context, o *Object, skip error) error {
 	why := SkipReason(skip)
 	ex, ok := e.sink.(Existing)
 	if !e.opts.VerifyExisting || !ok || why == "" || o.Size < 0 {

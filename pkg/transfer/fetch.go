@@ -73,7 +73,7 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // fetch moves bytes [off, off+n) of o into f, asking the source for ask
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *check, ps *partSum) (int64, error) {
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum) (int64, error) {
 	pool := &e.bufs
 	if n <= smallBuffer {
 		pool = &e.small // a small object does not hold a large buffer
@@ -130,7 +130,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 }
 
 // attempt is one request: open (unless body is given), validate, copy.
-func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *check, ps *partSum) (int64, error) {
+func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum) (int64, error) {
 	t0 := time.Now()
 	defer e.timeRequest(t0)
 	l := e.pickLane(n)
@@ -150,7 +150,7 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 		body = b
 	}
 	defer body.Close()
-	skip, err := e.check(o, body, off, n)
+	skip, err := e.validate(o, body, off, n)
 	if err != nil {
 		return 0, err
 	}
@@ -196,10 +196,10 @@ func (e *Engine) timeRequest(t0 time.Time) {
 	e.reqNanos.Add(int64(d))
 }
 
-// check validates a response against the request and the pinned version,
-// and returns how many leading bytes of the body precede off (a server
+// validate checks a response against the request and the pinned
+// version, and returns how many leading bytes of the body precede off (a server
 // that ignored Range and sent the whole object).
-func (e *Engine) check(o *Object, b *Body, off, n int64) (int64, error) {
+func (e *Engine) validate(o *Object, b *Body, off, n int64) (int64, error) {
 	if o.ETag != "" && b.ETag != "" && b.ETag != o.ETag {
 		return 0, Permanent(fmt.Errorf("etag %s, want %s: %w", b.ETag, o.ETag, ErrModified))
 	}

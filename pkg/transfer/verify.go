@@ -38,8 +38,9 @@ type Checksummer interface {
 // ErrChecksum reports bytes that do not match the object's checksum.
 var ErrChecksum = errors.New("checksum mismatch")
 
-// check is the verification of one object.
-type check struct {
+// verifier is the verification of one object: what its bytes must sum
+// to, and the sums of its parts as they complete.
+type verifier struct {
 	alg   checksum.Algorithm // "" until known
 	parts *checksum.Ordered  // the parts' CRCs of a ranged fetch, joined as they complete
 
@@ -64,13 +65,13 @@ func pickAlgorithm(values map[string]string) checksum.Algorithm {
 	return ""
 }
 
-// newCheck prepares the verification of o, fetched in ranges or with one
+// newVerifier prepares the verification of o, fetched in ranges or with one
 // whole-object GET.
-func (e *Engine) newCheck(ctx context.Context, o *Object, ranged bool) *check {
+func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool) *verifier {
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &check{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag)}
+	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag)}
 	if e.opts.Verify == VerifyFull && c.md5Offered {
 		c.etag = strings.Trim(o.ETag, `"`)
 	}
@@ -108,7 +109,7 @@ func (e *Engine) newCheck(ctx context.Context, o *Object, ranged bool) *check {
 }
 
 // fromResponse records what a whole-object response offers.
-func (c *check) fromResponse(b *Body) {
+func (c *verifier) fromResponse(b *Body) {
 	if c == nil {
 		return
 	}
@@ -125,7 +126,7 @@ func (c *check) fromResponse(b *Body) {
 
 // result compares what was computed with what the object declares, and
 // returns how the object was verified, or an error on a mismatch.
-func (c *check) result(whole *checksum.Running, f File, size int64) (Verification, error) {
+func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verification, error) {
 	var v Verification
 	if c == nil {
 		v.Off = true
@@ -186,7 +187,7 @@ func (c *check) result(whole *checksum.Running, f File, size int64) (Verificatio
 
 // verifyMD5 checks the MD5 ETag: from the hash computed in order for a
 // whole-object fetch, else by reading the written file back in order.
-func (c *check) verifyMD5(v *Verification, f File, size int64) error {
+func (c *verifier) verifyMD5(v *Verification, f File, size int64) error {
 	if c.encrypted {
 		v.unverified(UnverifiedEncrypted, "the etag of an SSE-KMS or SSE-C object is not its md5")
 		return nil
@@ -230,7 +231,7 @@ type partSum struct {
 
 // partSum returns a fresh partSum for one part of the object, or nil when
 // nothing is verified.
-func (c *check) partSum() *partSum {
+func (c *verifier) partSum() *partSum {
 	if c == nil {
 		return nil
 	}
@@ -242,7 +243,7 @@ func (c *check) partSum() *partSum {
 }
 
 // begin starts the CRC once a whole-object response said which one.
-func (ps *partSum) begin(c *check) {
+func (ps *partSum) begin(c *verifier) {
 	if ps == nil || ps.on {
 		return
 	}
@@ -276,7 +277,7 @@ func (ps *partSum) whole() *checksum.Running {
 }
 
 // record stores a finished part's CRC and returns it as a journal token.
-func (c *check) record(off int64, ps *partSum) string {
+func (c *verifier) record(off int64, ps *partSum) string {
 	if c == nil || c.parts == nil || ps == nil || !ps.on {
 		return ""
 	}
@@ -292,7 +293,7 @@ func (c *check) record(off int64, ps *partSum) string {
 // covers the bytes that reach the final name. It reports false when the
 // part must be fetched again. With nothing to verify (no checksum, or
 // --verify off) the journal is taken as it is.
-func (c *check) restore(f File, off, n int64, sum string) bool {
+func (c *verifier) restore(f File, off, n int64, sum string) bool {
 	if c == nil || c.parts == nil {
 		return true
 	}
