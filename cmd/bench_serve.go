@@ -23,6 +23,8 @@ type benchServeOptions struct {
 	connRate string
 	faults   string
 	prepare  bool
+	throttle s3emu.Throttle
+	stalls   s3emu.Stalls
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
@@ -38,7 +40,9 @@ makes COUNT objects of SIZE bytes named NAME/00000000, NAME/00000001, ...
 with deterministic content. The memory backend keeps uploads in RAM; the
 discard backend keeps only their size, ETag and checksum. --ttfb and
 --conn-rate model S3's latency and per-connection pace (default: none).
---faults FILE injects scripted faults (see docs/EMULATOR.md).`,
+--faults FILE injects scripted faults; --max-in-flight and --prefix-rate
+answer 503 SlowDown as S3 does; --stall-fraction stalls a seeded share of
+GETs mid-body (see docs/EMULATOR.md).`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("bench serve takes no arguments, got %q", args)
@@ -58,6 +62,11 @@ discard backend keeps only their size, ETag and checksum. --ttfb and
 	fs.StringVar(&opts.connRate, "conn-rate", "0", "bytes per second per connection: 90MB/s or 90MB (MB = MiB, as every size here), 720Mb/s in bits (0: no cap)")
 	fs.StringVar(&opts.faults, "faults", "", "file of fault rules to inject (text or JSON)")
 	fs.BoolVar(&opts.prepare, "prepare", false, "compute every synthetic ETag and checksum before serving")
+	fs.IntVar(&opts.throttle.MaxInFlight, "max-in-flight", 0, "answer 503 SlowDown to requests above this many in flight (0: no limit)")
+	fs.IntVar(&opts.throttle.PrefixRate, "prefix-rate", 0, "answer 503 SlowDown above this many GET/HEAD per second per prefix (0: no limit; S3: 5500)")
+	fs.Float64Var(&opts.stalls.Fraction, "stall-fraction", 0, "stall this fraction of GETs (0 to 1) mid-body, the first attempt of each key and range")
+	nonNegativeDurationVar(fs, &opts.stalls.For, "stall-for", 5*time.Second, "how long a stalled GET sends nothing")
+	fs.Uint64Var(&opts.stalls.Seed, "stall-seed", 1, "seed of the hash that picks the stalled GETs")
 	return c
 }
 
@@ -69,7 +78,8 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	if opts.ttfb < 0 {
 		return usageErrorf("--ttfb must not be negative")
 	}
-	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate}
+	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
+		Throttle: opts.throttle, Stalls: opts.stalls}
 	if opts.backend == s3emu.BackendSynthetic || opts.backend == "" {
 		eo.Dataset = opts.dataset
 	}
@@ -106,8 +116,8 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request\n", s3emu.DefaultBucket, endpoint)
 	<-ctx.Done()
 	st := emu.Stats()
-	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected\n",
-		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected)
+	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected, %d throttled, %d stalled\n",
+		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected, st.Throttled, st.Stalls)
 	return nil
 }
 

@@ -108,6 +108,9 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 		{"--dataset", "x"},
 		{"--backend", "tape"},
 		{"--faults", "/nonexistent/faults"},
+		{"--max-in-flight", "-1"},
+		{"--prefix-rate", "-5"},
+		{"--stall-fraction", "1.5"},
 		{"extra-arg"},
 	} {
 		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
@@ -122,6 +125,41 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Code != ExitUsage {
 			t.Errorf("bench serve %v: %v, want a usage error (exit 2)", args, err)
 		}
+	}
+}
+
+// --prefix-rate answers SlowDown when a prefix's GETs come too fast, and
+// --stall-fraction 1 stalls every first GET; the summary counts both.
+func TestBenchServeThrottlesAndStalls(t *testing.T) {
+	ep, stop := runServe(t, "--listen", "127.0.0.1:0", "--dataset", "d:2:64KiB", "--prefix-rate", "1",
+		"--stall-fraction", "1", "--stall-for", "300ms", "--stall-seed", "7")
+	t0 := time.Now()
+	resp, err := http.Get(ep + "/bench/d/00000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(t0); resp.StatusCode != 200 || len(body) != 64<<10 || took < 300*time.Millisecond {
+		t.Errorf("first GET: status %d, %d bytes in %v; want 200, 65536 bytes, stalled at least 300ms", resp.StatusCode, len(body), took)
+	}
+	// One token a second, one held: the next GET of the prefix, well
+	// within that second of the first one's end, finds none.
+	resp, err = http.Get(ep + "/bench/d/00000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "<Code>SlowDown</Code>") {
+		t.Errorf("second GET: status %d, body %q; want 503 SlowDown", resp.StatusCode, body)
+	}
+	rest, err := stop()
+	if err != nil {
+		t.Errorf("bench serve ended with %v", err)
+	}
+	if !strings.Contains(rest, "1 throttled, 1 stalled") {
+		t.Errorf("summary %q, want 1 throttled, 1 stalled", rest)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 )
@@ -99,6 +100,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStats(rw, r)
 		return
 	}
+	q := r.URL.Query()
+	op := classify(r, bucket, key, q)
+	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, time.Now()) {
+		// S3 answers SlowDown after its usual latency; the request is in
+		// flight while it waits.
+		s.c.throttled.Add(1)
+		if op == opGet {
+			s.c.gets.Add(1)
+			s.c.throttledGets.Add(1)
+		}
+		fault = slowDown
+		sleepCtx(r.Context(), s.opts.TTFB)
+		s.writeError(rw, r, &apiError{slowDown.Code, slowDown.S3Code, slowDown.Message})
+		return
+	}
 	sleepCtx(r.Context(), s.opts.TTFB)
 	if home := s.opts.Regions[bucket]; home != "" {
 		rw.Header().Set("X-Amz-Bucket-Region", home)
@@ -109,8 +125,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	q := r.URL.Query()
-	op := classify(r, bucket, key, q)
 	switch op {
 	case opGet:
 		s.c.gets.Add(1)
@@ -137,6 +151,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				sleepCtx(r.Context(), a.For)
 			}
 		}
+	}
+	if fault == nil && op == opGet && s.stall != nil && s.stall.pick(bucket, key, r.Header.Get("Range")) {
+		s.c.stalls.Add(1)
+		fault = midStall{For: s.stall.For}
 	}
 	if s.synth != nil && bucket == DefaultBucket && op.writes() {
 		s.writeError(rw, r, &apiError{http.StatusForbidden, "AccessDenied", "the synthetic bucket is read-only"})

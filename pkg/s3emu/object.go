@@ -106,6 +106,9 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 	if n == 0 {
 		return nil
 	}
+	if ms, ok := fault.(midStall); ok {
+		fault = Stall{At: length / 2, For: ms.For}
+	}
 	sent := s.copyBody(w, r, body, length, fault)
 	s.addKeyBytes(bucket, key, sent)
 	return nil

@@ -48,6 +48,11 @@ type Options struct {
 	ConnRate int64
 	// Faults, when set, are injected into matching requests.
 	Faults *Faults
+	// Throttle answers 503 SlowDown above a number of requests in flight
+	// or a rate per prefix, as S3 does (zero: never).
+	Throttle Throttle
+	// Stalls stalls a seeded fraction of GETs mid-body (zero: none).
+	Stalls Stalls
 	// MaxKeys caps every listing page (0: S3's 1,000), so a test pages
 	// through a few objects.
 	MaxKeys int
@@ -71,6 +76,9 @@ type Stats struct {
 	InFlight       int64 // requests being served now
 	MaxInFlight    int64 // most requests served at once
 	FaultsInjected int64 // requests a fault rule fired on
+	Throttled      int64 // requests answered 503 SlowDown by Options.Throttle
+	ThrottledGets  int64 // object GETs among them
+	Stalls         int64 // GETs stalled by Options.Stalls
 	PacingFailures int64 // connections whose rate cap could not be set
 	LogDropped     int64 // requests not logged because the log was full
 }
@@ -93,6 +101,7 @@ type counters struct {
 	sent, received                     atomic.Int64
 	inFlight, maxInFlight              atomic.Int64
 	faults, pacingFailures, logDropped atomic.Int64
+	throttled, throttledGets, stalls   atomic.Int64
 }
 
 // Server is an S3 emulator: gofakes3 for bucket and upload operations, its
@@ -105,6 +114,8 @@ type Server struct {
 	backend *backendStore
 	discard *discardBackend // nil unless the discard backend
 	faults  *Faults
+	limit   *throttle // nil: no throttling
+	stall   *stalls   // nil: no stalls
 
 	c counters
 
@@ -121,7 +132,14 @@ type Server struct {
 
 // New builds an emulator; Start serves it on a socket, Handler in-process.
 func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, faults: opts.Faults, backend: &backendStore{}}
+	if opts.Throttle.MaxInFlight < 0 || opts.Throttle.PrefixRate < 0 {
+		return nil, fmt.Errorf("new emulator: throttle limits must not be negative, got %+v", opts.Throttle)
+	}
+	if opts.Stalls.Fraction < 0 || opts.Stalls.Fraction > 1 || opts.Stalls.For < 0 {
+		return nil, fmt.Errorf("new emulator: stalls want a fraction in [0, 1] and a duration >= 0, got %v and %v", opts.Stalls.Fraction, opts.Stalls.For)
+	}
+	s := &Server{opts: opts, faults: opts.Faults, backend: &backendStore{},
+		limit: newThrottle(opts.Throttle), stall: newStalls(opts.Stalls)}
 	var be gofakes3.Backend
 	switch opts.Backend {
 	case "", BackendSynthetic:
@@ -239,17 +257,29 @@ func (s *Server) Stats() Stats {
 		InFlight:       s.c.inFlight.Load(),
 		MaxInFlight:    s.c.maxInFlight.Load(),
 		FaultsInjected: s.c.faults.Load(),
+		Throttled:      s.c.throttled.Load(),
+		ThrottledGets:  s.c.throttledGets.Load(),
+		Stalls:         s.c.stalls.Load(),
 		PacingFailures: s.c.pacingFailures.Load(),
 		LogDropped:     s.c.logDropped.Load(),
 	}
 }
 
 // ResetStats zeroes the counters (MaxInFlight restarts from InFlight), the
-// per-key byte counts and the request log.
+// per-key byte counts and the request log; it refills the throttle's
+// buckets and forgets which GETs stalled, so the next client meets the
+// same server as the last.
 func (s *Server) ResetStats() {
 	for _, a := range []*atomic.Int64{&s.c.requests, &s.c.gets, &s.c.heads, &s.c.lists, &s.c.puts,
-		&s.c.sent, &s.c.received, &s.c.faults, &s.c.pacingFailures, &s.c.logDropped} {
+		&s.c.sent, &s.c.received, &s.c.faults, &s.c.pacingFailures, &s.c.logDropped,
+		&s.c.throttled, &s.c.throttledGets, &s.c.stalls} {
 		a.Store(0)
+	}
+	if s.limit != nil {
+		s.limit.reset()
+	}
+	if s.stall != nil {
+		s.stall.reset()
 	}
 	s.c.maxInFlight.Store(s.c.inFlight.Load())
 	s.keyBytes.Clear()
