@@ -158,6 +158,7 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 	ps.begin(c)
 	if pw, ok := f.(PartWriter); ok && skip == 0 {
 		_, ref := body.ReadCloser.(Dataless)
+		ps.restart() // a part writer sends the part again from its start
 		if ps.active() && !ref {
 			// The part writer reads the body itself: sum what it reads.
 			tee := *body

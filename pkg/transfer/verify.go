@@ -268,6 +268,20 @@ func (ps *partSum) update(p []byte) {
 	}
 }
 
+// restart forgets what an earlier attempt summed, for an attempt that
+// starts the part over.
+func (ps *partSum) restart() {
+	if ps == nil {
+		return
+	}
+	if ps.on {
+		ps.run = checksum.Start(ps.run.Algorithm())
+	}
+	if ps.md5 != nil {
+		ps.md5.Reset()
+	}
+}
+
 // whole returns the CRC of a whole-object fetch.
 func (ps *partSum) whole() *checksum.Running {
 	if ps == nil || !ps.on {

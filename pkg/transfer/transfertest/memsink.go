@@ -1,0 +1,296 @@
+package transfertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Sink is an in-memory destination for tests of the engine. What Create
+// returns depends on its fields, set before a run: a plain File by
+// default, a transfer.Journal with Journal, a transfer.PartWriter with
+// Parts. Every file is an io.ReaderAt. A Sink is one destination across
+// runs: a journal suspended by one run is found by the next.
+type Sink struct {
+	// Journal makes files remember durable parts across runs.
+	Journal bool
+	// Parts makes files take whole parts (transfer.PartWriter); a part
+	// whose body is a Ref is copied from the Ref's source.
+	Parts bool
+	// Unreadable hides that files are io.ReaderAt.
+	Unreadable bool
+
+	mu        sync.Mutex
+	committed map[string]Committed
+	journals  map[string]*saved
+	creates   atomic.Int64
+	aborts    atomic.Int64
+	suspends  atomic.Int64
+}
+
+// Committed is an object visible at the destination.
+type Committed struct {
+	Object transfer.Object
+	Data   []byte
+}
+
+// saved is what a suspended file left for the next run.
+type saved struct {
+	etag  string
+	data  []byte
+	parts map[int64]journaled
+}
+
+type journaled struct {
+	n   int64
+	sum string
+}
+
+// NewSink returns an empty destination.
+func NewSink() *Sink {
+	return &Sink{committed: map[string]Committed{}, journals: map[string]*saved{}}
+}
+
+// Committed returns the objects visible at the destination, by name.
+func (s *Sink) Committed() map[string]Committed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.committed)
+}
+
+// Put makes an object visible at the destination, as an earlier run
+// would have left it.
+func (s *Sink) Put(o transfer.Object, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.committed[o.Name] = Committed{Object: o, Data: data}
+}
+
+// Creates, Aborts and Suspends count the calls made so far.
+func (s *Sink) Creates() int64  { return s.creates.Load() }
+func (s *Sink) Aborts() int64   { return s.aborts.Load() }
+func (s *Sink) Suspends() int64 { return s.suspends.Load() }
+
+// Journaled returns the parts (offset: length) a suspended file of name
+// left, and whether there is one.
+func (s *Sink) Journaled(name string) (map[int64]int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.journals[name]
+	if !ok {
+		return nil, false
+	}
+	parts := map[int64]int64{}
+	for off, p := range j.parts {
+		parts[off] = p.n
+	}
+	return parts, true
+}
+
+// Damage overwrites byte off of what a suspended file of name left.
+func (s *Sink) Damage(name string, off int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.journals[name]; ok {
+		j.data[off] ^= 0xff
+	}
+}
+
+// Create implements transfer.Sink.
+func (s *Sink) Create(_ context.Context, o transfer.Object) (transfer.File, error) {
+	s.creates.Add(1)
+	f := &file{sink: s, obj: o, data: make([]byte, o.Size), parts: map[int64]journaled{}}
+	if s.Journal {
+		s.mu.Lock()
+		if j, ok := s.journals[o.Name]; ok && j.etag == o.ETag && o.ETag != "" && int64(len(j.data)) == o.Size {
+			copy(f.data, j.data)
+			f.earlier = j.parts
+		}
+		delete(s.journals, o.Name)
+		s.mu.Unlock()
+	}
+	switch {
+	case s.Journal:
+		return &journalFile{f}, nil
+	case s.Parts:
+		return &partFile{f}, nil
+	case s.Unreadable:
+		return unreadable{f}, nil
+	}
+	return f, nil
+}
+
+// file is a destination being written.
+type file struct {
+	sink    *Sink
+	obj     transfer.Object
+	mu      sync.Mutex
+	data    []byte
+	parts   map[int64]journaled // PartDone in this run
+	earlier map[int64]journaled // left by an earlier run
+	ended   bool
+}
+
+// WriteAt implements io.WriterAt.
+func (f *file) WriteAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return 0, errors.New("transfertest: write after the file ended")
+	}
+	if off < 0 || off+int64(len(p)) > int64(len(f.data)) {
+		return 0, fmt.Errorf("transfertest: write %d+%d beyond the object's %d bytes", off, len(p), len(f.data))
+	}
+	return copy(f.data[off:], p), nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if off >= int64(len(f.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Commit implements transfer.File.
+func (f *file) Commit() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return errors.New("transfertest: commit after the file ended")
+	}
+	f.ended = true
+	f.sink.Put(f.obj, bytes.Clone(f.data))
+	return nil
+}
+
+// Abort implements transfer.File.
+func (f *file) Abort() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.ended {
+		f.ended = true
+		f.sink.aborts.Add(1)
+	}
+	return nil
+}
+
+// journalFile is a file that is a transfer.Journal.
+type journalFile struct{ *file }
+
+// Completed implements transfer.Journal.
+func (f *journalFile) Completed(off, n int64) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.earlier[off]
+	return p.sum, ok && p.n == n
+}
+
+// PartDone implements transfer.Journal.
+func (f *journalFile) PartDone(off, n int64, sum string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.parts[off] = journaled{n: n, sum: sum}
+	return nil
+}
+
+// Suspend implements transfer.Journal: the parts done, this run's and
+// the earlier runs' that it took, stay for the next run.
+func (f *journalFile) Suspend() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended {
+		return nil
+	}
+	f.ended = true
+	f.sink.suspends.Add(1)
+	parts := maps.Clone(f.parts)
+	f.sink.mu.Lock()
+	f.sink.journals[f.obj.Name] = &saved{etag: f.obj.ETag, data: bytes.Clone(f.data), parts: parts}
+	f.sink.mu.Unlock()
+	return nil
+}
+
+// partFile is a file that is a transfer.PartWriter.
+type partFile struct{ *file }
+
+// WritePart implements transfer.PartWriter: it reads the whole part, or
+// copies it from the source of a Ref, and writes it only when it is
+// whole.
+func (f *partFile) WritePart(ctx context.Context, off, n int64, body *transfer.Body, progress func(int64)) (int64, error) {
+	var part []byte
+	if ref, ok := body.ReadCloser.(*Ref); ok {
+		data := ref.Source.Data(ref.Key)
+		if off+n > int64(len(data)) {
+			return 0, transfer.Permanent(fmt.Errorf("copy %s %d+%d: beyond its %d bytes", ref.Key, off, n, len(data)))
+		}
+		part = data[off : off+n]
+	} else {
+		part = make([]byte, n)
+		k, err := io.ReadFull(body, part)
+		if err != nil {
+			progress(int64(k))
+			return 0, &transfer.ShortBodyError{Got: int64(k), Want: n}
+		}
+	}
+	for i := int64(0); i < n; i += 4 << 10 {
+		progress(min(4<<10, n-i))
+	}
+	if _, err := f.WriteAt(part, off); err != nil {
+		return 0, err
+	}
+	return n, ctx.Err()
+}
+
+// unreadable is a file that is not an io.ReaderAt.
+type unreadable struct{ f *file }
+
+func (u unreadable) WriteAt(p []byte, off int64) (int, error) { return u.f.WriteAt(p, off) }
+func (u unreadable) Commit() error                            { return u.f.Commit() }
+func (u unreadable) Abort() error                             { return u.f.Abort() }
+
+// CheckSink is a Sink that is a transfer.Checker and transfer.Existing:
+// an object already committed with the same size and ETag is skipped as
+// unchanged, and its bytes are handed back for Options.VerifyExisting.
+type CheckSink struct{ *Sink }
+
+// Check implements transfer.Checker.
+func (c CheckSink) Check(o transfer.Object) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if have, ok := c.committed[o.Name]; ok && have.Object.Size == o.Size && have.Object.ETag == o.ETag {
+		return &transfer.SkipError{Reason: "unchanged"}
+	}
+	return nil
+}
+
+// OpenExisting implements transfer.Existing.
+func (c CheckSink) OpenExisting(o transfer.Object) (io.ReadCloser, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	have, ok := c.committed[o.Name]
+	if !ok {
+		return nil, fmt.Errorf("transfertest: nothing at %s", o.Name)
+	}
+	return io.NopCloser(bytes.NewReader(have.Data)), nil
+}
+
+// Damage flips byte off of the committed object name.
+func (c CheckSink) Damage(name string, off int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.committed[name].Data[off] ^= 0xff
+}
