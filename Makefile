@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-copy release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-budget bench-copy release-check soak clean
 
 all: build
 
@@ -75,9 +75,15 @@ tidy:
 ## lint: gofmt, vet and staticcheck
 lint: fmt vet staticcheck
 
-## bench: the throughput benchmarks of docs/BENCHMARKS.md (get, bench)
+## bench: the benchmarks of docs/BENCHMARKS.md (loopback, RSS, S3-like,
+## request budget); OLD=REV also measures s3pd built at git revision REV
 bench: build
 	bash bench/run.sh
+
+## bench-budget: only the request-budget cases; QUICK=1 scales them down
+## (one case: BUDGET='^BenchmarkBudget$$/^case=mcr48$$')
+bench-budget: build
+	BENCH= S3PD_BENCH_QUICK=$(QUICK) bash bench/run.sh
 
 ## bench-copy: s3pd copy against cp and the SDK's upload manager
 bench-copy:

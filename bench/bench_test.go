@@ -72,6 +72,19 @@ func selfClient(name string) func(testing.TB, string, dataset, string) ([]string
 	}
 }
 
+// tunedOld is tuned with the binary $S3PD_OLD_BIN (an older build, e.g.
+// run.sh's OLD=REV): the same command line, so a change's speed shows as
+// s3pd over s3pd-old.
+func tunedOld(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
+	old := os.Getenv("S3PD_OLD_BIN")
+	if old == "" {
+		tb.Fatal("s3pd-old needs $S3PD_OLD_BIN (run.sh: OLD=REV)")
+	}
+	argv, env := tuned(tb, endpoint, d, dest)
+	argv[0] = old
+	return argv, env
+}
+
 // tunedNoVerify is tuned with --verify off: the bare clients verify
 // nothing, so this separates the engine's own cost from the CRC's.
 func tunedNoVerify(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
@@ -93,11 +106,13 @@ var loopbackContenders = []contender{
 // compares nothing): the ceiling of a client that verifies. s3pd-engine
 // is s3pd's engine wired as BenchmarkInProcess wires it, in a child of its
 // own: s3pd without its command line (cobra, viper, zap, the reporter)
-// and without the binary's size.
+// and without the binary's size. s3pd-old is s3pd built from an older
+// commit ($S3PD_OLD_BIN).
 var loopbackOnRequest = []contender{
 	{"bare-again", selfClient("bare")},
 	{"bare-sum", selfClient("bare-sum")},
 	{"s3pd-engine", selfClient("engine")},
+	{"s3pd-old", tunedOld},
 }
 
 // round is the number bench/run.sh gives each round ($S3PD_BENCH_ROUND,

@@ -19,6 +19,13 @@ import (
 // garbage are not the contender's) until tb ends, and returns its endpoint.
 func startServer(tb testing.TB, dataset string, ttfb time.Duration, rate int64) string {
 	tb.Helper()
+	return startServerEnv(tb, dataset, ttfb, rate)
+}
+
+// startServerEnv is startServer with more of serve's settings (extra
+// environment, e.g. S3PD_BENCH_THROTTLE).
+func startServerEnv(tb testing.TB, dataset string, ttfb time.Duration, rate int64, extra ...string) string {
+	tb.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
@@ -26,6 +33,7 @@ func startServer(tb testing.TB, dataset string, ttfb time.Duration, rate int64) 
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), roleEnv+"=serve", "S3PD_BENCH_DATASET="+dataset,
 		"S3PD_BENCH_TTFB="+ttfb.String(), "S3PD_BENCH_RATE="+strconv.FormatInt(rate, 10))
+	cmd.Env = append(cmd.Env, extra...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)

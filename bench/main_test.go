@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -39,7 +40,8 @@ func exitOn(err error) {
 	os.Exit(0)
 }
 
-// serve runs the emulator from S3PD_BENCH_DATASET, _TTFB and _RATE, prints
+// serve runs the emulator from S3PD_BENCH_DATASET, _TTFB, _RATE and, in
+// JSON, _THROTTLE (s3emu.Throttle) and _STALLS (s3emu.Stalls), prints
 // "endpoint URL" once its ETags are computed, and stops when stdin
 // closes (the benchmark that started it ended) or on a signal.
 func serve() error {
@@ -51,7 +53,15 @@ func serve() error {
 	if err != nil {
 		return fmt.Errorf("S3PD_BENCH_RATE: %w", err)
 	}
-	srv, err := s3emu.New(s3emu.Options{Dataset: os.Getenv("S3PD_BENCH_DATASET"), TTFB: ttfb, ConnRate: rate})
+	opts := s3emu.Options{Dataset: os.Getenv("S3PD_BENCH_DATASET"), TTFB: ttfb, ConnRate: rate}
+	for name, v := range map[string]any{"S3PD_BENCH_THROTTLE": &opts.Throttle, "S3PD_BENCH_STALLS": &opts.Stalls} {
+		if js := os.Getenv(name); js != "" {
+			if err := json.Unmarshal([]byte(js), v); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	srv, err := s3emu.New(opts)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,16 @@
 # Settings (environment):
 #   COUNT=10          rounds
 #   BENCHTIME=2x      iterations of each contender per round
-#   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp)
+#   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp;
+#                  empty: none)
+#   BUDGET='^BenchmarkBudget$'   the request-budget cases, run after BENCH in
+#                  each round with BUDGET_BENCHTIME=1x (empty: none; one case:
+#                  '^BenchmarkBudget$/^case=mcr48$')
+#   S3PD_BENCH_QUICK=1   scaled-down budget cases (1 s stalls, 512 objects
+#                  instead of 2,048, a smaller grid of references)
+#   OLD=REV        also build s3pd at git revision REV as $S3PD_OLD_BIN: the
+#                  budget cases then compare fault-free sets with it, and
+#                  S3PD_BENCH_CLIENTS=s3pd,s3pd-old compares it on loopback
 #   OUT=/tmp/...      where raw.txt and the summaries go
 #   S3PD_BENCH_TMPFS=/dev/shm     the tmpfs downloads land in
 #   S3PD_BENCH_CLIENTS=bare,s3pd  only these contenders (default: all but
@@ -28,13 +37,22 @@ cd "$(dirname "$0")/.."
 
 COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-2x}
-BENCH=${BENCH:-^Benchmark(Loopback|RSS|S3Like)$}
+BENCH=${BENCH-^Benchmark(Loopback|RSS|S3Like)$}
+BUDGET=${BUDGET-^BenchmarkBudget$}
+BUDGET_BENCHTIME=${BUDGET_BENCHTIME:-1x}
 OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-XXXXXX)}
 mkdir -p "$OUT"
 
 go build -o "$OUT/s3pd" .
 go test -c -o "$OUT/bench.test" ./bench
 export S3PD_BIN=$OUT/s3pd
+if [[ -n ${OLD:-} ]]; then
+	mkdir -p "$OUT/old-src"
+	git archive "$OLD" | tar -x -C "$OUT/old-src"
+	(cd "$OUT/old-src" && go build -o "$OUT/s3pd-old" .)
+	rm -rf "$OUT/old-src"
+	export S3PD_OLD_BIN=$OUT/s3pd-old
+fi
 export S5CMD=${S5CMD:-$(bench/s5cmd.sh)}
 export PATH=$PATH:$(go env GOPATH)/bin
 command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
@@ -43,14 +61,26 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 	echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo '+dirty')"
 	echo "# $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version)"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	[[ -n ${OLD:-} ]] && echo "# old: $(git rev-parse --short "$OLD")"
+	[[ -n ${S3PD_BENCH_QUICK:-} ]] && echo "# quick budget cases"
 } | tee "$OUT/machine.txt"
+
+# pass PATTERN BENCHTIME runs one round of the benchmarks PATTERN selects
+# (none when it is empty) and stops the run on a failure.
+pass() {
+	[[ -z $1 ]] && return 0
+	(cd bench && S3PD_BENCH_ROUND=$i "$OUT/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1) |
+		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
+	return 0
+}
 
 : >"$OUT/raw.txt"
 for i in $(seq 1 "$COUNT"); do
 	echo "round $i/$COUNT (load $(cut -d' ' -f1 /proc/loadavg))"
 	# The contenders' order changes from round to round (bench_test.go: rotate).
-	(cd bench && S3PD_BENCH_ROUND=$i "$OUT/bench.test" -test.run '^$' -test.bench "$BENCH" -test.benchtime "$BENCHTIME" -test.count 1) |
-		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
+	pass "$BENCH" "$BENCHTIME"
+	pass "$BUDGET" "$BUDGET_BENCHTIME"
+	echo "# round $i load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
@@ -58,9 +88,9 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt
 # order means the first contender in the file is not always bare), then s3pd
 # as the base against its peers.
 declare -A cols
-cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-engine s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)')
+cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-old s3pd-engine s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)' [Budget]='/client')
 peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
-for b in Loopback RSS S3Like; do
+for b in Loopback RSS S3Like Budget; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
 	benchstat -col "${cols[$b]}" "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
 	echo "== $b"
@@ -74,5 +104,17 @@ done
 # Paired by round, with a bootstrap interval (bench/paired): the ratios
 # docs/BENCHMARKS.md reports.
 echo "== paired by round, against bare"
-go run ./bench/paired "$OUT/raw.txt" | tee "$OUT/paired.txt"
+grep -v '^BenchmarkBudget/' "$OUT/raw.txt" >"$OUT/raw-vs-bare.txt" || true
+go run ./bench/paired "$OUT/raw-vs-bare.txt" | tee "$OUT/paired.txt"
+if [[ -n ${S3PD_OLD_BIN:-} ]] && grep -q 'client=s3pd-old' "$OUT/raw.txt"; then
+	echo "== paired by round, against s3pd-old"
+	go run ./bench/paired "$OUT/raw-vs-bare.txt" s3pd-old | tee -a "$OUT/paired.txt"
+fi
+if grep -q '^BenchmarkBudget/' "$OUT/raw.txt"; then
+	# Each budget case against its best reference (by median); the
+	# s3pd lines are the targets' ratios (time of the reference over s3pd's).
+	echo "== budget cases, paired by round, against the best reference"
+	grep '^BenchmarkBudget/' "$OUT/raw.txt" >"$OUT/budget.txt"
+	go run ./bench/paired "$OUT/budget.txt" 'best:ref-' | tee "$OUT/budget-paired.txt"
+fi
 echo "results in $OUT"

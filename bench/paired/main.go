@@ -17,6 +17,10 @@
 // noise and no round is paired across runs.
 //
 //	go run ./bench/paired RUN1/raw.txt RUN2/raw.txt ... [base]
+//
+// A base "best:PREFIX" is, in each benchmark, the client named PREFIX...
+// with the lowest median time: the best of a grid of hand-tuned references
+// (`best:ref-` for BenchmarkBudget).
 package main
 
 import (
@@ -79,6 +83,7 @@ type ratios struct {
 func paired(t *times, base string, stderr io.Writer) *ratios {
 	out := &ratios{clients: map[string][]string{}, r: map[string]map[string][]float64{}}
 	for _, bench := range t.benches {
+		base := t.base(bench, base)
 		b, ok := t.ns[bench][base]
 		if !ok {
 			fmt.Fprintf(stderr, "%s: no %s\n", bench, base)
@@ -101,6 +106,23 @@ func paired(t *times, base string, stderr io.Writer) *ratios {
 		}
 	}
 	return out
+}
+
+// base resolves the base of one benchmark: "best:PREFIX" is the client
+// whose name starts with PREFIX that has the lowest median time there (the
+// best of a grid of references); any other name is itself.
+func (t *times) base(bench, base string) string {
+	prefix, best := strings.CutPrefix(base, "best:")
+	if !best {
+		return base
+	}
+	pick, fastest := base, math.Inf(1)
+	for _, c := range t.clients[bench] {
+		if m := median(t.ns[bench][c]); strings.HasPrefix(c, prefix) && m < fastest {
+			pick, fastest = c, m
+		}
+	}
+	return pick
 }
 
 func median(xs []float64) float64 {
@@ -175,12 +197,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "# %s\n", path)
 		}
 		for _, bench := range r.benches {
-			b := t.ns[bench][base]
+			bb := t.base(bench, base)
+			b := t.ns[bench][bb]
 			for _, client := range r.clients[bench] {
 				rs := r.r[bench][client]
 				lo, hi := interval(rng, [][]float64{rs})
 				fmt.Fprintf(stdout, "%s %s against %s, n=%d: medians %.3f, paired median %.3f, paired geomean %.3f [%.3f, %.3f]\n",
-					bench, client, base, len(rs), median(b)/median(t.ns[bench][client]), median(rs), geomean(rs), lo, hi)
+					bench, client, bb, len(rs), median(b)/median(t.ns[bench][client]), median(rs), geomean(rs), lo, hi)
 			}
 		}
 	}

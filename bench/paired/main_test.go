@@ -64,3 +64,32 @@ BenchmarkGet/set=a/client=engine-2   1   1000 ns/op
 		t.Error("no files: got no error")
 	}
 }
+
+// "best:ref-" pairs each benchmark against its fastest reference by
+// median, which may differ from benchmark to benchmark.
+func TestPairedBestOfGrid(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "raw.txt")
+	text := `BenchmarkBudget/case=a/client=s3pd-2   1   1100 ns/op
+BenchmarkBudget/case=a/client=ref-c16-2   1   2000 ns/op
+BenchmarkBudget/case=a/client=ref-c32-2   1   1000 ns/op
+BenchmarkBudget/case=b/client=s3pd-2   1   900 ns/op
+BenchmarkBudget/case=b/client=ref-c16-2   1   1800 ns/op
+BenchmarkBudget/case=b/client=ref-c32-2   1   2000 ns/op
+`
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{p, "best:ref-"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"case=a s3pd against ref-c32, n=1: medians 0.909,",
+		"case=a ref-c16 against ref-c32, n=1: medians 0.500,",
+		"case=b s3pd against ref-c16, n=1: medians 2.000,",
+	} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+}
