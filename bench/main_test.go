@@ -67,21 +67,11 @@ func serve() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := srv.Prepare(ctx); err != nil {
-		return err
-	}
-	endpoint, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	fmt.Println("endpoint", endpoint)
 	go func() {
 		bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent ends
 		stop()
 	}()
-	<-ctx.Done()
-	return nil
+	return s3emu.Serve(ctx, srv, "127.0.0.1:0", func(endpoint string) { fmt.Println("endpoint", endpoint) })
 }
 
 func envOr(name, def string) string {

@@ -39,20 +39,11 @@ func buildS3pd(t *testing.T) string {
 // startEmulator serves the synthetic emulator inside the server namespace.
 func startEmulator(t *testing.T, e *Env, addr, dataset string) *s3emu.Server {
 	t.Helper()
-	srv, err := s3emu.New(s3emu.Options{Dataset: dataset})
-	if err != nil {
-		t.Fatalf("emulator: %v", err)
-	}
-	// Compute ETags and checksums now, not while the transfer is timed.
-	if err := srv.Prepare(context.Background()); err != nil {
-		t.Fatalf("prepare emulator: %v", err)
-	}
-	// Start listens on the calling thread, so the socket lives in e.Server.
-	if err := e.Do(e.Server, func() error { _, err := srv.Start(addr); return err }); err != nil {
-		t.Fatalf("start emulator in %s: %v", e.Server, err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	// Prepared: ETags and checksums are computed now, not while the
+	// transfer is timed. Start listens on the calling thread, so the
+	// socket lives in e.Server.
+	return s3emu.NewTestServer(t, s3emu.Options{Dataset: dataset}, s3emu.Prepared(),
+		s3emu.ListenWithin(addr, func(start func() error) error { return e.Do(e.Server, start) })).Server
 }
 
 // TestMultiNICGet downloads over three capped links at once: 1 Gbit/s,
@@ -151,10 +142,7 @@ func TestGetSpreadsOverEndpointAddresses(t *testing.T) {
 		Hosts: map[string][]netip.Addr{"s3.netnstest": {
 			netip.MustParseAddr("198.19.0.1"), netip.MustParseAddr("198.19.0.2"), netip.MustParseAddr("198.19.0.3")}}})
 	bin := buildS3pd(t)
-	srv, err := s3emu.New(s3emu.Options{Dataset: "small:64:4MiB"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := s3emu.NewTestServer(t, s3emu.Options{Dataset: "small:64:4MiB"}, s3emu.Unstarted())
 	var mu sync.Mutex
 	served := map[string]int{}
 	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

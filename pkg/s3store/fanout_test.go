@@ -54,16 +54,8 @@ func TestFanOutListsWhatOneStreamLists(t *testing.T) {
 }
 
 func TestFanOutListsSubPrefixesAtOnce(t *testing.T) {
-	srv, err := s3emu.New(s3emu.Options{Dataset: "data/a:40:1,data/b:40:1,data/c:40:1,data/d:40:1", TTFB: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	client := testClient(ep)
+	srv := s3emu.NewTestServer(t, s3emu.Options{Dataset: "data/a:40:1,data/b:40:1,data/c:40:1,data/d:40:1", TTFB: 20 * time.Millisecond})
+	client := testClient(srv.URL)
 	for _, tc := range []struct {
 		fan     int
 		streams int64 // listing requests in flight at the most, at least
