@@ -49,7 +49,8 @@ func TestSoak(t *testing.T) {
 	deadline := time.Now().Add(d)
 	rounds := 0
 	for seed := base; rounds == 0 || time.Now().Before(deadline); seed++ {
-		soakRound(t, seed)
+		// A subtest per round: its server and DESTs go when it ends.
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { soakRound(t, seed) })
 		rounds++
 		if t.Failed() {
 			t.Fatalf("round with seed %d failed: replay it with S3PD_SOAK_SEED=%d S3PD_SOAK=1s", seed, seed)
@@ -135,15 +136,7 @@ func soakRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	spec, objs := soakDataset(rng)
 	rules := soakFaults(rng, objs)
-	srv, err := s3emu.New(s3emu.Options{Dataset: spec, MaxKeys: 1 + rng.IntN(4), Faults: s3emu.NewFaults(rules...)})
-	if err != nil {
-		t.Fatalf("seed %d: %v", seed, err)
-	}
-	endpoint, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	endpoint := s3emu.NewTestServer(t, s3emu.Options{Dataset: spec, MaxKeys: 1 + rng.IntN(4), Faults: s3emu.NewFaults(rules...)}).URL
 	var desc []string
 	for _, r := range rules {
 		desc = append(desc, fmt.Sprintf("%s %s attempt=%d times=%d range=%q %s", r.Method, r.Key, r.Attempt, r.Times, r.Range, r.Action))

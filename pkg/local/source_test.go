@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/s3pd/s3pd/internal/unpriv"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -125,12 +126,18 @@ func TestNewSourceErrors(t *testing.T) {
 			}
 		})
 	}
-	if os.Geteuid() != 0 {
-		p := filepath.Join(dir, "f")
-		os.Chmod(p, 0)
-		if _, err := NewSource(p, SourceOptions{}); !errors.Is(err, os.ErrPermission) {
-			t.Errorf("unreadable: got %v, want permission denied", err)
-		}
+}
+
+func TestNewSourceUnreadable(t *testing.T) {
+	if unpriv.Rerun(t) { // root reads every file: run as nobody
+		return
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSource(p, SourceOptions{}); !errors.Is(err, os.ErrPermission) {
+		t.Errorf("unreadable: got %v, want permission denied", err)
 	}
 }
 
