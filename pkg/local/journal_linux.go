@@ -22,7 +22,9 @@ import (
 // object's version and the partial file it describes (the run id in its
 // name, its device and inode; its size is the object's), then one
 // "OFFSET LENGTH [SUM]" line per part, SUM being the engine's checksum
-// token of the part. Parts are journaled in batches, at most once a
+// token of the part. A part a run was interrupted in has a line for the
+// prefix it wrote (LENGTH short of the part's); a later line for the same
+// OFFSET replaces an earlier one. Parts are journaled in batches, at most once a
 // second, each batch only after the data file was synced: the journal
 // never claims bytes that a power loss could take away. A journal whose
 // partial file is not the one it describes (replaced, truncated, made by
@@ -266,11 +268,16 @@ func (j *journal) rewrite() error {
 	return err
 }
 
-func (j *journal) completed(off, n int64) (string, bool) {
+// completed returns the bytes journaled of the part [off, off+n): all of
+// it, or the prefix a run interrupted in it wrote.
+func (j *journal) completed(off, n int64) (int64, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	p, ok := j.done[off]
-	return p.sum, ok && p.n == n
+	if !ok || p.n > n {
+		return 0, ""
+	}
+	return p.n, p.sum
 }
 
 // add records a finished part, flushing a batch at most once a second.

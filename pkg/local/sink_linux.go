@@ -418,9 +418,9 @@ type file struct {
 }
 
 // Completed implements transfer.Journal.
-func (f *file) Completed(off, n int64) (string, bool) {
+func (f *file) Completed(off, n int64) (int64, string) {
 	if f.journal == nil {
-		return "", false
+		return 0, ""
 	}
 	return f.journal.completed(off, n)
 }

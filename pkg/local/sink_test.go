@@ -223,27 +223,40 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	j := f.(transfer.Journal)
 	f.WriteAt(bytes.Repeat([]byte("a"), 10), 0)
 	f.WriteAt(bytes.Repeat([]byte("c"), 10), 20)
+	f.WriteAt(bytes.Repeat([]byte("b"), 4), 10)
 	j.PartDone(0, 10, "CRC32C=1a")
 	j.PartDone(20, 10, "")
+	j.PartDone(10, 4, "CRC32C=2b") // a part interrupted 4 bytes in
 	if err := j.Suspend(); err != nil {
 		t.Fatal(err)
 	}
-	// The same version resumes with both parts done.
+	// The same version resumes with both parts done and the third begun.
 	f2, err := s.Create(context.Background(), obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	j2 := f2.(transfer.Journal)
 	for _, p := range []struct {
-		off  int64
-		want bool
-		sum  string
-	}{{0, true, "CRC32C=1a"}, {10, false, ""}, {20, true, ""}} {
-		if sum, got := j2.Completed(p.off, 10); got != p.want || sum != p.sum {
-			t.Errorf("Completed(%d) = %q, %v, want %q, %v", p.off, sum, got, p.sum, p.want)
+		off, have int64
+		sum       string
+	}{{0, 10, "CRC32C=1a"}, {10, 4, "CRC32C=2b"}, {20, 10, ""}} {
+		if have, sum := j2.Completed(p.off, 10); have != p.have || sum != p.sum {
+			t.Errorf("Completed(%d) = %d, %q, want %d, %q", p.off, have, sum, p.have, p.sum)
 		}
 	}
-	f2.WriteAt(bytes.Repeat([]byte("b"), 10), 10)
+	// The begun part, finished and journaled whole, replaces its prefix.
+	f2.WriteAt(bytes.Repeat([]byte("b"), 6), 14)
+	j2.PartDone(10, 10, "CRC32C=3c")
+	if err := j2.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	f2, err = s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, sum := f2.(transfer.Journal).Completed(10, 10); have != 10 || sum != "CRC32C=3c" {
+		t.Errorf("Completed(10) after the part was finished = %d, %q, want 10, CRC32C=3c", have, sum)
+	}
 	if err := f2.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +274,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	f3.(transfer.Journal).Suspend()
 	obj.ETag = `"v2"`
 	f4, _ := s.Create(context.Background(), obj)
-	if _, ok := f4.(transfer.Journal).Completed(0, 10); ok {
+	if have, _ := f4.(transfer.Journal).Completed(0, 10); have != 0 {
 		t.Errorf("a changed object resumed from the old version's parts")
 	}
 	f4.Abort()

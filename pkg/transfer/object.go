@@ -144,29 +144,46 @@ func (t *object) startParts() {
 			closeBody(b)
 			break
 		}
-		var jsum string
-		journaled := false
-		if journal != nil && b == nil {
-			jsum, journaled = journal.Completed(off, n)
-		}
-		g.Go(func() error {
-			if journaled && t.verify.restore(t.f, off, n, jsum) {
-				t.reused.Add(n)
-				return nil // durable from an earlier run, and read back
-			}
-			return t.fetchPart(gctx, off, n, b, journal)
-		})
+		g.Go(func() error { return t.part(gctx, off, n, b, journal) })
 	}
 	t.parts.Go(g.Wait)
 }
 
-// fetchPart moves bytes [off, off+n) into the file (b, if not nil, is
-// already open), records their sum and journals them.
-func (t *object) fetchPart(ctx context.Context, off, n int64, b *Body, journal Journal) error {
+// part moves bytes [off, off+n) into the file (b, if not nil, is already
+// open), records their sum and journals them. Without b, what an earlier
+// run journaled of the part is taken first, once its bytes read back with
+// the sum that run computed: the whole part, or the prefix that run had
+// written when it was interrupted, after which only the rest is fetched.
+// A part this run is interrupted in journals the prefix it wrote, with its
+// running CRC, so that an early Ctrl-C on large parts does not start them
+// over.
+func (t *object) part(ctx context.Context, off, n int64, b *Body, journal Journal) error {
+	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
-	got, err := t.e.fetch(ctx, &t.o, t.f, off, n, n, b, t.verify, ps)
+	var kept int64
+	if journal != nil && b == nil {
+		if have, sum := journal.Completed(off, n); have == n || have > 0 && !whole {
+			if r, ok := t.verify.readBack(t.f, off, have, sum); ok {
+				t.reused.Add(have)
+				if have == n {
+					t.verify.set(off, r)
+					return nil // durable from an earlier run, and read back
+				}
+				ps.resume(r)
+				kept = have
+			}
+		}
+	}
+	got, err := t.e.fetch(ctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps)
 	t.moved.Add(got)
 	if err != nil {
+		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
+			// Interrupted: keep the prefix. Its sum covers all of it,
+			// the bytes kept before and those written now.
+			if sum, ok := t.verify.prefix(ps, kept+got); ok {
+				err = errors.Join(err, journal.PartDone(off, kept+got, sum))
+			}
+		}
 		return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
 	}
 	sum := t.verify.record(off, ps)

@@ -134,15 +134,19 @@ type Checker interface {
 // Journal is implemented by files that remember durable parts across
 // runs, so an interrupted transfer resumes where it stopped.
 type Journal interface {
-	// Completed reports whether bytes [off, off+n) were made durable by
-	// an earlier run of the same object version, with the sum given to
-	// PartDone. When the object's checksum is verified, the engine reads
-	// such a part back (the file must be an io.ReaderAt) and takes it
-	// only if its checksum still equals sum; otherwise it fetches it.
-	Completed(off, n int64) (sum string, ok bool)
+	// Completed reports how many leading bytes of the part [off, off+n)
+	// an earlier run of the same object version made durable, with the
+	// sum given to PartDone for them: n for the whole part, fewer for a
+	// part that run was interrupted in, 0 for none. When the object's
+	// checksum is verified, the engine reads those bytes back (the file
+	// must be an io.ReaderAt) and takes them only if their checksum still
+	// equals sum; otherwise it fetches them again.
+	Completed(off, n int64) (have int64, sum string)
 	// PartDone records that bytes [off, off+n) are written, with sum, an
 	// opaque token of their checksum ("" when none was computed); the
-	// file makes the data durable before it journals them.
+	// file makes the data durable before it journals them. A part
+	// interrupted in progress records the prefix it wrote the same way;
+	// a later PartDone at the same off (the whole part) replaces it.
 	PartDone(off, n int64, sum string) error
 	// Suspend keeps what was written for a later run, instead of
 	// Abort's removal; the engine calls it when the run is interrupted.

@@ -296,39 +296,72 @@ func (c *verifier) record(off int64, ps *partSum) string {
 		return ""
 	}
 	c.parts.Set(off, ps.run)
-	return fmt.Sprintf("%s=%x", c.alg, ps.run.Sum())
+	return sumToken(c.alg, ps.run)
 }
 
-// restore takes a part journaled by an earlier run, after proving it
-// against the bytes now in the file: it recomputes the part's CRC from
-// what f reads back (f must be an io.ReaderAt) and takes the part only if
-// that equals sum, the CRC the earlier run computed as the bytes arrived.
-// So a partial file changed between runs is caught, and "verified" always
-// covers the bytes that reach the final name. It reports false when the
-// part must be fetched again. With nothing to verify (no checksum, or
-// --verify off) the journal is taken as it is.
-func (c *verifier) restore(f File, off, n int64, sum string) bool {
+// prefix returns the journal token of the first n bytes of a part that
+// was interrupted, when ps summed exactly them: its running CRC, saved so
+// that a later run can read those bytes back, check them and go on from
+// there. With nothing to verify the token is "". It reports false when
+// ps did not follow the bytes written (no CRC computed for the part).
+func (c *verifier) prefix(ps *partSum, n int64) (string, bool) {
 	if c == nil || c.parts == nil {
-		return true
+		return "", true
+	}
+	if ps == nil || !ps.on || ps.run.Len() != n {
+		return "", false
+	}
+	return sumToken(c.alg, ps.run), true
+}
+
+func sumToken(alg checksum.Algorithm, r checksum.Running) string {
+	return fmt.Sprintf("%s=%x", alg, r.Sum())
+}
+
+// set stores the CRC of a part taken whole from an earlier run.
+func (c *verifier) set(off int64, r checksum.Running) {
+	if c != nil && c.parts != nil {
+		c.parts.Set(off, r)
+	}
+}
+
+// readBack proves bytes [off, off+n) journaled by an earlier run against
+// what is now in the file: it recomputes their CRC from what f reads back
+// (f must be an io.ReaderAt) and returns it only if it equals sum, the
+// CRC the earlier run computed as the bytes arrived. So a partial file
+// changed between runs is caught, and "verified" always covers the bytes
+// that reach the final name. It reports false when the bytes must be
+// fetched again. With nothing to verify (no checksum, or --verify off)
+// the journal is taken as it is.
+func (c *verifier) readBack(f File, off, n int64, sum string) (checksum.Running, bool) {
+	if c == nil || c.parts == nil {
+		return checksum.Running{}, true
 	}
 	alg, hexSum, ok := strings.Cut(sum, "=")
 	if !ok || alg != string(c.alg) {
-		return false
+		return checksum.Running{}, false
 	}
 	var v uint64
 	if _, err := fmt.Sscanf(hexSum, "%x", &v); err != nil {
-		return false
+		return checksum.Running{}, false
 	}
 	r, ok := f.(io.ReaderAt)
 	if !ok {
-		return false
+		return checksum.Running{}, false
 	}
 	got := checksum.Start(c.alg)
 	if _, err := io.Copy(&got, io.NewSectionReader(r, off, n)); err != nil || got.Sum() != v || got.Len() != n {
-		return false
+		return checksum.Running{}, false
 	}
-	c.parts.Set(off, got)
-	return true
+	return got, true
+}
+
+// resume continues the part's CRC from r, that of its first bytes, read
+// back from an earlier run.
+func (ps *partSum) resume(r checksum.Running) {
+	if ps != nil && ps.on {
+		ps.run = r
+	}
 }
 
 // active reports whether the part computes anything.
