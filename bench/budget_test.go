@@ -1,15 +1,19 @@
 package bench
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,14 +27,34 @@ import (
 // AWS CLI concurrency setting, stalled GETs, and servers that throttle.
 // With $S3PD_OLD_BIN it also runs the fault-free sets with that binary.
 // $S3PD_BENCH_QUICK=1 scales the slow cases down (see budgetCases).
+//
+// It starts its emulators (one per dataset and model) unless
+// $S3PD_BENCH_SERVERS names them: run.sh starts them once for all rounds
+// (S3PD_BENCH_ROLE=budget-servers), since preparing a GiB of ETags takes
+// seconds.
 func BenchmarkBudget(b *testing.B) {
 	defer cleanBuiltBinary()
-	for _, bc := range budgetCases(b) {
+	fmt.Printf("# budget round %d load %s\n", round(), loadAvg())
+	running := map[string]string{}
+	if js := os.Getenv("S3PD_BENCH_SERVERS"); js != "" {
+		if err := json.Unmarshal([]byte(js), &running); err != nil {
+			b.Fatalf("S3PD_BENCH_SERVERS: %v", err)
+		}
+	}
+	cases, note := budgetCases()
+	if note != "" {
+		b.Log(note)
+	}
+	for _, bc := range cases {
 		b.Run("case="+bc.name, func(b *testing.B) {
 			eps := map[string]string{}
 			for _, e := range bc.entrants {
-				if _, ok := eps[e.server.key()]; !ok {
+				id := serverID(bc.spec, e.server)
+				if ep, ok := running[id]; ok {
+					eps[e.server.key()] = ep
+				} else {
 					eps[e.server.key()] = startModel(b, bc.spec, e.server)
+					running[id] = eps[e.server.key()]
 				}
 			}
 			for _, c := range rotate(bc.contenders(b, eps), nil, round()) {
@@ -39,6 +63,56 @@ func BenchmarkBudget(b *testing.B) {
 		})
 	}
 }
+
+// serverID names an emulator of BenchmarkBudget: its dataset and model.
+func serverID(spec string, m model) string { return spec + " " + m.key() }
+
+// serveBudget runs every emulator BenchmarkBudget needs in this process,
+// prints "servers" and their endpoints by serverID in JSON, and serves
+// until stdin closes.
+func serveBudget() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cases, _ := budgetCases()
+	eps := map[string]string{}
+	for _, bc := range cases {
+		for _, e := range bc.entrants {
+			id := serverID(bc.spec, e.server)
+			if _, ok := eps[id]; ok {
+				continue
+			}
+			srv, err := s3emu.New(s3emu.Options{Dataset: bc.spec, TTFB: s3likeTTFB, ConnRate: s3likeRate,
+				Throttle: e.server.throttle, Stalls: e.server.stalls})
+			if err != nil {
+				return err
+			}
+			if err := srv.Prepare(ctx); err != nil {
+				return err
+			}
+			if eps[id], err = srv.Start("127.0.0.1:0"); err != nil {
+				return err
+			}
+			defer srv.Close()
+		}
+	}
+	js, err := json.Marshal(eps)
+	if err != nil {
+		return err
+	}
+	fmt.Println("servers", string(js))
+	go func() {
+		bufio.NewReader(os.Stdin).ReadString('\n') // EOF when run.sh ends
+		stop()
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+// The S3-like network model.
+const (
+	s3likeTTFB = 30 * time.Millisecond
+	s3likeRate = 12_500_000
+)
 
 // model is what a server does besides the S3-like network model.
 type model struct {
@@ -80,7 +154,7 @@ func fixedGrid(srv model, ns ...int) []entrant {
 
 // budgetCases are the cases of BenchmarkBudget; the s3pd under test is
 // "s3pd" in each, its references are named "ref-...".
-func budgetCases(tb testing.TB) []budgetCase {
+func budgetCases() (cases []budgetCase, note string) {
 	stall := 5 * time.Second
 	bigThrottled, grid := 2048, []int{16, 32, 48, 64}
 	if quick() {
@@ -97,7 +171,7 @@ func budgetCases(tb testing.TB) []budgetCase {
 		return dataset{name: fmt.Sprintf("%dx4MiB", n), prefix: "m4/", objects: n, size: 4 << 20}
 	}
 	k64 := dataset{name: "5000x64KiB", prefix: "k64/", objects: 5000, size: 64 << 10}
-	cases := []budgetCase{
+	cases = []budgetCase{
 		{name: "one512MiB", spec: "one:1:512MiB", set: dataset{prefix: "one/", objects: 1, size: 512 << 20}, entrants: threads},
 		{name: "skewed", spec: "skew/a:15:32MiB,skew/b:1:512MiB", set: dataset{prefix: "skew/", objects: 16, size: 992 << 20 / 16}, entrants: threads},
 		{name: "mcr48", spec: "m4:256:4MiB", set: m4(256), entrants: []entrant{
@@ -118,9 +192,9 @@ func budgetCases(tb testing.TB) []budgetCase {
 			budgetCase{name: "nofault-256x4MiB", spec: "m4:256:4MiB", set: m4(256), entrants: []entrant{{name: "s3pd"}, {name: "ref-old", old: true}}},
 			budgetCase{name: "nofault-5000x64KiB", spec: "k64:5000:64KiB", set: k64, entrants: []entrant{{name: "s3pd"}, {name: "ref-old", old: true}}})
 	} else {
-		tb.Log("S3PD_OLD_BIN not set: the fault-free sets are not compared with an older binary")
+		note = "S3PD_OLD_BIN not set: the fault-free sets are not compared with an older binary"
 	}
-	return cases
+	return cases, note
 }
 
 // contenders turns the case's entrants into commands against eps (one
@@ -169,6 +243,15 @@ func hasFlag(tb testing.TB, bin, flag string) bool {
 	return strings.Contains(help, flag+" ")
 }
 
+// loadAvg is the machine's load average over 1, 5 and 15 minutes.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
 // startModel starts an emulator child for dataset with the S3-like
 // network model and m.
 func startModel(tb testing.TB, spec string, m model) string {
@@ -181,7 +264,7 @@ func startModel(tb testing.TB, spec string, m model) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return startServerEnv(tb, spec, 30*time.Millisecond, 12_500_000, "S3PD_BENCH_THROTTLE="+string(th), "S3PD_BENCH_STALLS="+string(st))
+	return startServerEnv(tb, spec, s3likeTTFB, s3likeRate, "S3PD_BENCH_THROTTLE="+string(th), "S3PD_BENCH_STALLS="+string(st))
 }
 
 // serverStats reads a child emulator's counters, resetting them when

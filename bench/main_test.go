@@ -16,7 +16,8 @@ import (
 )
 
 // roleEnv selects what the test binary does when a benchmark re-executes
-// it: "serve" (the emulator) or "client" (one contender).
+// it: "serve" (the emulator), "budget-servers" (BenchmarkBudget's
+// emulators) or "client" (one contender).
 const roleEnv = "S3PD_BENCH_ROLE"
 
 func TestMain(m *testing.M) {
@@ -25,6 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "serve":
 		exitOn(serve())
+	case "budget-servers":
+		exitOn(serveBudget())
 	case "client":
 		exitOn(runClient(context.Background()))
 	default:

@@ -16,9 +16,9 @@
 #   BENCHTIME=2x      iterations of each contender per round
 #   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp;
 #                  empty: none)
-#   BUDGET='^BenchmarkBudget$'   the request-budget cases, run after BENCH in
-#                  each round with BUDGET_BENCHTIME=1x (empty: none; one case:
-#                  '^BenchmarkBudget$/^case=mcr48$')
+#   BUDGET='^BenchmarkBudget$'   the request-budget cases, COUNT rounds in one
+#                  process after BENCH's, BUDGET_BENCHTIME=1x (empty: none;
+#                  one case: '^BenchmarkBudget$/^case=mcr48$')
 #   S3PD_BENCH_QUICK=1   scaled-down budget cases (1 s stalls, 512 objects
 #                  instead of 2,048, a smaller grid of references)
 #   OLD=REV        also build s3pd at git revision REV as $S3PD_OLD_BIN: the
@@ -65,23 +65,39 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 	[[ -n ${S3PD_BENCH_QUICK:-} ]] && echo "# quick budget cases"
 } | tee "$OUT/machine.txt"
 
-# pass PATTERN BENCHTIME runs one round of the benchmarks PATTERN selects
-# (none when it is empty) and stops the run on a failure.
+# pass PATTERN BENCHTIME ROUND runs round ROUND of the benchmarks PATTERN
+# selects (none when it is empty) and stops the run on a failure.
 pass() {
 	[[ -z $1 ]] && return 0
-	(cd bench && S3PD_BENCH_ROUND=$i "$OUT/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1) |
-		tee -a "$OUT/raw.txt" | grep -E '^(Benchmark|--- FAIL|FAIL|panic)' | grep -E 'FAIL|panic' && exit 1
+	# Without pipefail the pipeline's status is the last grep's: 0 when
+	# the benchmark printed a failure.
+	set +o pipefail
+	(cd bench && S3PD_BENCH_ROUND=$3 "$OUT/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2" -test.count 1) 2>&1 |
+		tee -a "$OUT/raw.txt" | grep -E '^(--- FAIL|FAIL|panic)' && exit 1
+	set -o pipefail
 	return 0
 }
 
 : >"$OUT/raw.txt"
+# The budget cases' emulators run in one child for the whole run:
+# preparing a GiB of ETags takes seconds, too long to repeat every round.
+if [[ -n $BUDGET ]]; then
+	coproc SERVERS { cd bench && S3PD_BENCH_ROLE=budget-servers exec "$OUT/bench.test"; }
+	read -r servers <&"${SERVERS[0]}"
+	[[ $servers == servers* ]] || { echo "budget emulators did not start: $servers"; exit 1; }
+	export S3PD_BENCH_SERVERS=${servers#servers }
+fi
 for i in $(seq 1 "$COUNT"); do
 	echo "round $i/$COUNT (load $(cut -d' ' -f1 /proc/loadavg))"
 	# The contenders' order changes from round to round (bench_test.go: rotate).
-	pass "$BENCH" "$BENCHTIME"
-	pass "$BUDGET" "$BUDGET_BENCHTIME"
+	pass "$BENCH" "$BENCHTIME" "$i"
+	pass "$BUDGET" "$BUDGET_BENCHTIME" "$i"
 	echo "# round $i load $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 done
+if [[ -n $BUDGET ]]; then
+	exec {SERVERS[1]}>&-
+	wait "$SERVERS_PID" || true
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 
 # Each benchmark against its ceiling (bare first, named: the changing
