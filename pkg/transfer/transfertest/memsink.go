@@ -191,12 +191,18 @@ func (f *file) Abort() error {
 // journalFile is a file that is a transfer.Journal.
 type journalFile struct{ *file }
 
-// Completed implements transfer.Journal.
-func (f *journalFile) Completed(off, n int64) (string, bool) {
+var _ transfer.Journal = (*journalFile)(nil)
+
+// Completed implements transfer.Journal: the whole part, or the prefix
+// of it that an interrupted run wrote.
+func (f *journalFile) Completed(off, n int64) (int64, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.earlier[off]
-	return p.sum, ok && p.n == n
+	if !ok || p.n > n {
+		return 0, ""
+	}
+	return p.n, p.sum
 }
 
 // PartDone implements transfer.Journal.
