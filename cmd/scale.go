@@ -60,11 +60,15 @@ func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
 // scaleRun is what --shard and --manifest change in one run: what lists
 // the objects, and the shard's report for the summary.
 type scaleRun struct {
-	lister transfer.Lister // nil: the first lane's source
-	report *shard.Report   // nil without --shard
+	lister   transfer.Lister   // nil: the first lane's source
+	report   *shard.Report     // nil without --shard
+	manifest *manifest.Options // nil without --manifest
 }
 
-// split makes run list shard spec of what it lists so far (inner).
+// split makes run list shard spec of what it lists so far (inner). A
+// manifest is split as written, its entries without a size unresolved,
+// so that every node computes the same split whatever its lookups
+// return; only the shard's own entries are looked up, after the split.
 func (r *scaleRun) split(inner transfer.Lister, spec *shard.Spec, rules transfer.Rules) {
 	if spec == nil {
 		return
@@ -72,7 +76,15 @@ func (r *scaleRun) split(inner transfer.Lister, spec *shard.Spec, rules transfer
 	if r.lister != nil {
 		inner = r.lister
 	}
+	if r.manifest != nil {
+		opts := *r.manifest
+		opts.Unresolved = true
+		inner = manifest.New(opts)
+	}
 	r.lister, r.report = shard.Split(inner, *spec, shard.Options{Filter: rules.Filter()})
+	if r.manifest != nil {
+		r.lister = manifest.Resolve(r.lister, r.manifest.Stat, r.manifest.Lookups)
+	}
 }
 
 // printShard writes the human line about the shard.
@@ -85,7 +97,8 @@ func printShard(w io.Writer, r *shard.Report) {
 // and prefix, looking objects up through src.
 func (r *scaleRun) readManifest(f *Factory, settings config.Settings, location, bucket, prefix string, src *s3store.Source) {
 	loc := &locations{in: f.IO.In, settings: settings, sources: map[string]*s3store.Source{bucket: src}}
-	r.lister = manifest.New(manifest.Options{Location: location, Bucket: bucket, Prefix: prefix, Open: loc.open, Stat: src.Stat})
+	r.manifest = &manifest.Options{Location: location, Bucket: bucket, Prefix: prefix, Open: loc.open, Stat: src.Stat}
+	r.lister = manifest.New(*r.manifest)
 }
 
 // manifestPrefix is the prefix a --manifest run's URL names: with a

@@ -64,7 +64,9 @@ type shardLine struct {
 		Share          float64 `json:"share"`
 		ListingObjects int64   `json:"listing_objects"`
 		ListingBytes   int64   `json:"listing_bytes"`
+		ListingUnsized int64   `json:"listing_unsized"`
 		ListingHash    string  `json:"listing_hash"`
+		Index          int64   `json:"first_index"`
 		FirstKey       string  `json:"first_key"`
 		LastKey        string  `json:"last_key"`
 	} `json:"shard"`

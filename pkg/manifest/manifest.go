@@ -31,6 +31,11 @@ type Options struct {
 	Stat func(ctx context.Context, key string) (transfer.Object, error)
 	// Lookups bounds the Stat calls in flight (default 16).
 	Lookups int
+	// Unresolved lists entries without a size as they are (size
+	// unknown), with no request: what a split of the manifest needs,
+	// since it must depend on the manifest alone. Wrap the split in
+	// Resolve to look up only the entries it keeps.
+	Unresolved bool
 }
 
 // Lister lists the objects of a manifest. It is a transfer.Refresher:
@@ -66,7 +71,11 @@ func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 1<<20)
-	r := newResolver(ctx, l.opts, emit)
+	stat := l.opts.Stat
+	if l.opts.Unresolved {
+		stat = nil
+	}
+	r := newResolver(ctx, stat, l.opts.Lookups, emit)
 	if isJSON(br) {
 		err = l.inventory(ctx, br, r.add)
 	} else {
@@ -115,12 +124,45 @@ func (l *Lister) name(key string) (string, error) {
 	return name, nil
 }
 
+// Resolve returns a lister of what inner lists, in the same order, with
+// the objects of unknown size looked up with stat, up to lookups (16
+// when 0) at once. An object whose lookup fails is listed with its size
+// unknown: the engine probes it and reports its error as that object's
+// failure. The lister is a transfer.Refresher when inner is.
+func Resolve(inner transfer.Lister, stat func(context.Context, string) (transfer.Object, error), lookups int) transfer.Lister {
+	if lookups <= 0 {
+		lookups = 16
+	}
+	r := resolving{inner: inner, stat: stat, lookups: lookups}
+	if rf, ok := inner.(transfer.Refresher); ok {
+		return refreshingResolver{r, rf}
+	}
+	return r
+}
+
+type resolving struct {
+	inner   transfer.Lister
+	stat    func(context.Context, string) (transfer.Object, error)
+	lookups int
+}
+
+type refreshingResolver struct {
+	resolving
+	transfer.Refresher
+}
+
+// List implements transfer.Lister.
+func (l resolving) List(ctx context.Context, emit func(transfer.Object) error) error {
+	r := newResolver(ctx, l.stat, l.lookups, emit)
+	return r.close(l.inner.List(ctx, r.add))
+}
+
 // resolver emits entries in manifest order, looking up those without a
-// size with up to Lookups Stat calls in flight.
+// size with up to lookups stat calls in flight.
 type resolver struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	opts   Options
+	stat   func(context.Context, string) (transfer.Object, error)
 	queue  chan *pending
 	sem    chan struct{}
 	done   chan error
@@ -131,10 +173,10 @@ type pending struct {
 	ready chan struct{} // closed once obj is resolved
 }
 
-func newResolver(ctx context.Context, opts Options, emit func(transfer.Object) error) *resolver {
+func newResolver(ctx context.Context, stat func(context.Context, string) (transfer.Object, error), lookups int, emit func(transfer.Object) error) *resolver {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &resolver{ctx: ctx, cancel: cancel, opts: opts, queue: make(chan *pending, 4*opts.Lookups),
-		sem: make(chan struct{}, opts.Lookups), done: make(chan error, 1)}
+	r := &resolver{ctx: ctx, cancel: cancel, stat: stat, queue: make(chan *pending, 4*lookups),
+		sem: make(chan struct{}, lookups), done: make(chan error, 1)}
 	go func() {
 		var err error
 		for p := range r.queue {
@@ -159,7 +201,7 @@ func newResolver(ctx context.Context, opts Options, emit func(transfer.Object) e
 // add queues one entry; an entry of unknown size is looked up.
 func (r *resolver) add(o transfer.Object) error {
 	p := &pending{obj: o, ready: make(chan struct{})}
-	if o.Size >= 0 || r.opts.Stat == nil {
+	if o.Size >= 0 || r.stat == nil {
 		close(p.ready)
 	} else {
 		select {
@@ -170,7 +212,7 @@ func (r *resolver) add(o transfer.Object) error {
 		go func() {
 			defer close(p.ready)
 			defer func() { <-r.sem }()
-			s, err := r.opts.Stat(r.ctx, o.Key)
+			s, err := r.stat(r.ctx, o.Key)
 			if err != nil {
 				return // left unknown: the engine probes it and reports its error
 			}

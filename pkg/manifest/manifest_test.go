@@ -227,3 +227,41 @@ func TestRefreshLooksTheObjectUpAgain(t *testing.T) {
 		t.Fatalf("refreshed to %+v", o)
 	}
 }
+
+func TestUnresolvedListsAsWrittenAndResolveLooksUpLater(t *testing.T) {
+	// A split needs the manifest as written (no lookups, whose results
+	// could differ from node to node); Resolve then looks up only what
+	// the split kept, in order, and leaves a failed lookup unknown.
+	src := &objects{sizes: map[string]int64{"p/a": 10, "p/c": 30}, delay: true}
+	man := "p/a\np/b\t20\np/gone\np/c\n"
+	l := New(Options{Location: "m", Bucket: "b", Prefix: "p/", Open: files{"m": []byte(man)}.open, Stat: src.stat, Unresolved: true})
+	got, err := list(t, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{-1, 20, -1, -1} {
+		if got[i].Size != want {
+			t.Fatalf("unresolved entry %d: %+v, want size %d", i, got[i], want)
+		}
+	}
+	if n := src.lookups.Load(); n != 0 {
+		t.Fatalf("%d lookups while listing unresolved, want none", n)
+	}
+	// Refresh still works through Resolve.
+	r := Resolve(l, src.stat, 2)
+	if _, ok := r.(transfer.Refresher); !ok {
+		t.Fatal("Resolve of a Refresher is no Refresher")
+	}
+	var res []transfer.Object
+	if err := r.List(context.Background(), func(o transfer.Object) error { res = append(res, o); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{10, 20, -1, 30} {
+		if res[i].Size != want {
+			t.Fatalf("resolved entry %d: %+v, want size %d", i, res[i], want)
+		}
+	}
+	if n := src.lookups.Load(); n != 3 {
+		t.Fatalf("%d lookups, want 3 (the entries without a size)", n)
+	}
+}

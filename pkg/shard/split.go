@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"io"
 	"math/bits"
@@ -30,14 +29,20 @@ type Report struct {
 	// ListingObjects and ListingBytes are the whole listing's (after the
 	// include/exclude rules); ListingHash identifies it: SHA-256 over
 	// each object's key, size and ETag in order, 32 hex digits.
+	// ListingUnsized counts the objects the listing gives no size for (a
+	// manifest's entries without one): ListingBytes counts only the
+	// sizes given.
 	ListingObjects int64  `json:"listing_objects"`
 	ListingBytes   int64  `json:"listing_bytes"`
+	ListingUnsized int64  `json:"listing_unsized,omitempty"`
 	ListingHash    string `json:"listing_hash"`
-	// Objects and Bytes are this shard's share; Index is the position in
-	// the listing of its first object (where it would be when empty).
+	// Objects and Bytes are this shard's share (Unsized of its objects
+	// have no size in the listing); Index is the position in the listing
+	// of its first object (where it would be when empty).
 	Objects  int64   `json:"objects"`
 	Bytes    int64   `json:"bytes"`
-	Share    float64 `json:"share"` // Bytes / ListingBytes
+	Unsized  int64   `json:"unsized,omitempty"`
+	Share    float64 `json:"share"` // of the split's weight: Bytes / ListingBytes when every size is given
 	Index    int64   `json:"first_index"`
 	FirstKey string  `json:"first_key,omitempty"`
 	LastKey  string  `json:"last_key,omitempty"`
@@ -47,6 +52,13 @@ type Report struct {
 // report it fills before it emits the first object. The lister reads
 // inner's whole listing once (spooled to disk) before emitting anything:
 // the split needs the total. It is a transfer.Refresher when inner is.
+//
+// The split depends on nothing but the listing, so every node that sees
+// the same listing computes the same split: an object whose size the
+// listing does not give (Size < 0, a manifest entry without one) weighs
+// the mean size of the objects that have one (1 byte when none has),
+// never a size learnt from a request, which could differ from node to
+// node or fail on one of them. It is emitted with its size unknown.
 func Split(inner transfer.Lister, spec Spec, opts Options) (transfer.Lister, *Report) {
 	l := &lister{inner: inner, spec: spec, opts: opts, report: &Report{Shard: spec}}
 	if r, ok := inner.(transfer.Refresher); ok {
@@ -75,13 +87,16 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	}
 	defer sp.Close()
 	sum := newListingHash()
-	var count, total int64
+	var count, known, unsized int64
 	err = l.inner.List(ctx, func(o transfer.Object) error {
 		if l.opts.Filter != nil && !l.opts.Filter(o) {
 			return nil
 		}
 		if o.Size < 0 {
-			return fmt.Errorf("shard: %s has no known size, and the split needs every size", o.Key)
+			o.Size = -1
+			unsized++
+		} else {
+			known += o.Size
 		}
 		if o.First != nil {
 			o.First.Close()
@@ -89,7 +104,6 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		}
 		sum.add(o)
 		count++
-		total += o.Size
 		return sp.put(o)
 	})
 	if err != nil {
@@ -99,16 +113,22 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		return err
 	}
 	r := l.report
-	r.ListingObjects, r.ListingBytes, r.ListingHash = count, total, sum.hex()
-	var cum, i int64
+	r.ListingObjects, r.ListingBytes, r.ListingUnsized, r.ListingHash = count, known, unsized, sum.hex()
+	w := unsizedWeight(count-unsized, known)
+	total := known + unsized*w
+	var cum, mine, i int64
 	r.Index = count
 	for ; i < count; i++ {
 		o, err := sp.get()
 		if err != nil {
 			return err
 		}
-		k := Of(cum, o.Size, i, total, count, l.spec.N)
-		cum += o.Size
+		size := o.Size
+		if size < 0 {
+			size = w
+		}
+		k := Of(cum, size, i, total, count, l.spec.N)
+		cum += size
 		if k < l.spec.K {
 			continue
 		}
@@ -119,7 +139,12 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 			r.Index, r.FirstKey = i, o.Key
 		}
 		r.Objects++
-		r.Bytes += o.Size
+		mine += size
+		if o.Size < 0 {
+			r.Unsized++
+		} else {
+			r.Bytes += o.Size
+		}
 		r.LastKey = o.Key
 		if err := emit(o); err != nil {
 			return err
@@ -129,7 +154,7 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		r.Index = i
 	}
 	if total > 0 {
-		r.Share = float64(r.Bytes) / float64(total)
+		r.Share = float64(mine) / float64(total)
 	}
 	if i == count {
 		if _, err := sp.get(); !errors.Is(err, io.EOF) {
@@ -137,6 +162,16 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		}
 	}
 	return nil
+}
+
+// unsizedWeight is what an object of unknown size weighs in the split:
+// the mean of the sizes the listing gives (sized objects of known
+// bytes), 1 when it gives none.
+func unsizedWeight(sized, known int64) int64 {
+	if sized == 0 {
+		return 1
+	}
+	return known / sized
 }
 
 // Of is the shard, of n, of an object of size bytes that starts cum

@@ -134,12 +134,59 @@ func TestSplitAppliesTheFilterFirst(t *testing.T) {
 	}
 }
 
-func TestSplitRefusesUnknownSizes(t *testing.T) {
-	l := sliceLister{{Key: "a", Name: "a", Size: -1}}
-	sl, _ := Split(l, Spec{0, 2}, Options{})
-	err := sl.List(context.Background(), func(transfer.Object) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), "no known size") {
-		t.Fatalf("got %v, want an error about the unknown size", err)
+func TestSplitWeighsUnknownSizesByTheListingAlone(t *testing.T) {
+	// Every third object has no size in the listing (a manifest entry
+	// without one): it weighs the mean of the given sizes, is emitted
+	// with its size unknown, and the shards still cover the listing once.
+	l := listing(9, 300, 1*MiB, 4*MiB, 16*MiB)
+	var known, unsized int64
+	for i := range l {
+		if i%3 == 0 {
+			l[i].Size = -1
+			unsized++
+		} else {
+			known += l[i].Size
+		}
+	}
+	var reps []Report
+	var next int
+	for k := range 4 {
+		got, rep := runShard(t, l, Spec{k, 4}, Options{})
+		var n int64
+		for _, o := range got {
+			if o.Key != l[next].Key || o.Size != l[next].Size {
+				t.Fatalf("shard %d emitted %s (%d bytes), want %s (%d)", k, o.Key, o.Size, l[next].Key, l[next].Size)
+			}
+			if o.Size < 0 {
+				n++
+			}
+			next++
+		}
+		if rep.ListingBytes != known || rep.ListingUnsized != unsized || rep.Unsized != n {
+			t.Fatalf("shard %d: listing %d bytes, %d unsized, own %d unsized; want %d, %d, %d", k, rep.ListingBytes, rep.ListingUnsized, rep.Unsized, known, unsized, n)
+		}
+		if dev := rep.Share*4 - 1; dev > 0.1 || dev < -0.1 {
+			t.Errorf("shard %d/4 has %.1f%% of the weight", k, rep.Share*100)
+		}
+		reps = append(reps, rep)
+	}
+	if next != len(l) {
+		t.Fatalf("the shards emitted %d objects, the listing has %d", next, len(l))
+	}
+	if p := Check(reps); len(p) != 0 {
+		t.Fatalf("check: %v", p)
+	}
+
+	// With no size given at all, the split is by count.
+	none := listing(10, 103, 1)
+	for i := range none {
+		none[i].Size = -1
+	}
+	for k := range 4 {
+		got, rep := runShard(t, none, Spec{k, 4}, Options{})
+		if len(got) < 25 || len(got) > 26 || rep.Unsized != int64(len(got)) || rep.Bytes != 0 {
+			t.Fatalf("shard %d/4 of 103 objects of unknown size: %d objects, report %+v", k, len(got), rep)
+		}
 	}
 }
 
