@@ -2,7 +2,6 @@ package s3emu
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -178,11 +177,17 @@ var sizeUnits = map[string]int64{
 }
 
 // keyIter walks a dataset's keys in lexical order without materialising
-// them: one cursor per group, merged.
+// them: one cursor per group, merged. Groups' keys mostly come in runs
+// (a group's keys are contiguous unless its name prefixes another's), so
+// after one scan of the cursors the iterator keeps taking from the same
+// group while its keys stay below every other cursor's: a listing costs
+// one comparison per key, not one per group.
 type keyIter struct {
 	groups []Group
 	pos    []int64  // next index per group
 	cur    []string // key at pos per group, "" when exhausted
+	run    int      // the group being taken from, -1 for none
+	runEnd string   // the least key of the other groups ("" for none)
 }
 
 func (d Dataset) iter() *keyIter {
@@ -193,8 +198,9 @@ func (d Dataset) iter() *keyIter {
 
 // seekGE positions every cursor at its group's first key >= target.
 func (it *keyIter) seekGE(target string) {
+	it.run = -1
 	for gi, g := range it.groups {
-		i := int64(sort.Search(int(g.Count), func(i int) bool { return g.Key(int64(i)) >= target }))
+		i := g.search(target)
 		it.pos[gi] = i
 		it.cur[gi] = ""
 		if i < g.Count {
@@ -203,13 +209,72 @@ func (it *keyIter) seekGE(target string) {
 	}
 }
 
+// search returns the index of g's first key >= target (Count if none),
+// comparing target with the group's name and digits without building
+// keys.
+func (g Group) search(target string) int64 {
+	name := g.Name + "/"
+	switch {
+	case target <= name:
+		return 0
+	case !strings.HasPrefix(target, name):
+		if target < name {
+			return 0
+		}
+		return g.Count
+	}
+	rest := target[len(name):]
+	// Keys are exactly Digits decimal digits: the first key >= target is
+	// the least index whose zero-padded form is >= rest.
+	var i int64
+	for j := 0; j < g.Digits; j++ {
+		if j >= len(rest) {
+			break // rest is a proper prefix of the key at i: that key is greater
+		}
+		c := rest[j]
+		switch {
+		case c < '0':
+			return min(i*pow10(g.Digits-j), g.Count)
+		case c > '9':
+			return min((i+1)*pow10(g.Digits-j), g.Count)
+		}
+		i = i*10 + int64(c-'0')
+		if j == g.Digits-1 && len(rest) > g.Digits {
+			i++ // rest extends the key at i: the key at i is less
+		}
+	}
+	if len(rest) < g.Digits {
+		i *= pow10(g.Digits - len(rest))
+	}
+	return min(i, g.Count)
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}
+
 // next returns the smallest remaining key and the group it belongs to.
 func (it *keyIter) next() (key string, g Group, ok bool) {
-	best := -1
-	for gi, k := range it.cur {
-		if k != "" && (best < 0 || k < it.cur[best]) {
-			best = gi
+	best := it.run
+	if best < 0 || it.cur[best] == "" || (it.runEnd != "" && it.cur[best] >= it.runEnd) {
+		best, it.runEnd = -1, ""
+		for gi, k := range it.cur {
+			switch {
+			case k == "":
+			case best < 0 || k < it.cur[best]:
+				if best >= 0 {
+					it.runEnd = it.cur[best]
+				}
+				best = gi
+			case it.runEnd == "" || k < it.runEnd:
+				it.runEnd = k
+			}
 		}
+		it.run = best
 	}
 	if best < 0 {
 		return "", Group{}, false

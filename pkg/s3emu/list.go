@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const maxListKeys = 1000
@@ -44,11 +45,7 @@ func (res *listResult) writeTo(w io.Writer) error {
 		bw.WriteByte('<')
 		bw.WriteString(name)
 		bw.WriteByte('>')
-		if strings.ContainsAny(v, "<>&'\"\r\n\t") || !isASCII(v) {
-			xml.EscapeText(bw, []byte(v))
-		} else {
-			bw.WriteString(v)
-		}
+		escapeText(bw, v)
 		bw.WriteString("</")
 		bw.WriteString(name)
 		bw.WriteByte('>')
@@ -104,14 +101,36 @@ func (res *listResult) writeTo(w io.Writer) error {
 	return bw.Flush()
 }
 
-// isASCII reports whether v is printable ASCII, which XML carries as is.
-func isASCII(v string) bool {
+// escapeText writes v as XML character data, as xml.EscapeText does,
+// without converting it to bytes: printable ASCII (every key and ETag a
+// test makes, quotes included) in one pass, the rest through EscapeText.
+func escapeText(bw *bufio.Writer, v string) {
+	start := 0
 	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] >= 0x7f {
-			return false
+		var esc string
+		switch c := v[i]; {
+		case c == '"':
+			esc = "&#34;"
+		case c == '\'':
+			esc = "&#39;"
+		case c == '&':
+			esc = "&amp;"
+		case c == '<':
+			esc = "&lt;"
+		case c == '>':
+			esc = "&gt;"
+		case c < 0x20 || c >= 0x7f:
+			bw.WriteString(v[start:i])
+			xml.EscapeText(bw, []byte(v[i:]))
+			return
+		default:
+			continue
 		}
+		bw.WriteString(v[start:i])
+		bw.WriteString(esc)
+		start = i + 1
 	}
-	return true
+	bw.WriteString(v[start:])
 }
 
 // serveList answers ListObjects and ListObjectsV2. It walks the bucket's
@@ -172,6 +191,9 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 	it.seekGE(from)
 	var last string
 	count := 0
+	res.Contents = make([]listContent, 0, min(maxKeys, maxListKeys))
+	var lastTime time.Time // objects mostly share a date: format it once
+	var lastMod string
 	for {
 		e, ok := it.next()
 		if !ok {
@@ -201,8 +223,10 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 			res.IsTruncated = true
 			break
 		}
-		c := listContent{Key: enc(e.Key), LastModified: e.LastModified.UTC().Format("2006-01-02T15:04:05.000Z"),
-			ETag: e.ETag, Size: e.Size, ChecksumAlgorithm: e.Algorithm}
+		if !e.LastModified.Equal(lastTime) || lastMod == "" {
+			lastTime, lastMod = e.LastModified, e.LastModified.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+		c := listContent{Key: enc(e.Key), LastModified: lastMod, ETag: e.ETag, Size: e.Size, ChecksumAlgorithm: e.Algorithm}
 		res.Contents = append(res.Contents, c)
 		count++
 		last = e.Key
