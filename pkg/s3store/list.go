@@ -200,6 +200,7 @@ func parsePage(doc []byte, p *listPage) error {
 	depth := 0
 	encoded := false
 	var cur listEntry
+	var memo pageMemo
 	for {
 		kind, name, err := x.next()
 		if err != nil {
@@ -247,6 +248,14 @@ func parsePage(doc []byte, p *listPage) error {
 				p.contents = append(p.contents, cur)
 			}
 		case tokText:
+			if depth == 3 && string(path[1]) == "Contents" {
+				if done, err := cur.setRaw(path[2], x.raw, &memo); done {
+					if err != nil && cur.err == nil {
+						cur.err = err
+					}
+					continue
+				}
+			}
 			text, err := x.text()
 			if err != nil {
 				return err
@@ -270,6 +279,98 @@ func parsePage(doc []byte, p *listPage) error {
 			}
 		}
 	}
+}
+
+// pageMemo holds the strings that the entries of a page mostly share (a
+// storage class, a checksum algorithm): each is made once and reused
+// while the next entry's bytes are the same, so a page costs no
+// allocation per key for them.
+type pageMemo struct {
+	classRaw, algRaw []byte
+	class, alg       string
+}
+
+// setRaw records a field of a <Contents> element straight from its raw
+// character data, when that needs no string of its own: the size, the
+// date in S3's form, and the shared strings of memo. It reports whether
+// it handled the field.
+func (e *listEntry) setRaw(field, raw []byte, memo *pageMemo) (bool, error) {
+	if bytes.IndexByte(raw, '&') >= 0 {
+		return false, nil
+	}
+	switch string(field) {
+	case "Size":
+		n, ok := parseSize(raw)
+		if !ok {
+			return false, nil // set reports the error
+		}
+		e.size = n
+	case "LastModified":
+		t, ok := parseListTime(raw)
+		if !ok {
+			return false, nil // set parses any other form, or reports it
+		}
+		e.modTime = t
+	case "StorageClass":
+		if memo.classRaw == nil || !bytes.Equal(raw, memo.classRaw) {
+			memo.classRaw, memo.class = raw, string(raw)
+		}
+		e.storageClass = memo.class
+	case "ChecksumAlgorithm":
+		if e.checksumAlgorithm == "" {
+			if memo.algRaw == nil || !bytes.Equal(raw, memo.algRaw) {
+				memo.algRaw, memo.alg = raw, string(raw)
+			}
+			e.checksumAlgorithm = memo.alg
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// parseListTime reads a date in the one form S3 lists them,
+// 2006-01-02T15:04:05.000Z, without a string or time.Parse; false for
+// anything else.
+func parseListTime(raw []byte) (time.Time, bool) {
+	if len(raw) != len("2006-01-02T15:04:05.000Z") || raw[4] != '-' || raw[7] != '-' || raw[10] != 'T' ||
+		raw[13] != ':' || raw[16] != ':' || raw[19] != '.' || raw[23] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	y, mo, d, h, mi, sec, ms := num(raw[0:4]), num(raw[5:7]), num(raw[8:10]), num(raw[11:13]), num(raw[14:16]), num(raw[17:19]), num(raw[20:23])
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*int(time.Millisecond), time.UTC)
+	if t.Day() != d {
+		return time.Time{}, false // February 30th: time.Parse refuses it
+	}
+	return t, true
+}
+
+// parseSize reads a plain decimal size; false for anything else.
+func parseSize(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // set records one field of a <Contents> element.
@@ -416,9 +517,9 @@ func unescapeXML(raw []byte) (string, error) {
 		if semi < 0 {
 			return "", errors.New("unterminated entity")
 		}
-		ent := string(raw[1:semi])
+		ent := raw[1:semi]
 		raw = raw[semi+1:]
-		switch ent {
+		switch string(ent) { // no allocation: a switch on bytes
 		case "amp":
 			b.WriteByte('&')
 		case "lt":
@@ -441,16 +542,16 @@ func unescapeXML(raw []byte) (string, error) {
 }
 
 // charRef reads "#NNN" or "#xHHH".
-func charRef(ent string) (rune, bool) {
-	num, ok := strings.CutPrefix(ent, "#")
-	if !ok || num == "" {
+func charRef(ent []byte) (rune, bool) {
+	num, ok := bytes.CutPrefix(ent, []byte("#"))
+	if !ok || len(num) == 0 {
 		return 0, false
 	}
 	base := 10
-	if h, ok := strings.CutPrefix(num, "x"); ok {
+	if h, ok := bytes.CutPrefix(num, []byte("x")); ok {
 		num, base = h, 16
 	}
-	v, err := strconv.ParseUint(num, base, 32)
+	v, err := strconv.ParseUint(string(num), base, 32)
 	if err != nil || v > 0x10FFFF {
 		return 0, false
 	}

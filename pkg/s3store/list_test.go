@@ -246,3 +246,20 @@ func BenchmarkParsePage(b *testing.B) {
 		}
 	})
 }
+
+// TestParseListTimeAgreesWithTimeParse: the fast path reads S3's form
+// exactly as time.Parse does and leaves every other form to it.
+func TestParseListTimeAgreesWithTimeParse(t *testing.T) {
+	for _, s := range []string{"2026-11-30T23:59:59.999Z", "2000-02-29T00:00:00.000Z", "2025-01-01T00:00:00.000Z",
+		"2026-02-30T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-11-30T24:00:00.000Z", "2026-11-30T23:59:59Z",
+		"2026-11-30T23:59:59.999+01:00", "2026-11-30T23:59:59.99xZ", "2026-11-30 23:59:59.999Z"} {
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseListTime([]byte(s))
+		if ok && (werr != nil || !got.Equal(want) || got.Location() != want.Location()) {
+			t.Errorf("parseListTime(%q) = %v, time.Parse %v, %v", s, got, want, werr)
+		}
+		if !ok && werr == nil && len(s) == 24 && s[23] == 'Z' {
+			t.Errorf("parseListTime(%q) refused what time.Parse reads as %v", s, want)
+		}
+	}
+}
