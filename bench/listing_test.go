@@ -14,13 +14,18 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
+// listingRound counts BenchmarkListing's rounds, to alternate which
+// contender runs first.
+var listingRound int
+
 // BenchmarkListing plans a prefix of S3PD_LIST_KEYS keys (default
-// 1,000,000) of one byte each (the server prepares every ETag and
-// checksum before it serves) spread over 100 sub-prefixes, against the emulator in a
-// child with S3's 30 ms before each response, with one listing stream
-// and with fan-out over the sub-prefixes (16 streams, s3pd's default),
-// side by side in each round. It reports keys per second; the ratio of
-// the two is the fan-out's gain. make bench-list runs it.
+// 1,000,000) of one byte each spread over 100 sub-prefixes, against the
+// emulator in a child with S3's 30 ms before each response, with one
+// listing stream and with fan-out over the sub-prefixes (16 streams,
+// s3pd's default), side by side in each round (one round per -count,
+// the order alternating). It reports each contender's keys per second
+// and the round's gain, the one stream's time over the fan-out's.
+// make bench-list runs it and summarises the rounds.
 func BenchmarkListing(b *testing.B) {
 	keys := 1_000_000
 	if v := os.Getenv("S3PD_LIST_KEYS"); v != "" {
@@ -30,6 +35,7 @@ func BenchmarkListing(b *testing.B) {
 		}
 		keys = n
 	}
+	keys = keys / 100 * 100
 	var groups []string
 	for i := range 100 {
 		groups = append(groups, fmt.Sprintf("list/p%02d:%d:1", i, keys/100))
@@ -44,21 +50,30 @@ func BenchmarkListing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, streams := range []int{1, 16} {
-		b.Run(fmt.Sprintf("keys=%d/streams=%d", keys/100*100, streams), func(b *testing.B) {
-			for range b.N {
-				src := s3store.NewSource(client, s3emu.DefaultBucket)
-				src.Prefix, src.FanOut = "list/", streams
-				n := 0
-				start := time.Now()
-				if err := src.List(ctx, func(transfer.Object) error { n++; return nil }); err != nil {
-					b.Fatal(err)
-				}
-				if n != keys/100*100 {
-					b.Fatalf("listed %d keys, want %d", n, keys/100*100)
-				}
-				b.ReportMetric(float64(n)/time.Since(start).Seconds(), "keys/s")
-			}
-		})
+	list := func(streams int) time.Duration {
+		src := s3store.NewSource(client, s3emu.DefaultBucket)
+		src.Prefix, src.FanOut = "list/", streams
+		n := 0
+		start := time.Now()
+		if err := src.List(ctx, func(transfer.Object) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != keys {
+			b.Fatalf("listed %d keys, want %d", n, keys)
+		}
+		return time.Since(start)
 	}
+	b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+		for range b.N {
+			var one, fan time.Duration
+			if listingRound++; listingRound%2 == 1 {
+				one, fan = list(1), list(16)
+			} else {
+				fan, one = list(16), list(1)
+			}
+			b.ReportMetric(float64(keys)/one.Seconds(), "keys/s-1stream")
+			b.ReportMetric(float64(keys)/fan.Seconds(), "keys/s-16streams")
+			b.ReportMetric(one.Seconds()/fan.Seconds(), "gain")
+		}
+	})
 }
