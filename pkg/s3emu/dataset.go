@@ -25,16 +25,15 @@ type Group struct {
 
 // Key returns the key of object i of the group, e.g. "model/00000007".
 func (g Group) Key(i int64) string {
-	s := strconv.FormatInt(i, 10)
-	var b strings.Builder
-	b.Grow(len(g.Name) + 1 + g.Digits)
-	b.WriteString(g.Name)
-	b.WriteByte('/')
-	for n := len(s); n < g.Digits; n++ {
-		b.WriteByte('0')
+	var buf [64]byte
+	b := append(buf[:0], g.Name...)
+	b = append(b, '/')
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], i, 10)
+	for n := len(d); n < g.Digits; n++ {
+		b = append(b, '0')
 	}
-	b.WriteString(s)
-	return b.String()
+	return string(append(b, d...))
 }
 
 // Dataset describes the objects of the synthetic backend. Its zero value

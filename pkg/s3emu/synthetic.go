@@ -4,7 +4,6 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
-	"hash/fnv"
 	"io"
 	"strconv"
 	"sync"
@@ -62,9 +61,12 @@ func theBlock() []byte {
 
 // seedOf returns the content seed of version v of object key.
 func seedOf(key string, v int) uint64 {
-	h := fnv.New64a()
-	io.WriteString(h, key)
-	s := h.Sum64()
+	// FNV-1a, 64 bits (hash/fnv's), without a hash.Hash to allocate.
+	s := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		s ^= uint64(key[i])
+		s *= 1099511628211
+	}
 	if v != 0 {
 		s ^= uint64(v) * 0x9e3779b97f4a7c15
 	}

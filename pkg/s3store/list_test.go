@@ -263,3 +263,27 @@ func TestParseListTimeAgreesWithTimeParse(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePageAllocations bounds the allocations of reading a page of
+// 1,000 keys: each key and ETag, not a string per size, date or entity.
+func TestParsePageAllocations(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name><IsTruncated>false</IsTruncated>`)
+	for i := range 1000 {
+		fmt.Fprintf(&doc, `<Contents><Key>data/%06d</Key><LastModified>2026-11-%02dT10:00:00.000Z</LastModified><ETag>&#34;%032x&#34;</ETag><ChecksumAlgorithm>CRC64NVME</ChecksumAlgorithm><Size>%d</Size><StorageClass>STANDARD</StorageClass></Contents>`, i, 1+i%28, i, i)
+	}
+	doc.WriteString(`</ListBucketResult>`)
+	b := []byte(doc.String())
+	var p listPage
+	perKey := testing.AllocsPerRun(5, func() {
+		if err := parsePage(b, &p); err != nil {
+			t.Fatal(err)
+		}
+	}) / 1000
+	if len(p.contents) != 1000 || p.contents[999].size != 999 || p.contents[5].modTime.Day() != 6 || p.contents[0].storageClass != "STANDARD" {
+		t.Fatalf("parsed %d entries, the last %+v", len(p.contents), p.contents[len(p.contents)-1])
+	}
+	if perKey > 2.5 {
+		t.Errorf("%.2f allocations per key, want at most 2.5 (the key and its ETag)", perKey)
+	}
+}
