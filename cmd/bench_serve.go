@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,16 +120,6 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	return nil
 }
 
-// parseConnRate reads --conn-rate: a rate as every rate setting reads it
-// (90MB/s, 720Mb/s), or a size per second with the "/s" left out (90MB).
-func parseConnRate(s string) (int64, error) {
-	if n, err := config.ParseRate(s); err == nil {
-		return n, nil
-	}
-	if !strings.HasSuffix(strings.TrimSpace(s), "/s") {
-		if n, err := config.ParseRate(strings.TrimSpace(s) + "/s"); err == nil {
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("invalid rate %q: want bytes per second (90MB/s or 90MB, MB = MiB) or bits per second (720Mb/s)", s)
-}
+// parseConnRate reads --conn-rate as every rate setting is read
+// (90MB/s, 90MB, 720Mb/s).
+func parseConnRate(s string) (int64, error) { return config.ParseRate(s) }

@@ -208,6 +208,11 @@ profiles:
 			{"max_concurrent_requests", "256", "default"},
 			{"workers", "256", "default"},
 		}},
+		// A rate's "/s" is optional: the unit suffix means the same.
+		{"rates without /s", nil, []string{"--target-bandwidth", "10Gb", "--max-bandwidth", "100MB"}, []want{
+			{"target_bandwidth", "1280MiB/s", "flag --target-bandwidth"},
+			{"max_bandwidth", "100MiB/s", "flag --max-bandwidth"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,8 +305,8 @@ func TestLoadSettingsErrors(t *testing.T) {
 			want: []string{"threads", `"0"`, "env S3PD_THREADS"}},
 		{name: "bad size in aws config", aws: []string{"default.s3.multipart_chunksize", "16XB"},
 			want: []string{"multipart_chunksize", `"16XB"`, "aws-config", "[default] s3"}},
-		{name: "bad rate in aws config", aws: []string{"default.s3.target_bandwidth", "50GB"},
-			want: []string{"target_bandwidth", `"50GB"`, "aws-config", "invalid rate"}},
+		{name: "bad rate in aws config", aws: []string{"default.s3.target_bandwidth", "50GB/h"},
+			want: []string{"target_bandwidth", `"50GB/h"`, "aws-config", "invalid rate"}},
 		{name: "unknown key in file", file: "colour: blue\n",
 			want: []string{"colour", "file ", "unknown setting"}, hide: []string{"blue"}},
 		{name: "unknown key in file profile", file: "profiles:\n  dev:\n    colour: blue\n",

@@ -83,7 +83,7 @@ func TestSetRejects(t *testing.T) {
 		{"multipart_threshold", "0", "between"},
 		{"max_queue_size", "0", "between 1"},
 		{"max_bandwidth", "fast", "invalid rate"},
-		{"target_bandwidth", "50GB", "invalid rate"},
+		{"target_bandwidth", "50G", "invalid rate"},
 		{"preferred_transfer_client", "turbo", "auto, crt, classic"},
 		{"log_level", "loud", "debug, info, warn, error"},
 		{"log_format", "xml", "console, json"},

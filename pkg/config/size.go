@@ -42,15 +42,17 @@ func ParseSize(s string) (int64, error) {
 // ParseRate reads a rate in bytes per second in the AWS CLI's syntax: a
 // size followed by B/s for bytes or b/s for bits ("50GB/s", "10Gb/s",
 // "100MB/s", "800KB/s", "800B/s"), or a plain integer of bytes per second.
-// Prefixes are powers of 1024, as in the AWS CLI.
+// Prefixes are powers of 1024, as in the AWS CLI. The "/s" may be left
+// out ("100MB", "10Gb"): the unit suffix means the same with or without
+// it, and a lower-case b is bits either way.
 func ParseRate(s string) (int64, error) {
 	v := strings.TrimSpace(s)
 	if n, err := parseCount(v); err == nil {
 		return n, nil
 	}
-	bad := fmt.Errorf("invalid rate %q: want bytes per second (100MB/s, 800KB/s), bits per second (10Gb/s) or an integer of bytes per second", s)
-	body, ok := strings.CutSuffix(v, "/s")
-	if !ok || body == "" {
+	bad := fmt.Errorf("invalid rate %q: want bytes per second (100MB/s or 100MB, 800KB/s), bits per second (10Gb/s or 10Gb) or an integer of bytes per second", s)
+	body := strings.TrimSuffix(v, "/s")
+	if body == "" {
 		return 0, bad
 	}
 	bits := false

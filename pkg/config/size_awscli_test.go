@@ -44,7 +44,20 @@ func TestSizesMatchAWSCLI(t *testing.T) {
 	// does for target_bandwidth) and plain integers as bytes per second;
 	// the AWS CLI v1 rejects both for max_bandwidth.
 	rateOnlyS3pd := map[string]bool{"10Mb/s": true, "1": true, "1024": true}
-	args := append([]string{"-c", awscliSizes}, inputs...)
+	// And a rate's "/s" is optional: each size without it reads as the
+	// AWS CLI reads it with "/s" ("16MB" as "16MB/s"), and with a
+	// lower-case b as bits (which the AWS CLI v1 rejects either way).
+	noPerSecond := map[string]bool{"16MB": true, "16MiB": true, "8KB": true, "2GB": true, "1TB": true,
+		"1TiB": true, "50GB": true, "16 MB": true}
+	bitsNoPerSecond := map[string]bool{"16mb": true, "16mib": true, "16Mb": true}
+	var query []string
+	for _, in := range inputs {
+		query = append(query, in)
+		if noPerSecond[in] {
+			query = append(query, in+"/s")
+		}
+	}
+	args := append([]string{"-c", awscliSizes}, query...)
 	out, err := exec.Command(py, args...).Output()
 	if err != nil {
 		t.Fatalf("aws cli python: %v", err)
@@ -64,9 +77,14 @@ func TestSizesMatchAWSCLI(t *testing.T) {
 		}
 		got, err = ParseRate(in)
 		switch {
-		case rateOnlyS3pd[in]:
+		case rateOnlyS3pd[in] || bitsNoPerSecond[in]:
 			if err != nil {
 				t.Errorf("ParseRate(%q): %v, want bits per second", in, err)
+			}
+		case noPerSecond[in]:
+			ws := want[in+"/s"].Rate
+			if ws == nil || err != nil || got != *ws {
+				t.Errorf("ParseRate(%q) = %d, %v; the AWS CLI reads %q as %v", in, got, err, in+"/s", ws)
 			}
 		case w.Rate == nil && err == nil:
 			t.Errorf("ParseRate(%q) = %d, the AWS CLI rejects it", in, got)
