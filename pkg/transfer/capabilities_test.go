@@ -225,6 +225,45 @@ func TestJournalResumesOnlyMissingParts(t *testing.T) {
 	}
 }
 
+func TestJournalResumesAPartInterruptedHalfWay(t *testing.T) {
+	src := transfertest.NewSource()
+	src.Add("k", transfertest.Data("k", 4*part))
+	sink := transfertest.NewSink()
+	sink.Journal = true
+	// The first run is interrupted while the third part's body is
+	// arriving: 400 of its bytes were written.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src.Break = func(key string, off int64, attempt int) int64 {
+		if off == 2*part {
+			cancel()
+			return 400
+		}
+		return -1
+	}
+	src.Fault = func(key string, off, n int64, attempt int) error {
+		if off > 2*part {
+			return context.Canceled
+		}
+		return nil
+	}
+	runCtx(t, ctx, src, sink, transfer.Options{Threads: 1})
+	if parts, _ := sink.Journaled("k"); parts[2*part] != 400 {
+		t.Fatalf("journaled %v, want 400 bytes of the part at %d", parts, 2*part)
+	}
+	src.Break, src.Fault = nil, nil
+	before := len(src.Opens())
+	_, rec := run(t, src, sink, transfer.Options{Threads: 1})
+	if r := result(t, rec, "k"); r.Err != nil || r.Resumed != 2*part+400 || !r.Verification.Verified() {
+		t.Fatalf("result %+v, want 2400 bytes resumed and the object verified", r)
+	}
+	want := []transfertest.Range{{Key: "k", Off: 2*part + 400, N: part - 400}, {Key: "k", Off: 3 * part, N: part}}
+	if got := src.Opens()[before:]; !slices.Equal(got, want) {
+		t.Errorf("the second run asked for %+v, want %+v", got, want)
+	}
+	wantCommitted(t, sink, src, "k")
+}
+
 func TestJournaledPartDamagedIsFetchedAgain(t *testing.T) {
 	src := transfertest.NewSource()
 	src.Add("k", transfertest.Data("k", 4*part))

@@ -161,6 +161,13 @@ func (s *Source) Open(ctx context.Context, o *transfer.Object, off, n int64) (*t
 	return b, nil
 }
 
+var (
+	_ transfer.Source      = (*Source)(nil)
+	_ transfer.Checksummer = (*ChecksumSource)(nil)
+	_ transfer.Dataless    = (*Ref)(nil)
+	_ transfer.Refresher   = (*Lister)(nil)
+)
+
 // ChecksumSource is a Source that is also a transfer.Checksummer: it
 // looks an object's checksums up (S3's HeadObject with checksum mode).
 type ChecksumSource struct {

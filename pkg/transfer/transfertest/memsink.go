@@ -127,6 +127,16 @@ func (s *Sink) Create(_ context.Context, o transfer.Object) (transfer.File, erro
 	return f, nil
 }
 
+// The files and sinks implement what they stand in for; a change of an
+// interface fails here, not as a test that quietly stops covering it.
+var (
+	_ transfer.Journal    = (*journalFile)(nil)
+	_ transfer.PartWriter = (*partFile)(nil)
+	_ io.ReaderAt         = (*file)(nil)
+	_ transfer.Checker    = CheckSink{}
+	_ transfer.Existing   = CheckSink{}
+)
+
 // file is a destination being written.
 type file struct {
 	sink    *Sink
@@ -191,10 +201,8 @@ func (f *file) Abort() error {
 // journalFile is a file that is a transfer.Journal.
 type journalFile struct{ *file }
 
-var _ transfer.Journal = (*journalFile)(nil)
-
-// Completed implements transfer.Journal: the whole part, or the prefix
-// of it that an interrupted run wrote.
+// Completed implements transfer.Journal: the bytes of the part, all or
+// a prefix, that an earlier run journaled.
 func (f *journalFile) Completed(off, n int64) (int64, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -205,7 +213,8 @@ func (f *journalFile) Completed(off, n int64) (int64, string) {
 	return p.n, p.sum
 }
 
-// PartDone implements transfer.Journal.
+// PartDone implements transfer.Journal; a later call at the same off
+// (the whole part after a prefix) replaces the earlier one.
 func (f *journalFile) PartDone(off, n int64, sum string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
