@@ -252,6 +252,7 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := r.refuseSingleDelete(src.Single()); err != nil {
 		return err
 	}
+	r.opts.output.localTo = "local"
 	lanes := []transfer.Lane{{Name: "local", Source: src}}
 	if r.opts.benchmark {
 		return r.finish(ctx, lanes, sink.Discard{})
@@ -372,6 +373,7 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 		return startError(ctx, err)
 	}
 	opts := r.uploadOptions(prefix)
+	r.opts.output.localTo = "s3"
 	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
 		return s3store.ChecksumOf(ctx, src, o, alg)
 	}

@@ -34,6 +34,8 @@ type reporter struct {
 
 	// destination, when set, names where an object lands (--json).
 	destination func(name string) string
+	// localTo: the source is local files, copied to "local" or "s3".
+	localTo string
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -48,7 +50,7 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo}
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}

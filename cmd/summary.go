@@ -167,6 +167,22 @@ var unverifiedHints = map[string]string{
 	transfer.UnverifiedNoChecksum: "upload them with a checksum (aws s3 cp --checksum-algorithm CRC64NVME, or s3pd copy) to have them checked",
 }
 
+// localHints replace the advice on objects with no checksum when the
+// source is local files, by where they were copied: the advice to upload
+// with a checksum is for objects already in S3.
+var localHints = map[string]string{
+	"local": "local files carry no checksum to check the copy against",
+	"s3":    "local files carry no checksum to check against; each upload carried one, which S3 checks on arrival",
+}
+
+// hint returns what would check the objects unverified for reason why.
+func (r *reporter) hint(why string) string {
+	if h, ok := localHints[r.localTo]; ok && why == transfer.UnverifiedNoChecksum {
+		return h
+	}
+	return unverifiedHints[why]
+}
+
 // printVerification says how many objects were verified, by which
 // checksums, and how many could not be and why.
 func (r *reporter) printVerification(w io.Writer, line summaryLine) {
@@ -187,7 +203,7 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	}
 	fmt.Fprintf(w, "unverified: %d objects (%s)\n", line.UnverifiedObjects, humanBytes(line.UnverifiedBytes))
 	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
-		hint := unverifiedHints[why]
+		hint := r.hint(why)
 		if hint != "" {
 			hint = ": " + hint
 		}
