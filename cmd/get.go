@@ -236,7 +236,9 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	case opts.benchmark:
 		sk = sink.Discard{}
 	case dest == "-":
-		sk = sink.NewOrdered(f.IO.Out, int(settings.PartSize)*settings.Threads+1<<20)
+		// The reorder window holds --threads parts (8 without a cap):
+		// the engine starts no range beyond it.
+		sk = sink.NewOrdered(f.IO.Out, int(settings.PartSize)*cmp.Or(settings.Threads, 8)+1<<20)
 	}
 	root, name := dest, ""
 	single := false

@@ -117,6 +117,10 @@ func (f *orderedFile) fail(err error) {
 	f.cond.Broadcast()
 }
 
+// OrderWindow implements transfer.OrderWindow: the engine starts no range
+// that would wait for the stream to catch up.
+func (f *orderedFile) OrderWindow() int64 { return int64(len(f.ring)) }
+
 // Commit reports whether every byte reached the stream.
 func (f *orderedFile) Commit() error {
 	f.mu.Lock()

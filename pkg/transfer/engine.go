@@ -15,13 +15,17 @@ import (
 // command line passes every field from config.Settings; a test in cmd
 // checks that the two agree).
 type Options struct {
-	// Workers is the number of objects in flight (default 256).
-	Workers int
-	// Threads is the number of ranges in flight per object (default 8).
-	Threads int
-	// MaxRequests caps the ranges in flight overall (default
-	// Workers*Threads, at most 256).
+	// MaxRequests is the budget: the bound on requests in flight, shared
+	// by every range of every open object (default 256). With one object
+	// open, or at the end of a run, its ranges take every free slot.
 	MaxRequests int
+	// Workers bounds the objects open at once (default 256): files being
+	// written, their plans and verification state. It does not bound
+	// requests; an object stays open until it is committed.
+	Workers int
+	// Threads, when above 0, caps the ranges in flight of one object; 0
+	// (the default) leaves every object free to use the whole budget.
+	Threads int
 	// PartSize is the size of one range (default 8 MiB).
 	PartSize int64
 	// Threshold: objects smaller than it are fetched with one GET
@@ -74,11 +78,11 @@ func (o Options) WithDefaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = 256
 	}
-	if o.Threads <= 0 {
-		o.Threads = 8
+	if o.Threads < 0 {
+		o.Threads = 0
 	}
 	if o.MaxRequests <= 0 {
-		o.MaxRequests = min(o.Workers*o.Threads, 256)
+		o.MaxRequests = 256
 	}
 	if o.PartSize <= 0 {
 		o.PartSize = 8 << 20
@@ -141,9 +145,10 @@ type Engine struct {
 	sink  Sink
 	opts  Options
 
-	gate   *gate     // ranges in flight overall
-	bufs   sync.Pool // BufferSize buffers
-	small  sync.Pool // buffers for ranges of at most smallBuffer bytes
+	gate   *gate      // the budget: requests in flight overall
+	sched  *scheduler // which range takes the next request slot
+	bufs   sync.Pool  // BufferSize buffers
+	small  sync.Pool  // buffers for ranges of at most smallBuffer bytes
 	start  time.Time
 	ttfb   latencyBuckets
 	reqs   latencyBuckets // whole-request time
@@ -179,6 +184,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	}
 	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, gate: newGate(opts.MaxRequests), begun: make(chan struct{})}
+	e.sched = newScheduler(e)
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}
@@ -246,35 +252,48 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 		}
 		return err
 	})
-	// A worker starts an object's parts, then hands the object's tail
-	// (its last parts, verification, commit) to a finisher and moves on,
-	// so no request slot idles while an object drains. At most Workers
-	// objects are finishing at once.
-	finishing := make(chan struct{}, e.opts.Workers)
+	// Workers open objects (the skip check, the file) and hand them to
+	// the scheduler, which starts their ranges; each open object holds
+	// one of Workers places until it is finished, so Workers bounds the
+	// files and plans held at once, not the requests.
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		e.sched.run(gctx)
+	}()
+	open := make(chan struct{}, e.opts.Workers)
 	for range e.opts.Workers {
 		g.Go(func() error {
-			for o := range queue {
-				if gctx.Err() != nil {
+			for {
+				select {
+				case open <- struct{}{}:
+				case <-gctx.Done():
+					return nil
+				}
+				o, ok := <-queue
+				if !ok || gctx.Err() != nil {
+					<-open
 					return nil // interrupted: objects not started stay untouched
 				}
 				t := e.newObject(gctx, o)
 				if err := t.start(); err != nil {
 					closeBody(t.first)
 					t.finish(Result{Err: err})
+					<-open
 					continue
 				}
-				t.startParts()
-				finishing <- struct{}{}
+				e.sched.add(t)
 				g.Go(func() error {
-					defer func() { <-finishing }()
+					defer func() { <-open }()
 					t.finish(t.wait())
 					return nil
 				})
 			}
-			return nil
 		})
 	}
 	err := g.Wait()
+	e.sched.close()
+	<-dispatched
 	samples.end()
 	if err == nil {
 		err = listErr

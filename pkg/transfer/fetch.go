@@ -73,7 +73,8 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // fetch moves bytes [off, off+n) of o into f, asking the source for ask
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum) (int64, error) {
+// held says that the first attempt's request slot is already taken.
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum, held bool) (int64, error) {
 	pool := &e.bufs
 	if n <= smallBuffer {
 		pool = &e.small // a small object does not hold a large buffer
@@ -83,10 +84,13 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 	body := first
 	throttles := 0
 	for attempt := 1; ; attempt++ {
-		if err := e.gate.acquire(ctx); err != nil {
-			closeBody(body)
-			return done, err
+		if !held {
+			if err := e.gate.acquire(ctx); err != nil {
+				closeBody(body)
+				return done, err
+			}
 		}
+		held = false
 		// A range holds a buffer only while it holds a request slot, not
 		// while it waits at the gate (as the ranges of the next objects
 		// do while the last ones drain) or between attempts. So a run

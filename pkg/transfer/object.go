@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // object is one object's transfer, read top to bottom: start decides
@@ -16,7 +14,7 @@ import (
 // it, or keeps it for resume) and reports the outcome.
 type object struct {
 	e     *Engine
-	ctx   context.Context
+	ctx   context.Context // the run's
 	o     Object
 	began time.Time
 
@@ -24,17 +22,30 @@ type object struct {
 	first  *Body // an open first range, consumed by the first part
 	f      File
 	verify *verifier // nil: nothing is verified
+	// pctx ends when a part fails (cancel), so its siblings stop.
+	pctx   context.Context
+	cancel context.CancelFunc
 
 	moved, reused atomic.Int64 // bytes fetched in this run, kept from an earlier one
-	parts         errgroup.Group
-	whole         *partSum // the running sums of a one-request fetch
-	err           error    // the error of a one-request fetch
+	whole         *partSum     // the running sums of a one-request fetch
+
+	// The plan, guarded by the scheduler's lock.
+	oneRequest         bool  // fetched whole, without a Range
+	firstLen, partSize int64 // the first range's length and the others'
+	next               int64 // the first byte not yet planned
+	window             int64 // the file's order window, 0 for none
+	written            prefix
+	running            int   // ranges started and not ended
+	err                error // the first part's failure
+	planningStopped    bool
+	ended              bool
+	done               chan struct{} // closed once planning stopped and running is 0
 }
 
 // newObject reports o started and returns its transfer.
 func (e *Engine) newObject(ctx context.Context, o Object) *object {
 	e.opts.Observer.ObjectStarted(o)
-	return &object{e: e, ctx: ctx, o: o, began: time.Now()}
+	return &object{e: e, ctx: ctx, o: o, began: time.Now(), done: make(chan struct{})}
 }
 
 // DryRunReason is the skip reason of every object a dry run would transfer.
@@ -64,7 +75,13 @@ func (t *object) start() error {
 		return err
 	}
 	t.f = f
-	t.verify = e.newVerifier(t.ctx, o, o.Size >= e.opts.Threshold || t.first != nil)
+	t.oneRequest = t.first == nil && o.Size < e.opts.Threshold
+	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest)
+	t.firstLen, t.partSize = e.plan(o.Size, t.first)
+	if w, ok := f.(OrderWindow); ok {
+		t.window = w.OrderWindow()
+	}
+	t.pctx, t.cancel = context.WithCancel(t.ctx)
 	return nil
 }
 
@@ -112,41 +129,28 @@ func (t *object) learnSize() error {
 	return nil
 }
 
-// startParts starts fetching every part of the object, up to Threads at a
-// time, and returns once the last has started. An object below the
-// multipart threshold is fetched in one request before startParts returns.
-// Parts are planned as they start, not listed up front: memory holds the
-// ranges in flight, whatever the object's size and part size.
-func (t *object) startParts() {
-	e, size := t.e, t.o.Size
-	if size == 0 {
-		closeBody(t.first)
-		return
+// runRange moves one range of the object into its file, holding a
+// request slot for its first attempt, and tells the scheduler it ended.
+func (t *object) runRange(r span) {
+	var b *Body
+	if r.off == 0 {
+		b, t.first = t.first, nil
 	}
-	if t.first == nil && size < e.opts.Threshold {
-		t.whole = t.verify.partSum()
-		n, err := e.fetch(t.ctx, &t.o, t.f, 0, size, -1, nil, t.verify, t.whole)
-		t.moved.Add(n)
-		t.err = err
-		return
+	var err error
+	if r.whole {
+		err = t.fetchWhole(b)
+	} else {
+		err = t.part(r.off, r.n, b)
 	}
-	firstLen, partSize := e.plan(size, t.first)
-	g, gctx := errgroup.WithContext(t.ctx)
-	g.SetLimit(e.opts.Threads)
-	journal, _ := t.f.(Journal)
-	for off, n := int64(0), firstLen; off < size; off, n = off+n, partSize {
-		n = min(n, size-off)
-		var b *Body
-		if off == 0 {
-			b, t.first = t.first, nil
-		}
-		if gctx.Err() != nil {
-			closeBody(b)
-			break
-		}
-		g.Go(func() error { return t.part(gctx, off, n, b, journal) })
-	}
-	t.parts.Go(g.Wait)
+	t.e.sched.ended(t, r, err)
+}
+
+// fetchWhole fetches the object in one request, without a Range.
+func (t *object) fetchWhole(b *Body) error {
+	t.whole = t.verify.partSum()
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, b, t.verify, t.whole, true)
+	t.moved.Add(got)
+	return err
 }
 
 // part moves bytes [off, off+n) into the file (b, if not nil, is already
@@ -157,7 +161,8 @@ func (t *object) startParts() {
 // A part this run is interrupted in journals the prefix it wrote, with its
 // running CRC, so that an early Ctrl-C on large parts does not start them
 // over.
-func (t *object) part(ctx context.Context, off, n int64, b *Body, journal Journal) error {
+func (t *object) part(off, n int64, b *Body) error {
+	journal, _ := t.f.(Journal)
 	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
 	var kept int64
@@ -167,14 +172,15 @@ func (t *object) part(ctx context.Context, off, n int64, b *Body, journal Journa
 				t.reused.Add(have)
 				if have == n {
 					t.verify.set(off, r)
-					return nil // durable from an earlier run, and read back
+					t.e.gate.release(false, false) // the slot it was given
+					return nil                     // durable from an earlier run, and read back
 				}
 				ps.resume(r)
 				kept = have
 			}
 		}
 	}
-	got, err := t.e.fetch(ctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps, true)
 	t.moved.Add(got)
 	if err != nil {
 		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
@@ -200,9 +206,12 @@ func (t *object) part(ctx context.Context, off, n int64, b *Body, journal Journa
 // the file is committed when every part arrived and verified, removed
 // when one failed, and kept for resume when the run was interrupted.
 func (t *object) wait() Result {
-	err := t.parts.Wait()
-	if err == nil {
-		err = t.err
+	<-t.done
+	t.cancel()
+	closeBody(t.first) // a first range no part took: the run ended first
+	err := t.err
+	if err == nil && t.next < t.o.Size {
+		err = t.ctx.Err() // interrupted before every range started
 	}
 	var v Verification
 	if err == nil {
@@ -250,7 +259,7 @@ func (t *object) run() Result {
 		closeBody(t.first)
 		return Result{Err: err}
 	}
-	t.startParts()
+	t.e.sched.add(t)
 	return t.wait()
 }
 
@@ -284,7 +293,7 @@ func (t *object) refreshed(r Refresher, n int64) Result {
 		return Result{Bytes: n, Err: fmt.Errorf("changed since listed, look up again: %w", err)}
 	}
 	t.e.retries.Add(1)
-	again := &object{e: t.e, ctx: t.ctx, o: o, began: t.began}
+	again := &object{e: t.e, ctx: t.ctx, o: o, began: t.began, done: make(chan struct{})}
 	res := again.run()
 	t.o = again.o
 	res.Bytes += n

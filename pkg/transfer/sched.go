@@ -1,0 +1,242 @@
+package transfer
+
+import (
+	"context"
+	"sync"
+)
+
+// scheduler decides which range takes the next request slot. Every open
+// object feeds it its ranges, planned one at a time as they start, and
+// one dispatcher hands the slots of the budget (the gate) to them: the
+// open object with the most bytes not yet started goes first, so a single
+// object takes every free slot, and at the end of a run the last objects
+// drain together instead of one after another. An object's ranges are
+// held back by Options.Threads (a per-object cap, when set) and by its
+// file's order window (OrderWindow), never by the number of objects open.
+// The lock is taken a few times per range, never per buffer of data.
+type scheduler struct {
+	e    *Engine
+	mu   sync.Mutex
+	cond *sync.Cond
+	open []*object // objects with ranges still to plan, in the order they opened
+	// closed: no object will be added.
+	closed bool
+}
+
+// OrderWindow is implemented by files that take their bytes in order
+// through a bounded reorder buffer (a stream such as stdout): the engine
+// never starts a range that ends more than OrderWindow bytes past the
+// first byte of the object that some range has not yet written, so no
+// write waits on the window.
+type OrderWindow interface {
+	OrderWindow() int64
+}
+
+// span is one range of an object: bytes [off, off+n), or the whole
+// object in one request without a Range.
+type span struct {
+	off, n int64
+	whole  bool
+}
+
+func newScheduler(e *Engine) *scheduler {
+	s := &scheduler{e: e}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// add hands the scheduler an object whose file is created.
+func (s *scheduler) add(t *object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.o.Size == 0 || t.pctx.Err() != nil {
+		t.stopPlanning()
+		return
+	}
+	s.open = append(s.open, t)
+	s.cond.Signal()
+}
+
+// close says that no object will be added.
+func (s *scheduler) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// run dispatches ranges until every object added was planned to its end,
+// or ctx ends.
+func (s *scheduler) run(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	for {
+		t, r, ok := s.next(ctx)
+		if !ok {
+			return
+		}
+		if err := s.e.gate.acquire(t.pctx); err != nil {
+			s.ended(t, r, err)
+			continue
+		}
+		go t.runRange(r)
+	}
+}
+
+// next waits for a range that may start and plans it; false when there
+// will be none.
+func (s *scheduler) next(ctx context.Context) (*object, span, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if ctx.Err() != nil {
+			for _, t := range s.open {
+				t.stopPlanning()
+			}
+			s.open = nil
+			return nil, span{}, false
+		}
+		if t := s.pick(); t != nil {
+			r := t.plan()
+			t.running++
+			if t.next >= t.o.Size {
+				s.drop(t)
+			}
+			return t, r, true
+		}
+		if s.closed && len(s.open) == 0 {
+			return nil, span{}, false
+		}
+		s.cond.Wait()
+	}
+}
+
+// pick returns the open object whose next range may start and that has
+// the most bytes not yet started, or nil. Objects that failed leave the
+// open set here.
+func (s *scheduler) pick() *object {
+	var best *object
+	for i := 0; i < len(s.open); i++ {
+		t := s.open[i]
+		if t.pctx.Err() != nil {
+			s.drop(t)
+			i--
+			continue
+		}
+		if !t.mayStart(s.e.opts.Threads) {
+			continue
+		}
+		if best == nil || t.o.Size-t.next > best.o.Size-best.next {
+			best = t
+		}
+	}
+	return best
+}
+
+// drop removes t from the open set: it plans no more ranges.
+func (s *scheduler) drop(t *object) {
+	for i, u := range s.open {
+		if u == t {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			break
+		}
+	}
+	t.stopPlanning()
+}
+
+// ended records the end of range r of t, with its error.
+func (s *scheduler) ended(t *object, r span, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t.running--
+	if err != nil {
+		if t.err == nil {
+			t.err = err
+		}
+		t.cancel()
+	} else {
+		t.written.add(r.off, r.off+r.n)
+	}
+	if t.planningStopped && t.running == 0 && !t.ended {
+		t.ended = true
+		close(t.done)
+	}
+	s.cond.Signal()
+}
+
+// mayStart reports whether the object's next range may start now: under
+// the per-object cap (0: none) and within its file's order window.
+func (t *object) mayStart(threads int) bool {
+	if threads > 0 && t.running >= threads {
+		return false
+	}
+	if t.window > 0 && t.running > 0 {
+		_, n := t.peek()
+		return t.next+n <= t.written.upTo+t.window
+	}
+	return true
+}
+
+// peek returns the offset and length of the object's next range.
+func (t *object) peek() (off, n int64) {
+	n = t.partSize
+	if t.next == 0 {
+		n = t.firstLen
+	}
+	return t.next, min(n, t.o.Size-t.next)
+}
+
+// plan returns the object's next range and moves past it.
+func (t *object) plan() span {
+	if t.oneRequest {
+		t.next = t.o.Size
+		return span{off: 0, n: t.o.Size, whole: true}
+	}
+	off, n := t.peek()
+	t.next += n
+	return span{off: off, n: n}
+}
+
+// stopPlanning marks the object as planning no more ranges; once its
+// ranges in flight end, its wait returns.
+func (t *object) stopPlanning() {
+	if t.planningStopped {
+		return
+	}
+	t.planningStopped = true
+	if t.running == 0 && !t.ended {
+		t.ended = true
+		close(t.done)
+	}
+}
+
+// prefix tracks how far from an object's start every byte is written,
+// from ranges that complete in any order: it holds only the ranges that
+// completed ahead of a gap.
+type prefix struct {
+	upTo  int64
+	ahead map[int64]int64 // start -> end of ranges past a gap
+}
+
+func (p *prefix) add(off, end int64) {
+	if off != p.upTo {
+		if p.ahead == nil {
+			p.ahead = map[int64]int64{}
+		}
+		p.ahead[off] = end
+		return
+	}
+	p.upTo = end
+	for {
+		next, ok := p.ahead[p.upTo]
+		if !ok {
+			return
+		}
+		delete(p.ahead, p.upTo)
+		p.upTo = next
+	}
+}
