@@ -119,9 +119,7 @@ func runEngine(ctx context.Context, endpoint, prefix, dir string, workers, threa
 	if err != nil {
 		return transfer.Summary{}, 0, err
 	}
-	src := s3store.NewSource(client, s3emu.DefaultBucket)
-	src.Prefix = prefix
-	src.Verify = verify != transfer.VerifyOff // as cmd/get.go sets it
+	src := s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket, Prefix: prefix, Verify: verify != transfer.VerifyOff})
 	var sk transfer.Sink = sink.Discard{}
 	if dir != "" {
 		ls, err := local.NewSink(dir, local.Options{ResumeMin: partSize})
@@ -178,8 +176,7 @@ func BenchmarkInProcessS3Like(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				src := s3store.NewSource(client, s3emu.DefaultBucket)
-				src.Prefix = d.prefix
+				src := s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket, Prefix: d.prefix})
 				sk, err := local.NewSink(dest, local.Options{})
 				if err != nil {
 					b.Fatal(err)
@@ -240,8 +237,7 @@ func BenchmarkPerRequest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		src := s3store.NewSource(client, s3emu.DefaultBucket)
-		src.Prefix = "tiny/"
+		src := s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket, Prefix: "tiny/"})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

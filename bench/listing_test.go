@@ -51,8 +51,7 @@ func BenchmarkListing(b *testing.B) {
 		b.Fatal(err)
 	}
 	list := func(streams int) time.Duration {
-		src := s3store.NewSource(client, s3emu.DefaultBucket)
-		src.Prefix, src.FanOut = "list/", streams
+		src := s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket, Prefix: "list/", FanOut: streams})
 		n := 0
 		start := time.Now()
 		if err := src.List(ctx, func(transfer.Object) error { n++; return nil }); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // Defaults of the embedded emulator: S3's latency and per-connection pace.
@@ -138,13 +139,16 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if cells != nil {
 		return runSweep(ctx, f, settings, u, cells, opts)
 	}
-	lanes, err := newLanes(ctx, f, settings, u.Bucket)
+	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
-	for _, l := range lanes {
-		l.Source.(*s3store.Source).Prefix = u.Key
+	verify, err := opts.output.verifyMode()
+	if err != nil {
+		return err
 	}
+	lanes := sourceLanes(clients, s3store.Target{Bucket: u.Bucket, Prefix: u.Key, Verify: verify != transfer.VerifyOff,
+		StallTimeout: opts.output.stall, OnRetry: f.logListRetry})
 	return benchRounds(ctx, f, opts.repeat, func(out outputFlags) error {
 		return runEngine(ctx, f, lanes, sink.Discard{}, settings, out, opts.rules.rules, true)
 	}, opts.output)

@@ -117,13 +117,11 @@ func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL,
 		cs.PartSize, cs.MultipartThreshold, cs.MaxConcurrentRequests = c.PartSize, c.PartSize, c.Requests
 		cs.Threads = min(s.Threads, c.Requests)
 		cs.Workers = (c.Requests + cs.Threads - 1) / cs.Threads
-		lanes, err := newLanes(cctx, f, cs, u.Bucket)
+		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		for _, l := range lanes {
-			l.Source.(*s3store.Source).Prefix = u.Key
-		}
+		lanes := sourceLanes(clients, s3store.Target{Bucket: u.Bucket, Prefix: u.Key, OnRetry: f.logListRetry})
 		eng, err := transfer.New(lanes, sink.Discard{}, engineOptions(cs))
 		if err != nil {
 			return transfer.Summary{}, err

@@ -11,7 +11,7 @@ import (
 // openSource resolves the settings of a command that reads a bucket
 // without transferring (ls, du) and returns a source over it, built as
 // get builds its first lane.
-func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, bucket string) (*s3store.Source, error) {
+func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, t s3store.Target) (*s3store.Source, error) {
 	settings, _, err := loadSettings(f, fs)
 	if err != nil {
 		return nil, err
@@ -21,14 +21,15 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, bucket strin
 		return nil, err
 	}
 	f.Logger = log
-	if bucket == "" && settings.Region == "" {
+	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newLanes(ctx, f, settings, bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, t.Bucket)
 	if err != nil {
 		return nil, startError(ctx, err)
 	}
-	return lanes[0].Source.(*s3store.Source), nil
+	t.OnRetry = f.logListRetry
+	return lanes[0].base.With(t), nil
 }
 
 // acceptQuiet registers get's --quiet on a command that never shows a

@@ -437,17 +437,17 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	if err != nil {
 		return startError(ctx, err)
 	}
-	src := s3store.NewSource(srcClient, su.Bucket)
-	src.Req, src.StallTimeout = r.opts.req, r.opts.output.stall
-	var resolve func(ctx context.Context, key, name string) (bool, error)
-	var lane transfer.Source = src
+	verify, err := r.opts.output.verifyMode()
+	if err != nil {
+		return err
+	}
+	target := s3store.Target{Bucket: su.Bucket, Req: r.opts.req, StallTimeout: r.opts.output.stall, OnRetry: r.f.logListRetry}
+	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
 	if crossStore {
-		resolve = func(ctx context.Context, key, name string) (bool, error) {
-			return src.Resolve(ctx, key, name, r.settings.PartSize)
-		}
+		// The bytes stream through: verified as get verifies them. A
+		// server-side copy moves none, so there is nothing to verify.
+		target.Verify = verify != transfer.VerifyOff
 	} else {
-		cs := s3store.NewCopySource(src)
-		resolve, lane = cs.Resolve, cs
 		if r.settings.MaxBandwidth > 0 {
 			r.f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
 		}
@@ -460,14 +460,29 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	single := false
 	if r.opts.scale.manifest != "" {
 		su.Key, su.Prefix = manifestPrefix(su.Key), true
-		r.scale.readManifest(r.f, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, src)
+		r.scale.readManifest(r.f, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, base.With(target))
 	}
+	var prefetch *transfer.Prefetch
 	if !su.Prefix {
 		name := du.Key
 		if du.Prefix {
 			name = du.Key + su.Key[strings.LastIndex(su.Key, "/")+1:]
 		}
-		if single, err = resolve(ctx, su.Key, name); err != nil {
+		var obj transfer.Object
+		if crossStore {
+			var first *transfer.Body
+			obj, first, err = base.With(target).Probe(ctx, su.Key, name, r.settings.PartSize)
+			if err == nil {
+				prefetch = transfer.NewPrefetch(obj.Key, first)
+				defer prefetch.Close()
+			}
+		} else {
+			obj, err = s3store.NewCopySource(base.With(target)).Probe(ctx, su.Key, name)
+		}
+		switch {
+		case err == nil:
+			single, target.Object = true, &obj
+		case !errors.Is(err, transfer.ErrNotFound):
 			return startError(ctx, err)
 		}
 		if single && r.shard != nil {
@@ -483,13 +498,21 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		}
 	}
 	if !single {
-		src.Prefix, src.FanOut = su.Key, cmp.Or(r.opts.scale.fanOut, defaultFanOut)
+		target.Prefix, target.FanOut = su.Key, cmp.Or(r.opts.scale.fanOut, defaultFanOut)
 		if prefix != "" && !strings.HasSuffix(prefix, "/") {
 			prefix += "/"
 		}
 	}
-	opts := r.uploadOptions(prefix)
+	src := base.With(target)
+	var lane transfer.Source = src
+	if !crossStore {
+		lane = s3store.NewCopySource(src)
+	}
 	lanes := []transfer.Lane{{Name: "default", Source: lane}}
+	if prefetch != nil {
+		lanes = prefetch.Lanes(lanes)
+	}
+	opts := r.uploadOptions(prefix)
 	if !crossStore {
 		if err := r.finish(ctx, lanes, s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)); err != nil || r.listed == nil {
 			return err

@@ -74,11 +74,10 @@ func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, 
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, u.Bucket)
+	src, err := openSource(ctx, f, fs, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
 	if err != nil {
 		return err
 	}
-	src.Prefix = u.Key
 	usage, err := src.Usage(ctx, opts.rules.rules.Filter())
 	if err != nil {
 		return startError(ctx, err)

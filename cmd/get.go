@@ -216,7 +216,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 	}
 
-	lanes, err := newLanes(ctx, f, settings, u.Bucket)
+	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
@@ -224,12 +224,8 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if err != nil {
 		return err
 	}
-	src := lanes[0].Source.(*s3store.Source)
-	for _, l := range lanes {
-		s := l.Source.(*s3store.Source)
-		s.Req, s.Version, s.Verify = opts.req, opts.versionID, verify != transfer.VerifyOff
-		s.StallTimeout = opts.output.stall
-	}
+	target := s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
+		Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}
 
 	var sk transfer.Sink
 	switch {
@@ -242,23 +238,23 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	}
 	root, name := dest, ""
 	single := false
+	var prefetch *transfer.Prefetch
 	if !u.Prefix {
 		name = filepath.Base(u.Key)
 		if dest != "" && dest != "-" && !isDirDest(dest) {
 			root, name = filepath.Dir(dest), filepath.Base(dest)
 		}
-		single, err = src.Resolve(ctx, u.Key, name, settings.PartSize)
-		if err != nil {
-			return startError(ctx, err)
-		}
-		if single {
-			for _, l := range lanes[1:] {
-				s := l.Source.(*s3store.Source)
-				s.Key, s.Name = src.Key, src.Name
-			}
-		} else {
+		obj, first, err := clients[0].base.With(target).Probe(ctx, u.Key, name, settings.PartSize)
+		switch {
+		case err == nil:
+			single, target.Object = true, &obj
+			prefetch = transfer.NewPrefetch(obj.Key, first)
+			defer prefetch.Close()
+		case errors.Is(err, transfer.ErrNotFound) && opts.versionID == "":
 			u.Key += "/"
 			root = dest
+		default:
+			return startError(ctx, err)
 		}
 	}
 	if single && spec != nil {
@@ -268,10 +264,12 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		if dest == "-" {
 			return usageErrorf("DEST - takes a single object; %s is a prefix", args[0])
 		}
-		for _, l := range lanes {
-			l.Source.(*s3store.Source).Prefix = u.Key
-		}
-		src.FanOut = cmp.Or(opts.scale.fanOut, defaultFanOut)
+		target.Prefix, target.FanOut = u.Key, cmp.Or(opts.scale.fanOut, defaultFanOut)
+	}
+	lanes := sourceLanes(clients, target)
+	src := lanes[0].Source.(*s3store.Source)
+	if prefetch != nil {
+		lanes = prefetch.Lanes(lanes)
 	}
 	var ls *local.Sink
 	opts.sink.DryRun = opts.output.dryRun
@@ -306,7 +304,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 	if opts.scale.manifest != "" {
 		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, src)
 	}
-	sc.split(lanes[0].Source, spec, opts.rules.rules)
+	sc.split(src, spec, opts.rules.rules)
 	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, nil, listing, sc)
 	if listed == nil || err != nil {
 		return err
@@ -372,11 +370,6 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
-	}
-	for _, l := range lanes {
-		if s, ok := l.Source.(*s3store.Source); ok {
-			s.Verify, s.StallTimeout = verify != transfer.VerifyOff, out.stall
-		}
 	}
 	out.logJSON = f.LogJSON
 	f.JSON = out.jsonOut(f)

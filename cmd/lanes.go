@@ -12,12 +12,20 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// newLanes builds one S3 source per network card named by --nics (one in
-// all without it), each with its own HTTP client and connection pool.
-// Every client spreads its connections over all the addresses the
-// endpoint resolves to, checks certificates as f.TLS says, and logs the
-// retries of listing and HEAD requests as they happen.
-func newLanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]transfer.Lane, error) {
+// s3Lane is one path to S3: a client bound to one network card, and a
+// source over it that every source of the lane derives from (With), so
+// they share what it learns of the bucket's region.
+type s3Lane struct {
+	name string
+	base *s3store.Source
+}
+
+// newS3Lanes builds one S3 client per network card named by --nics (one
+// in all without it), each with its own connection pool. Every client
+// spreads its connections over all the addresses the endpoint resolves
+// to, checks certificates as f.TLS says, and logs the retries of listing
+// and HEAD requests as they happen.
+func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]s3Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer
@@ -40,7 +48,7 @@ func newLanes(ctx context.Context, f *Factory, s config.Settings, bucket string)
 		NoSignRequest: s.NoSignRequest, TLS: f.TLS, OnRetry: f.logRetry,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
-	var out []transfer.Lane
+	var out []s3Lane
 	for _, l := range lanes {
 		copts.DialContext = nics.NewSpreadDialer(l.dialer, 0, nil).DialContext
 		client, err := s3store.NewClient(ctx, bucket, copts)
@@ -48,9 +56,16 @@ func newLanes(ctx context.Context, f *Factory, s config.Settings, bucket string)
 			return nil, err
 		}
 		copts.Region = client.Options().Region // detected once
-		src := s3store.NewSource(client, bucket)
-		src.OnRetry = f.logListRetry
-		out = append(out, transfer.Lane{Name: l.name, Source: src})
+		out = append(out, s3Lane{name: l.name, base: s3store.NewSource(client, s3store.Target{Bucket: bucket})})
 	}
 	return out, nil
+}
+
+// sourceLanes gives every lane a source that reads t.
+func sourceLanes(lanes []s3Lane, t s3store.Target) []transfer.Lane {
+	out := make([]transfer.Lane, len(lanes))
+	for i, l := range lanes {
+		out[i] = transfer.Lane{Name: l.name, Source: l.base.With(t)}
+	}
+	return out
 }

@@ -73,7 +73,7 @@ func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, 
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, u.Bucket)
+	src, err := openSource(ctx, f, fs, s3store.Target{Bucket: u.Bucket})
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions) error {
-	src, err := openSource(ctx, f, fs, "")
+	src, err := openSource(ctx, f, fs, s3store.Target{})
 	if err != nil {
 		return err
 	}

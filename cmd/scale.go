@@ -149,7 +149,7 @@ func (l *locations) source(ctx context.Context, bucket string) (*s3store.Source,
 	if err != nil {
 		return nil, err
 	}
-	s := s3store.NewSource(c, bucket)
+	s := s3store.NewSource(c, s3store.Target{Bucket: bucket})
 	l.sources[bucket] = s
 	return s, nil
 }

@@ -32,27 +32,27 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 	// Keys come URL-encoded: XML cannot carry every byte a key may hold
 	// (control characters are dropped or replaced), so a key with one
 	// would be listed under another name.
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix), EncodingType: types.EncodingTypeUrl}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.t.Bucket), Prefix: aws.String(prefix), EncodingType: types.EncodingTypeUrl}
 	if !recursive {
 		in.Delimiter = aws.String("/")
 	}
-	if s.Req.RequestPayer != "" {
-		in.RequestPayer = types.RequestPayer(s.Req.RequestPayer)
+	if s.t.Req.RequestPayer != "" {
+		in.RequestPayer = types.RequestPayer(s.t.Req.RequestPayer)
 	}
-	if s.Req.ExpectedBucketOwner != "" {
-		in.ExpectedBucketOwner = aws.String(s.Req.ExpectedBucketOwner)
+	if s.t.Req.ExpectedBucketOwner != "" {
+		in.ExpectedBucketOwner = aws.String(s.t.Req.ExpectedBucketOwner)
 	}
 	pages := s3.NewListObjectsV2Paginator(s.client, in)
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list s3://%s/%s: %w", s.Bucket, prefix, err)
+			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, err)
 		}
 		// S3 returns objects and prefixes in two lists, each in key
 		// order; merge them.
 		objs, dirs := page.Contents, page.CommonPrefixes
 		if err := decodeKeys(page); err != nil {
-			return fmt.Errorf("list s3://%s/%s: %w", s.Bucket, prefix, err)
+			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, err)
 		}
 		for len(objs) > 0 || len(dirs) > 0 {
 			var e Entry
@@ -107,14 +107,14 @@ type Usage struct {
 // is its key relative to Prefix.
 func (s *Source) Usage(ctx context.Context, filter func(transfer.Object) bool) (Usage, error) {
 	var u Usage
-	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize}
+	l := &listing{get: s.get, req: s.t.Req, prefix: s.t.Prefix, pageSize: s.t.PageSize}
 	for token := ""; ; {
 		page, err := l.next(ctx, token)
 		if err != nil {
 			return u, fmt.Errorf("list %s: %w", s.URL(), err)
 		}
 		for _, c := range page.contents {
-			o := transfer.Object{Key: c.key, Name: strings.TrimPrefix(c.key, s.Prefix), Size: c.size}
+			o := transfer.Object{Key: c.key, Name: strings.TrimPrefix(c.key, s.t.Prefix), Size: c.size}
 			if filter == nil || filter(o) {
 				u.Objects++
 				u.Bytes += o.Size

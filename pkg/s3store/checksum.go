@@ -97,15 +97,15 @@ func ChecksumOf(ctx context.Context, src transfer.Source, obj transfer.Object, a
 // it (HeadObject), without reading the object; "" when it has none in
 // alg. An upload sink uses it to skip objects already copied.
 func (s *Source) Checksum(ctx context.Context, obj transfer.Object, alg string) (string, error) {
-	in := &s3.HeadObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(obj.Key), ChecksumMode: types.ChecksumModeEnabled}
+	in := &s3.HeadObjectInput{Bucket: aws.String(s.t.Bucket), Key: aws.String(obj.Key), ChecksumMode: types.ChecksumModeEnabled}
 	if obj.VersionID != "" {
 		in.VersionId = aws.String(obj.VersionID)
 	}
-	s.Req.applyHead(in)
+	s.t.Req.applyHead(in)
 	// In the region a redirect may have moved the getter to.
 	out, err := s.client.HeadObject(ctx, in, func(o *s3.Options) { o.Region = s.get.region() })
 	if err != nil {
-		return "", fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, statusError(err))
+		return "", fmt.Errorf("head s3://%s/%s: %w", s.t.Bucket, obj.Key, statusError(err))
 	}
 	if v := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C); !strings.Contains(v, "-") {
 		return v, nil

@@ -136,7 +136,7 @@ func TestCopySinkContract(t *testing.T) {
 			return transfer.Object{Key: name, Name: name, Size: int64(len(data)), ETag: aws.ToString(out.ETag), ModTime: modTime}
 		},
 		PartBody: func(t testing.TB, obj transfer.Object, _ []byte, off, n int64) *transfer.Body {
-			b, err := NewCopySource(NewSource(c, "src")).Open(context.Background(), &obj, off, n)
+			b, err := NewCopySource(NewSource(c, Target{Bucket: "src"})).Open(context.Background(), &obj, off, n)
 			if err != nil {
 				t.Errorf("open the copy source: %v", err)
 			}
@@ -159,9 +159,8 @@ func putAll(t *testing.T, objects map[string][]byte) *s3.Client {
 func TestSourceContract(t *testing.T) {
 	transfertest.TestSource(t, transfertest.SourceSuite{
 		New: func(t *testing.T, objects map[string][]byte) transfer.Source {
-			src := NewSource(putAll(t, objects), "src")
-			src.PageSize = 2 // the listing pages
-			return src
+			// Pages of two: the listing pages.
+			return NewSource(putAll(t, objects), Target{Bucket: "src", PageSize: 2})
 		},
 	})
 }
@@ -169,7 +168,7 @@ func TestSourceContract(t *testing.T) {
 func TestCopySourceContract(t *testing.T) {
 	transfertest.TestSource(t, transfertest.SourceSuite{
 		New: func(t *testing.T, objects map[string][]byte) transfer.Source {
-			return NewCopySource(NewSource(putAll(t, objects), "src"))
+			return NewCopySource(NewSource(putAll(t, objects), Target{Bucket: "src"}))
 		},
 		Dataless: true,
 	})

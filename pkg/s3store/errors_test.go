@@ -83,7 +83,7 @@ func TestEngineReadsS3Answers(t *testing.T) {
 	var mu sync.Mutex
 	results := map[string]transfer.Result{}
 	obs := &resultObserver{done: func(r transfer.Result) { mu.Lock(); results[r.Object.Key] = r; mu.Unlock() }}
-	eng, err := transfer.New([]transfer.Lane{{Name: "emu", Source: NewSource(client, testBucket)}}, discardSink{},
+	eng, err := transfer.New([]transfer.Lane{{Name: "emu", Source: NewSource(client, Target{Bucket: testBucket})}}, discardSink{},
 		transfer.Options{Workers: 1, Observer: obs, Backoff: transfer.Backoff{Base: 1, Cap: 1, MaxAttempts: 3}})
 	if err != nil {
 		t.Fatal(err)

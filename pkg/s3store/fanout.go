@@ -53,7 +53,7 @@ type item struct {
 	reached chan struct{}
 }
 
-// fanOut lists s.Prefix with up to s.FanOut sub-prefix streams at once.
+// fanOut lists s.t.Prefix with up to s.t.FanOut sub-prefix streams at once.
 func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	f := &fanout{budget: fanBudget}
@@ -68,7 +68,7 @@ func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) e
 	})
 	defer stop()
 	items := make(chan item, 1024)
-	streams := make(chan struct{}, s.FanOut)
+	streams := make(chan struct{}, s.t.FanOut)
 	g.Go(func() error {
 		defer close(items)
 		return s.top(gctx, g, f, items, streams)
@@ -98,16 +98,16 @@ func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) e
 // sub-prefixes to items in key order, starting a stream for each
 // sub-prefix when one of the FanOut slots is free.
 func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items chan<- item, streams chan struct{}) error {
-	prefix := s.Prefix
+	prefix := s.t.Prefix
 	var (
 		l     *listing
 		first *listPage
 	)
 	for depth := 1; ; depth++ {
-		l = &listing{get: s.get, req: s.Req, prefix: prefix, delimiter: "/", pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
+		l = &listing{get: s.get, req: s.t.Req, prefix: prefix, delimiter: "/", pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
 		p, err := l.next(ctx, "")
 		if err != nil {
-			return fmt.Errorf("list s3://%s/%s page 1: %w", s.Bucket, prefix, err)
+			return fmt.Errorf("list s3://%s/%s page 1: %w", s.t.Bucket, prefix, err)
 		}
 		first = p
 		if depth == fanDescend || p.truncated || len(p.contents) > 0 || len(p.prefixes) != 1 {
@@ -123,7 +123,7 @@ func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items ch
 			return ctx.Err()
 		}
 	}
-	return l.pagesFrom(ctx, "s3://"+s.Bucket+"/"+prefix, first, func(p *listPage) error {
+	return l.pagesFrom(ctx, "s3://"+s.t.Bucket+"/"+prefix, first, func(p *listPage) error {
 		c, ps := p.contents, p.prefixes
 		for len(c) > 0 || len(ps) > 0 {
 			if len(ps) == 0 || len(c) > 0 && c[0].key < ps[0] {
@@ -171,8 +171,8 @@ func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items ch
 // stream lists one sub-prefix whole into its buffer, waiting while the
 // buffer is full unless it is the one being emitted.
 func (s *Source) stream(ctx context.Context, f *fanout, sb *sub) error {
-	l := &listing{get: s.get, req: s.Req, prefix: sb.prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
-	err := l.pages(ctx, "s3://"+s.Bucket+"/"+sb.prefix, func(p *listPage) error {
+	l := &listing{get: s.get, req: s.t.Req, prefix: sb.prefix, pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
+	err := l.pages(ctx, "s3://"+s.t.Bucket+"/"+sb.prefix, func(p *listPage) error {
 		objs := make([]transfer.Object, 0, len(p.contents))
 		for _, c := range p.contents {
 			if o, ok := s.object(c); ok {

@@ -38,13 +38,12 @@ func TestFanOutListsWhatOneStreamLists(t *testing.T) {
 		}
 	}
 	for _, prefix := range []string{"p/", ""} {
-		one := NewSource(client, testBucket)
-		one.Prefix, one.PageSize = prefix, 2
+		one := NewSource(client, Target{Bucket: testBucket, Prefix: prefix, PageSize: 2})
 		want := listAll(t, one)
 		for _, fan := range []int{2, 16} {
 			for _, budget := range []int{1, 3, 1000} {
-				src := NewSource(client, testBucket)
-				src.Prefix, src.PageSize, src.FanOut, src.fanBudget = prefix, 2, fan, budget
+				src := NewSource(client, Target{Bucket: testBucket, Prefix: prefix, PageSize: 2, FanOut: fan})
+				src.fanBudget = budget
 				if got := listAll(t, src); !reflect.DeepEqual(got, want) {
 					t.Fatalf("prefix %q, fan-out %d, budget %d:\n got %q\nwant %q", prefix, fan, budget, got, want)
 				}
@@ -61,8 +60,7 @@ func TestFanOutListsSubPrefixesAtOnce(t *testing.T) {
 		streams int64 // listing requests in flight at the most, at least
 	}{{1, 1}, {4, 2}} {
 		srv.ResetStats()
-		src := NewSource(client, s3emu.DefaultBucket)
-		src.PageSize, src.FanOut = 10, tc.fan
+		src := NewSource(client, Target{Bucket: s3emu.DefaultBucket, PageSize: 10, FanOut: tc.fan})
 		got := listAll(t, src)
 		if len(got) != 160 || got[0][0] != "data/a/00000000" || got[159][0] != "data/d/00000039" {
 			t.Fatalf("fan-out %d listed %d keys from %q to %q", tc.fan, len(got), got[0][0], got[len(got)-1][0])

@@ -180,8 +180,7 @@ func TestListPagesAgainstEmulator(t *testing.T) {
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: aws.String("other"), Body: bytes.NewReader(nil)}); err != nil {
 		t.Fatal(err)
 	}
-	src := NewSource(client, testBucket)
-	src.Prefix, src.PageSize = "dir a/", 3
+	src := NewSource(client, Target{Bucket: testBucket, Prefix: "dir a/", PageSize: 3})
 	var got []string
 	var sizes []int64
 	err := src.List(ctx, func(o transfer.Object) error {
@@ -208,7 +207,7 @@ func TestListPagesAgainstEmulator(t *testing.T) {
 // TestListMissingBucket reports S3's error code.
 func TestListMissingBucket(t *testing.T) {
 	_, client := emulator(t)
-	src := NewSource(client, "no-such-bucket")
+	src := NewSource(client, Target{Bucket: "no-such-bucket"})
 	err := src.List(context.Background(), func(transfer.Object) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Fatalf("error %v, want NoSuchBucket", err)

@@ -18,8 +18,7 @@ const deleteBatch = 1000
 // prefix) doomed picks, in batches of DeleteObjects, and calls report for
 // each; with dryRun it only reports them. It is copy --delete's last step.
 func Prune(ctx context.Context, client *s3.Client, bucket, prefix string, req Request, doomed func(name string) bool, dryRun bool, report func(name string, size int64)) error {
-	src := NewSource(client, bucket)
-	src.Prefix, src.Req = prefix, req
+	src := NewSource(client, Target{Bucket: bucket, Prefix: prefix, Req: req})
 	var batch []transfer.Object
 	flush := func() error {
 		if len(batch) == 0 {

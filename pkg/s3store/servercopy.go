@@ -30,26 +30,21 @@ type CopySource struct {
 // NewCopySource wraps an S3 source for a server-side copy.
 func NewCopySource(s *Source) *CopySource { return &CopySource{Source: s} }
 
-// Resolve decides whether key names an object (then the source copies
-// that object alone, named name) with one HeadObject, which fetches none
-// of its bytes; it reports false when key is not an object.
-func (c *CopySource) Resolve(ctx context.Context, key, name string) (bool, error) {
-	in := &s3.HeadObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key)}
-	if c.Version != "" {
-		in.VersionId = aws.String(c.Version)
+// Probe looks key up as a single object with one HeadObject, which
+// fetches none of its bytes; name is its destination name. An error that
+// wraps transfer.ErrNotFound says key is no object.
+func (c *CopySource) Probe(ctx context.Context, key, name string) (transfer.Object, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(c.t.Bucket), Key: aws.String(key)}
+	if c.t.Version != "" {
+		in.VersionId = aws.String(c.t.Version)
 	}
-	c.Req.applyHead(in)
+	c.t.Req.applyHead(in)
 	out, err := c.client.HeadObject(ctx, in)
 	if err != nil {
-		if err = statusError(err); errors.Is(err, transfer.ErrNotFound) && c.Version == "" {
-			return false, nil
-		}
-		return false, fmt.Errorf("head s3://%s/%s: %w", c.Bucket, key, err)
+		return transfer.Object{}, fmt.Errorf("head s3://%s/%s: %w", c.t.Bucket, key, statusError(err))
 	}
-	obj := &transfer.Object{Key: key, Name: name, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag),
-		VersionID: c.Version, ModTime: aws.ToTime(out.LastModified)}
-	c.Key, c.Name, c.resolved = key, name, obj
-	return true, nil
+	return transfer.Object{Key: key, Name: name, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag),
+		VersionID: c.t.Version, ModTime: aws.ToTime(out.LastModified)}, nil
 }
 
 // List implements transfer.Source. It lists as Source does, without the
@@ -66,12 +61,12 @@ func (c *CopySource) List(ctx context.Context, emit func(transfer.Object) error)
 // names them instead of carrying them.
 func (c *CopySource) Open(_ context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
 	if obj.Size < 0 {
-		return nil, transfer.Permanent(fmt.Errorf("copy s3://%s/%s: size unknown", c.Bucket, obj.Key))
+		return nil, transfer.Permanent(fmt.Errorf("copy s3://%s/%s: size unknown", c.t.Bucket, obj.Key))
 	}
 	if n < 0 {
 		n = obj.Size - off
 	}
-	ref := &CopyRef{Bucket: c.Bucket, Key: obj.Key, VersionID: obj.VersionID, ETag: obj.ETag}
+	ref := &CopyRef{Bucket: c.t.Bucket, Key: obj.Key, VersionID: obj.VersionID, ETag: obj.ETag}
 	return &transfer.Body{ReadCloser: ref, Off: off, Len: n, Size: obj.Size, ETag: obj.ETag}, nil
 }
 

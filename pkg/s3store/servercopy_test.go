@@ -3,6 +3,7 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -33,8 +34,7 @@ func TestServerCopy(t *testing.T) {
 		putObject(t, c, "src", key, want[key])
 	}
 	run := func() transfer.Summary {
-		src := NewSource(c, "src")
-		src.Prefix = "in/"
+		src := NewSource(c, Target{Bucket: "src", Prefix: "in/"})
 		sink := NewCopySink(c, "src", testBucket, UploadOptions{Prefix: "out/", PartSize: part, Threshold: part})
 		eng, err := transfer.New([]transfer.Lane{{Source: NewCopySource(src)}}, sink,
 			transfer.Options{Workers: 3, Threads: 3, PartSize: part, Threshold: part})
@@ -70,21 +70,19 @@ func TestServerCopy(t *testing.T) {
 	}
 }
 
-func TestServerCopyResolve(t *testing.T) {
+func TestServerCopyProbe(t *testing.T) {
 	_, c := emulator(t)
 	data := randomBytes(1000, 7)
 	putObject(t, c, "src", "one", data)
-	src := NewCopySource(NewSource(c, "src"))
-	for _, tt := range []struct {
-		key  string
-		want bool
-	}{{"one", true}, {"missing", false}} {
-		got, err := src.Resolve(context.Background(), tt.key, "renamed")
-		if err != nil || got != tt.want {
-			t.Errorf("Resolve(%s): got %v, %v, want %v", tt.key, got, err, tt.want)
-		}
+	probe := NewCopySource(NewSource(c, Target{Bucket: "src"}))
+	if _, err := probe.Probe(context.Background(), "missing", "renamed"); !errors.Is(err, transfer.ErrNotFound) {
+		t.Errorf("Probe(missing): got %v, want not found", err)
 	}
-	src.Resolve(context.Background(), "one", "renamed")
+	obj, err := probe.Probe(context.Background(), "one", "renamed")
+	if err != nil || obj.Size != int64(len(data)) || obj.Name != "renamed" || obj.ETag == "" {
+		t.Fatalf("Probe(one): got %+v, %v, want its size %d, name and ETag", obj, err, len(data))
+	}
+	src := NewCopySource(NewSource(c, Target{Bucket: "src", Object: &obj}))
 	sink := NewCopySink(c, "src", testBucket, UploadOptions{PartSize: 1 << 20})
 	eng, _ := transfer.New([]transfer.Lane{{Source: src}}, sink, transfer.Options{PartSize: 1 << 20})
 	if sum, err := eng.Run(context.Background()); err != nil || sum.Objects != 1 {

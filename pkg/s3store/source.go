@@ -25,48 +25,70 @@ type Request struct {
 	SSECKey             string // raw customer key (32 bytes) for SSE-C
 }
 
-// Source reads objects from one bucket. Its zero Key means a prefix
-// listing; a Key means that single object.
-type Source struct {
-	client  *s3.Client
-	get     *getter
-	Bucket  string
-	Prefix  string // list keys under it; names are relative to it
-	Key     string // a single object, when set
-	Name    string // the single object's destination name
-	Version string // the single object's version, when set
+// Target describes what a Source reads and how it asks: it is given to
+// NewSource and never changes after, so every lane of a run reads the same
+// thing and a source can be listed twice with the same result.
+type Target struct {
+	Bucket string
+	// Prefix: list keys under it; names are relative to it.
+	Prefix string
+	// Object, when set, is the single object to read (as Probe resolved
+	// it): List emits it alone, with its known size.
+	Object *transfer.Object
+	// Version is the single object's version, when set (Probe, Stat).
+	Version string
 	Req     Request
-	// PageSize is ListObjectsV2's max-keys (0: the server's default).
-	PageSize int32
-	// FanOut, above 1, lists up to that many sub-prefixes of Prefix at
-	// once (see fanout.go); 0 or 1 lists in one stream.
-	FanOut int
-	// fanBudget overrides how many objects fan-out fetches ahead (tests).
-	fanBudget int
-	// Verify asks whole-object GETs (and Resolve) for the object's
+	// Verify asks whole-object GETs (and Probe, Stat) for the object's
 	// full-object checksums, for the engine to verify.
 	Verify bool
 	// StallTimeout bounds the wait for response headers and the silences
 	// within a listing page (0: no bound but the transport's).
 	StallTimeout time.Duration
+	// PageSize is ListObjectsV2's max-keys (0: the server's default).
+	PageSize int32
+	// FanOut, above 1, lists up to that many sub-prefixes of Prefix at
+	// once (see fanout.go); 0 or 1 lists in one stream.
+	FanOut int
 	// OnRetry, when set, is called before a listing page is asked again,
 	// with the attempt that failed (1-based) and why.
 	OnRetry func(attempt int, err error)
-
-	resolved *transfer.Object // the single object, as Resolve found it
 }
 
-// NewSource returns a source over client.
-func NewSource(client *s3.Client, bucket string) *Source {
-	return &Source{client: client, get: newGetter(client, bucket), Bucket: bucket}
+// Source reads the objects of a Target: a prefix listing, or the single
+// object the target names.
+type Source struct {
+	client *s3.Client
+	get    *getter
+	t      Target
+	// fanBudget overrides how many objects fan-out fetches ahead (tests).
+	fanBudget int
 }
+
+// NewSource returns a source over client that reads t.
+func NewSource(client *s3.Client, t Target) *Source {
+	return &Source{client: client, get: newGetter(client, t.Bucket), t: t}
+}
+
+// With returns a source that reads t over s's client, sharing what s
+// learned of where the bucket is (a region redirect is followed once for
+// both), so a probe and the run after it ask the same place.
+func (s *Source) With(t Target) *Source {
+	get := s.get
+	if t.Bucket != s.t.Bucket {
+		get = newGetter(s.client, t.Bucket)
+	}
+	return &Source{client: s.client, get: get, t: t}
+}
+
+// Target is what s reads.
+func (s *Source) Target() Target { return s.t }
 
 // URL names what s reads, for messages.
 func (s *Source) URL() string {
-	if s.Key != "" {
-		return "s3://" + s.Bucket + "/" + s.Key
+	if s.t.Object != nil {
+		return "s3://" + s.t.Bucket + "/" + s.t.Object.Key
 	}
-	return "s3://" + s.Bucket + "/" + s.Prefix
+	return "s3://" + s.t.Bucket + "/" + s.t.Prefix
 }
 
 // List implements transfer.Source: it streams ListObjectsV2 pages, so
@@ -79,18 +101,13 @@ func (s *Source) URL() string {
 // in a row is emitted once; an entry with a field that cannot be read
 // fails that object only.
 func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) error {
-	if s.resolved != nil {
-		o := *s.resolved
-		s.resolved = nil
-		return emit(o)
+	if s.t.Object != nil {
+		return emit(*s.t.Object)
 	}
-	if s.Key != "" {
-		return emit(transfer.Object{Key: s.Key, Name: s.Name, Size: -1, VersionID: s.Version})
-	}
-	if s.FanOut > 1 {
+	if s.t.FanOut > 1 {
 		return s.fanOut(ctx, emit)
 	}
-	l := &listing{get: s.get, req: s.Req, prefix: s.Prefix, pageSize: s.PageSize, stall: s.StallTimeout, onRetry: s.OnRetry}
+	l := &listing{get: s.get, req: s.t.Req, prefix: s.t.Prefix, pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
 	return l.pages(ctx, s.URL(), func(p *listPage) error {
 		for _, c := range p.contents {
 			if o, ok := s.object(c); ok {
@@ -107,7 +124,7 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 // prefix's own directory marker. An entry whose fields could not be read
 // carries its error, for the engine to fail that object alone.
 func (s *Source) object(c listEntry) (transfer.Object, bool) {
-	name := strings.TrimPrefix(c.key, s.Prefix)
+	name := strings.TrimPrefix(c.key, s.t.Prefix)
 	if name == "" {
 		return transfer.Object{}, false
 	}
@@ -139,15 +156,15 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		b, err = s.open(ctx, obj, 0, -1)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get s3://%s/%s: %w", s.Bucket, obj.Key, err)
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.t.Bucket, obj.Key, err)
 	}
 	return b, nil
 }
 
 // open sends one GetObject and reads its framing into a Body.
 func (s *Source) open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
-	ctx, w := startWatch(ctx, s.StallTimeout)
-	resp, err := s.get.get(ctx, obj, off, n, s.Req, n < 0 && s.Verify)
+	ctx, w := startWatch(ctx, s.t.StallTimeout)
+	resp, err := s.get.get(ctx, obj, off, n, s.t.Req, n < 0 && s.t.Verify)
 	if err != nil {
 		return nil, w.failed(err)
 	}
@@ -266,12 +283,12 @@ func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
 	var resp *http.Response
 	err := headBackoff.Retry(ctx, func() (err error) {
-		hctx, w := startWatch(ctx, s.StallTimeout)
-		resp, err = s.get.head(hctx, obj, s.Req, true)
+		hctx, w := startWatch(ctx, s.t.StallTimeout)
+		resp, err = s.get.head(hctx, obj, s.t.Req, true)
 		return w.failed(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, obj.Key, err)
+		return nil, fmt.Errorf("head s3://%s/%s: %w", s.t.Bucket, obj.Key, err)
 	}
 	return headerChecksums(resp.Header), nil
 }
@@ -318,23 +335,24 @@ func (r Request) ssec() (*string, *string, *string) {
 		aws.String(base64.StdEncoding.EncodeToString(sum[:]))
 }
 
-// Resolve decides what s3://bucket/key names: the object key if it
-// exists (then s names that object and reports true), else the prefix
-// key/. It probes with the first range of the object (no HeadObject), and
-// hands that body to the engine so it is not fetched twice. name is the
-// single object's destination name.
-func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64) (bool, error) {
-	obj := &transfer.Object{Key: key, Name: name, Size: -1, VersionID: s.Version}
+// Probe resolves key as a single object: its size, ETag and
+// modification time from the first range, bytes [0, n), which it opens
+// and returns open, so the engine need not fetch that range again (see
+// transfer.Prefetch); and, when the target verifies, its full-object
+// checksums from a HeadObject sent alongside. name is the object's
+// destination name. An error that wraps transfer.ErrNotFound says key is
+// no object (without a version, it may be a prefix).
+func (s *Source) Probe(ctx context.Context, key, name string, n int64) (transfer.Object, *transfer.Body, error) {
+	obj := transfer.Object{Key: key, Name: name, Size: -1, VersionID: s.t.Version}
 	type sums struct {
 		m   map[string]string
 		err error
 	}
 	var head chan sums
-	if s.Verify {
-		// The object's checksums, asked alongside the first range.
+	if s.t.Verify {
 		head = make(chan sums, 1)
 		go func() {
-			m, err := s.Checksums(ctx, &transfer.Object{Key: key, VersionID: s.Version})
+			m, err := s.Checksums(ctx, &transfer.Object{Key: key, VersionID: s.t.Version})
 			head <- sums{m, err}
 		}()
 	}
@@ -342,31 +360,30 @@ func (s *Source) Resolve(ctx context.Context, key, name string, firstPart int64)
 	// never answers (the stall timeout) must not end the run at once.
 	var b *transfer.Body
 	err := transfer.DefaultBackoff.Retry(ctx, func() (err error) {
-		b, err = s.Open(ctx, obj, 0, firstPart)
+		b, err = s.Open(ctx, &obj, 0, n)
 		return err
 	})
-	if errors.Is(err, transfer.ErrNotFound) && s.Version == "" {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
 	if head != nil {
-		if h := <-head; h.err == nil {
-			obj.Checksums = h.m
-			if len(h.m) > 0 {
-				for _, alg := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
-					if _, ok := h.m[alg]; ok {
-						obj.ChecksumAlgorithm = alg
-						break
-					}
-				}
-			}
+		// Waited for even on failure: no goroutine outlives the probe.
+		if h := <-head; h.err == nil && err == nil {
+			obj.Checksums, obj.ChecksumAlgorithm = h.m, firstAlgorithm(h.m)
 		}
 	}
-	obj.Size, obj.ETag, obj.ModTime, obj.First = b.Size, b.ETag, b.ModTime, b
-	s.Key, s.Name, s.resolved = key, name, obj
-	return true, nil
+	if err != nil {
+		return obj, nil, err
+	}
+	obj.Size, obj.ETag, obj.ModTime = b.Size, b.ETag, b.ModTime
+	return obj, b, nil
+}
+
+// firstAlgorithm is the strongest full-object checksum of m ("" if none).
+func firstAlgorithm(m map[string]string) string {
+	for _, alg := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
+		if _, ok := m[alg]; ok {
+			return alg
+		}
+	}
+	return ""
 }
 
 // Stat looks key up with one HeadObject (retried as a checksum HEAD is):
@@ -377,11 +394,11 @@ func (s *Source) Stat(ctx context.Context, key string) (transfer.Object, error) 
 	o := transfer.Object{Key: key}
 	var resp *http.Response
 	err := headBackoff.Retry(ctx, func() (err error) {
-		resp, err = s.get.head(ctx, &o, s.Req, s.Verify)
+		resp, err = s.get.head(ctx, &o, s.t.Req, s.t.Verify)
 		return err
 	})
 	if err != nil {
-		return o, fmt.Errorf("head s3://%s/%s: %w", s.Bucket, key, err)
+		return o, fmt.Errorf("head s3://%s/%s: %w", s.t.Bucket, key, err)
 	}
 	h := resp.Header
 	o.Size, o.ETag = resp.ContentLength, header(h, "Etag")
@@ -390,13 +407,7 @@ func (s *Source) Stat(ctx context.Context, key string) (transfer.Object, error) 
 			o.ModTime = t
 		}
 	}
-	if o.Checksums = headerChecksums(h); len(o.Checksums) > 0 {
-		for _, alg := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
-			if _, ok := o.Checksums[alg]; ok {
-				o.ChecksumAlgorithm = alg
-				break
-			}
-		}
-	}
+	o.Checksums = headerChecksums(h)
+	o.ChecksumAlgorithm = firstAlgorithm(o.Checksums)
 	return o, nil
 }
