@@ -200,6 +200,9 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 			return 0, err
 		}
 		defer release()
+		if err := f.sameAsSource(body, sum); err != nil {
+			return 0, err
+		}
 		if err := f.putObject(ctx, rd, n, sum); err != nil {
 			return 0, err
 		}
@@ -246,6 +249,20 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, got)
 	f.parts[num-1] = c
 	return n, nil
+}
+
+// sameAsSource fails when sum, the checksum of the bytes about to be put
+// as a whole object, differs from the source object's own full-object
+// checksum in that algorithm (carried by a whole-object response). A
+// PutObject makes the object visible at once, before the engine verifies
+// it: bytes that do not match must not be sent. The read is retried.
+func (f *uploadFile) sameAsSource(body *transfer.Body, sum string) error {
+	want := body.Checksums[f.sink.opts.ChecksumAlgorithm]
+	if sum == "" || want == "" || strings.Contains(want, "-") || want == sum {
+		return nil
+	}
+	return retriable{fmt.Errorf("put %s: the bytes read have %s %s, the source object %s: %w",
+		f.sink.url(f.key), strings.ToLower(f.sink.opts.ChecksumAlgorithm), sum, want, transfer.ErrChecksum)}
 }
 
 // prepare turns a part's body into what the SDK sends, with its checksum:

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/transfer"
+	"github.com/s3pd/s3pd/pkg/transfer/transfertest"
 )
 
 const testBucket = "dst"
@@ -298,5 +300,40 @@ func TestUploadStream(t *testing.T) {
 	}
 	if b := getObject(t, c, testBucket, "small"); !bytes.Equal(b, data[:100]) {
 		t.Errorf("streamed small object differs")
+	}
+}
+
+// TestUploadPutsNoBytesThatDifferFromTheSource streams small objects from
+// a source whose whole-object responses carry a checksum: one whose bytes
+// do not match it fails, and nothing is put at its key (a PutObject would
+// make it visible before the engine verifies it); one that matches is
+// uploaded.
+func TestUploadPutsNoBytesThatDifferFromTheSource(t *testing.T) {
+	_, c := emulator(t)
+	src := transfertest.NewSource()
+	src.Add("good", randomBytes(1000, 1))
+	src.Add("bad", randomBytes(1000, 2))
+	src.WholeChecksums = func(key string) map[string]string {
+		if key == "bad" {
+			return map[string]string{CRC64NVME: transfertest.CRC64NVME([]byte("other bytes"))}
+		}
+		return map[string]string{CRC64NVME: transfertest.CRC64NVME(src.Data(key))}
+	}
+	const part = 64 << 10
+	sink := NewUploadSink(c, testBucket, UploadOptions{PartSize: part, Threshold: part})
+	eng, err := transfer.New([]transfer.Lane{{Source: src}}, sink, transfer.Options{PartSize: part,
+		Backoff: transfer.Backoff{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := eng.Run(context.Background())
+	if err != nil || sum.Objects != 1 || sum.Failed != 1 {
+		t.Fatalf("summary %+v (%v), want 1 uploaded and 1 failed", sum, err)
+	}
+	if b := getObject(t, c, testBucket, "good"); !bytes.Equal(b, src.Data("good")) {
+		t.Errorf("good: uploaded bytes differ")
+	}
+	if _, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("bad")}); err == nil {
+		t.Errorf("bad: bytes that differ from the source were put")
 	}
 }
