@@ -216,6 +216,7 @@ func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions
 		}
 	}
 
+	planNICs(f, &settings, opts.output.dryRun)
 	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)

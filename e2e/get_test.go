@@ -256,3 +256,26 @@ func TestGetMissingObjectIsAnError(t *testing.T) {
 		t.Fatalf("get of an empty prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDryRunPlansWithoutTheCards: a dry run moves no data over the cards
+// of --nics, so the command of a larger machine can be planned here: the
+// cards that are not here are named in a warning, and the plan is made
+// over the default route. A real run with them is a usage error.
+func TestDryRunPlansWithoutTheCards(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s.put(t, "p/x", []byte("x"))
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--dry-run", "--nics", "nosuch0,nosuch1", s.url("p/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("dry run with cards not here: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "nosuch0") || !strings.Contains(r.stderr, "a real run would stop") {
+		t.Errorf("dry run with cards not here: stderr %q, want a warning naming nosuch0", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "would fetch 1 objects") {
+		t.Errorf("dry run with cards not here: stdout %q, want the plan", r.stdout)
+	}
+	if r := run(t, nil, s.cmd("get", "--nics", "nosuch0,nosuch1", s.url("p/"), dest)...); r.code != 2 {
+		t.Errorf("real run with cards not here: exit %d, want 2", r.code)
+	}
+}

@@ -50,8 +50,9 @@ func readmeCommands(t *testing.T) []string {
 
 // rewrite points a README command at the emulator: every bucket becomes
 // the emulator's, its endpoint flags follow the subcommand, absolute
-// paths move under root, a command with --nics runs without it as a dry
-// run, and bench without a URL gets a small dataset.
+// paths move under root, a command with --nics (cards of a larger
+// machine) runs as a dry run, with its --nics, and bench without a URL
+// gets a small dataset.
 func rewrite(c, endpoint, bucket, root string) string {
 	words := strings.Fields(c)
 	var out []string
@@ -60,12 +61,10 @@ func rewrite(c, endpoint, bucket, root string) string {
 		w := words[i]
 		w = strings.NewReplacer("s3://my-bucket", "s3://"+bucket, "s3://bucket/", "s3://"+bucket+"/").Replace(w)
 		switch {
-		case w == "--nics" && i+1 < len(words):
-			// The cards are this machine's (loopback cannot reach S3):
-			// the rest of the command runs as a dry run.
-			i++
+		case w == "--nics":
+			// The cards are a larger machine's: the command runs as a
+			// dry run, which plans without them.
 			nics = true
-			continue
 		case strings.HasPrefix(w, "/"):
 			w = filepath.Join(root, w)
 		}
