@@ -531,9 +531,9 @@ func unescapeXML(raw []byte) (string, error) {
 			b.WriteByte('<')
 		case "gt":
 			b.WriteByte('>')
-		case "quot":
+		case "quot", "#34": // S3 writes &quot;, encoding/xml &#34;
 			b.WriteByte('"')
-		case "apos":
+		case "apos", "#39":
 			b.WriteByte('\'')
 		default:
 			r, ok := charRef(ent)
