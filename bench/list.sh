@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 uptime | tee "$OUT/load.txt"
 go test -run '^$' -bench '^BenchmarkListing$' -benchtime 1x -count "${COUNT:-5}" -timeout 0 ./bench | tee "$OUT/raw.txt"
 uptime | tee -a "$OUT/load.txt"
