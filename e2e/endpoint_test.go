@@ -93,29 +93,48 @@ func TestConfigShowListsRegionEndpointCredentials(t *testing.T) {
 }
 
 // A bucket in another region than the configured one: the first answer,
-// 301 with x-amz-bucket-region as S3 sends it, moves s3pd to the
-// bucket's region for the listing and every GET, as the AWS CLI does.
+// 301 with x-amz-bucket-region or 400 AuthorizationHeaderMalformed (with
+// the header, or with only the Region of its error body), as S3 sends
+// them, moves s3pd to the bucket's region for the listing and every GET,
+// as the AWS CLI does.
 func TestRegionRedirectIsFollowed(t *testing.T) {
-	s := emuStore(t, s3emu.Options{Dataset: "r:3:3MiB", LogRequests: true, Regions: map[string]string{"bench": "eu-west-1"}})
-	s.signed = true
-	for _, src := range []string{s.url("r/"), s.url("r/00000002")} {
-		dest := t.TempDir()
-		s.emu.ResetStats()
-		r := run(t, nil, s.cmd("get", "--partsize", "1MiB", src, dest+"/")...)
-		if r.code != 0 {
-			t.Fatalf("get %s: exit %d\n%s", src, r.code, r.stderr)
-		}
-		checkSynthetic(t, filepath.Join(dest, "00000002"), "r/00000002", 3<<20)
-		moved := 0
-		for _, req := range s.emu.Log() {
-			if req.Status == 301 {
-				moved++
+	for _, tt := range []struct {
+		form   string
+		status int
+		srcs   []string
+	}{
+		{s3emu.WrongRegionMoved, 301, []string{"r/", "r/00000002"}},
+		{s3emu.WrongRegionMalformed, 400, []string{"r/", "r/00000002"}},
+		// A HEAD's answer has no body: only a listing (a GET) learns the
+		// region from the body alone before any HEAD is sent.
+		{s3emu.WrongRegionMalformedBodyOnly, 400, []string{"r/"}},
+	} {
+		s := emuStore(t, s3emu.Options{Dataset: "r:3:3MiB", LogRequests: true,
+			Regions: map[string]string{"bench": "eu-west-1"}, WrongRegion: tt.form})
+		s.signed = true
+		for _, key := range tt.srcs {
+			src := s.url(key)
+			dest := t.TempDir()
+			s.emu.ResetStats()
+			r := run(t, nil, s.cmd("get", "--json", "--partsize", "1MiB", src, dest+"/")...)
+			if r.code != 0 {
+				t.Fatalf("%s: get %s: exit %d\n%s", tt.form, src, r.code, r.stderr)
 			}
-		}
-		// The first request, or the first two a single object sends at
-		// once (its first range and its checksums' HEAD); none after.
-		if moved < 1 || moved > 2 {
-			t.Errorf("get %s: %d requests answered 301, want the first one or two", src, moved)
+			checkSynthetic(t, filepath.Join(dest, "00000002"), "r/00000002", 3<<20)
+			if !strings.Contains(r.stdout, `"verification":"verified"`) || strings.Contains(r.stdout, `"unverified"`) {
+				t.Errorf("%s: get %s: want every object verified\n%s", tt.form, src, r.stdout)
+			}
+			moved := 0
+			for _, req := range s.emu.Log() {
+				if req.Status == tt.status {
+					moved++
+				}
+			}
+			// The first request, or the first two a single object sends at
+			// once (its first range and its checksums' HEAD); none after.
+			if moved < 1 || moved > 2 {
+				t.Errorf("%s: get %s: %d requests answered %d, want the first one or two", tt.form, src, moved, tt.status)
+			}
 		}
 	}
 }

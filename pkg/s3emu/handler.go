@@ -26,6 +26,40 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
+// regionError is an apiError whose body names the bucket's Region.
+type regionError struct {
+	*apiError
+	region string
+}
+
+func (e *regionError) Unwrap() error { return e.apiError }
+
+// The answers to a request signed for another region than its bucket's.
+const (
+	// WrongRegionMoved is 301 PermanentRedirect with x-amz-bucket-region,
+	// as S3 answers at another region's endpoint.
+	WrongRegionMoved = "301"
+	// WrongRegionMalformed is 400 AuthorizationHeaderMalformed with
+	// x-amz-bucket-region and the bucket's Region in the error body, as S3
+	// answers at the bucket's own endpoint (a HEAD's answer has no body).
+	WrongRegionMalformed = "400"
+	// WrongRegionMalformedBodyOnly is WrongRegionMalformed without the
+	// header: only the error body names the region.
+	WrongRegionMalformedBodyOnly = "400-body"
+)
+
+// wrongRegion answers a request for bucket's region home signed for signed.
+// It reports whether the answer carries x-amz-bucket-region.
+func (s *Server) wrongRegion(home, signed string) (header bool, answer error) {
+	switch s.opts.WrongRegion {
+	case WrongRegionMalformed, WrongRegionMalformedBodyOnly:
+		return s.opts.WrongRegion == WrongRegionMalformed, &regionError{&apiError{http.StatusBadRequest, "AuthorizationHeaderMalformed",
+			"The authorization header is malformed; the region '" + signed + "' is wrong; expecting '" + home + "'"}, home}
+	}
+	return true, &apiError{http.StatusMovedPermanently, "PermanentRedirect",
+		"The bucket you are attempting to access must be addressed using the specified endpoint."}
+}
+
 // respWriter counts the bytes of a response and remembers its status.
 type respWriter struct {
 	http.ResponseWriter
@@ -119,8 +153,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if home := s.opts.Regions[bucket]; home != "" {
 		rw.Header().Set("X-Amz-Bucket-Region", home)
 		if signed := signedRegion(r); signed != "" && signed != home {
-			s.writeError(rw, r, &apiError{http.StatusMovedPermanently, "PermanentRedirect",
-				"The bucket you are attempting to access must be addressed using the specified endpoint."})
+			header, answer := s.wrongRegion(home, signed)
+			if !header {
+				rw.Header().Del("X-Amz-Bucket-Region")
+			}
+			s.writeError(rw, r, answer)
 			return
 		}
 	}
@@ -272,17 +309,22 @@ type errorBody struct {
 	Code      string
 	Message   string
 	Resource  string `xml:",omitempty"`
+	Region    string `xml:",omitempty"`
 	RequestID string `xml:"RequestId"`
 }
 
 // writeError answers with err as S3 would: a status and an XML body.
 func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
-	status, code, msg := http.StatusInternalServerError, "InternalError", err.Error()
+	status, code, msg, region := http.StatusInternalServerError, "InternalError", err.Error(), ""
 	var ae *apiError
 	var ge interface{ ErrorCode() gofakes3.ErrorCode }
 	switch {
 	case errors.As(err, &ae):
 		status, code, msg = ae.status, ae.code, ae.message
+		var re *regionError
+		if errors.As(err, &re) {
+			region = re.region
+		}
 	case errors.As(err, &ge):
 		c := ge.ErrorCode()
 		status, code, msg = c.Status(), string(c), c.Message()
@@ -304,7 +346,7 @@ func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
 		return
 	}
 	io.WriteString(w, xml.Header)
-	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, RequestID: "s3emu"})
+	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, Region: region, RequestID: "s3emu"})
 }
 
 // signedRegion is the region a SigV4 Authorization header signs for

@@ -39,8 +39,11 @@ type Options struct {
 	Buckets []string
 	// Regions places buckets in a region: a signed request for such a
 	// bucket whose signature names another region is answered as S3
-	// answers it, 301 PermanentRedirect with x-amz-bucket-region.
+	// answers it, as WrongRegion says.
 	Regions map[string]string
+	// WrongRegion is how such a request is answered: WrongRegionMoved
+	// (the default), WrongRegionMalformed or WrongRegionMalformedBodyOnly.
+	WrongRegion string
 	// TTFB is slept before each response's headers.
 	TTFB time.Duration
 	// ConnRate caps each accepted TCP connection at this many bytes/s with

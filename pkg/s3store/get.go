@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -207,8 +208,11 @@ func (g *getter) sendTo(ctx context.Context, method, u, region string, req Reque
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	err = responseError(resp)
-	if home := resp.Header.Get("X-Amz-Bucket-Region"); home != "" && home != region &&
+	bodyRegion, err := responseError(resp)
+	// The bucket's region, as botocore looks for it: x-amz-bucket-region,
+	// else the Region of the error body (400 AuthorizationHeaderMalformed).
+	home := cmp.Or(resp.Header.Get("X-Amz-Bucket-Region"), bodyRegion)
+	if home != "" && home != region &&
 		(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusBadRequest) {
 		return nil, &wrongRegion{region: home, err: err}
 	}
@@ -226,12 +230,14 @@ func (w *wrongRegion) Error() string {
 }
 func (w *wrongRegion) Unwrap() error { return w.err }
 
-// responseError reads an S3 error answer.
-func responseError(resp *http.Response) error {
+// responseError reads an S3 error answer, and the bucket's region when
+// the answer names it (the Region of a wrong-region error).
+func responseError(resp *http.Response) (region string, err error) {
 	se := &StatusError{Status: resp.StatusCode}
 	var body struct {
 		Code    string `xml:"Code"`
 		Message string `xml:"Message"`
+		Region  string `xml:"Region"`
 	}
 	if xml.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) == nil {
 		se.Code, se.Message = body.Code, body.Message
@@ -239,7 +245,7 @@ func responseError(resp *http.Response) error {
 	if se.Code == "" {
 		se.Code = codeOfStatus(se.Status)
 	}
-	return se
+	return body.Region, se
 }
 
 // headerChecksums gathers the full-object checksums of a response.
