@@ -61,8 +61,8 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 	echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo '+dirty')"
 	echo "# $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version)"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	[[ -n ${OLD:-} ]] && echo "# old: $(git rev-parse --short "$OLD")"
-	[[ -n ${S3PD_BENCH_QUICK:-} ]] && echo "# quick budget cases"
+	if [[ -n ${OLD:-} ]]; then echo "# old: $(git rev-parse --short "$OLD")"; fi
+	if [[ -n ${S3PD_BENCH_QUICK:-} ]]; then echo "# quick budget cases"; fi
 } | tee "$OUT/machine.txt"
 
 # pass PATTERN BENCHTIME ROUND runs round ROUND of the benchmarks PATTERN
