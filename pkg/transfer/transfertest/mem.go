@@ -148,9 +148,10 @@ func (s *Source) Open(ctx context.Context, o *transfer.Object, off, n int64) (*t
 			b.Checksums = s.WholeChecksums(o.Key)
 		}
 	}
-	if b.Off+b.Len > int64(len(data)) {
-		return nil, fmt.Errorf("open %s bytes %d-%d of %d: %w", o.Key, off, off+n-1, len(data), transfer.ErrModified)
+	if b.Off > int64(len(data)) {
+		return nil, transfer.Permanent(fmt.Errorf("open %s bytes %d-%d of %d: range not satisfiable", o.Key, off, off+n-1, len(data)))
 	}
+	b.Len = min(b.Len, int64(len(data))-b.Off) // a range past the end is cut, as S3 does
 	part := data[b.Off : b.Off+b.Len]
 	if s.Break != nil {
 		if k := s.Break(o.Key, off, attempt); k >= 0 && k < int64(len(part)) {
