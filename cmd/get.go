@@ -43,6 +43,8 @@ type outputFlags struct {
 	recursive, onlyErrors bool
 	verify                string
 	stall                 time.Duration
+	// adaptive: --adaptive, on or off.
+	adaptive string
 	// verifyExisting: get --verify-existing.
 	verifyExisting bool
 	// route is where lines go, set by openRoute; nil means stdout.
@@ -77,6 +79,17 @@ func (o outputFlags) verifyMode() (transfer.Verify, error) {
 	return 0, usageErrorf("--verify %q: want auto, full or off", o.verify)
 }
 
+// adaptiveMode parses --adaptive.
+func (o outputFlags) adaptiveMode() (transfer.Adaptive, error) {
+	switch o.adaptive {
+	case "on", "":
+		return transfer.AdaptiveOn, nil
+	case "off":
+		return transfer.AdaptiveOff, nil
+	}
+	return 0, usageErrorf("--adaptive %q: want on or off", o.adaptive)
+}
+
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout (on stderr when stdout carries the data)")
 	fs.StringVar(&o.jsonFile, "json-file", "", "write the same JSON lines to this file")
@@ -84,6 +97,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
 	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
+	fs.StringVar(&o.adaptive, "adaptive", "on", `"on": the requests in flight start at 32, grow to max_concurrent_requests and back off when the server answers SlowDown; "off": always max_concurrent_requests`)
 	o.registerHabits(fs)
 }
 
@@ -372,6 +386,10 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	if err != nil {
 		return err
 	}
+	adaptive, err := out.adaptiveMode()
+	if err != nil {
+		return err
+	}
 	out.logJSON = f.LogJSON
 	f.JSON = out.jsonOut(f)
 	total := &listedBytes{}
@@ -382,6 +400,7 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	eopts := engineOptions(settings)
 	eopts.Verify = verify
 	eopts.StallTimeout = out.stall
+	eopts.Adaptive = adaptive
 	eopts.Observer = rep
 	if extra != nil {
 		eopts.Observer = transfer.Observers{rep, extra}

@@ -26,6 +26,10 @@ type Options struct {
 	// Threads, when above 0, caps the ranges in flight of one object; 0
 	// (the default) leaves every object free to use the whole budget.
 	Threads int
+	// Adaptive says whether the window of requests in flight follows
+	// the server (AdaptiveOn, the default: it starts at 32, grows to
+	// the budget and backs off on SlowDown) or stays at the budget.
+	Adaptive Adaptive
 	// PartSize is the size of one range (default 8 MiB).
 	PartSize int64
 	// Threshold: objects smaller than it are fetched with one GET
@@ -72,6 +76,17 @@ type Options struct {
 	// SampleEvery is the length of a sampling interval.
 	SampleEvery time.Duration
 }
+
+// Adaptive says how the window of requests in flight is set.
+type Adaptive int
+
+const (
+	// AdaptiveOn grows the window from min(32, budget) to the budget
+	// and cuts it when the server answers SlowDown (see gate).
+	AdaptiveOn Adaptive = iota
+	// AdaptiveOff keeps the window at the budget.
+	AdaptiveOff
+)
 
 // WithDefaults returns o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
@@ -183,7 +198,8 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 		return nil, errors.New("transfer: no source")
 	}
 	opts = opts.WithDefaults()
-	e := &Engine{sink: sink, opts: opts, gate: newGate(opts.MaxRequests), begun: make(chan struct{})}
+	e := &Engine{sink: sink, opts: opts, begun: make(chan struct{})}
+	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) })
 	e.sched = newScheduler(e)
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
@@ -204,6 +220,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go e.stalls.run(wctx)
+	go e.gate.run(wctx)
 	samples := e.startSampler()
 
 	g, gctx := errgroup.WithContext(ctx)

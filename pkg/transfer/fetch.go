@@ -73,8 +73,8 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // fetch moves bytes [off, off+n) of o into f, asking the source for ask
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received. first, if not nil, is already open.
-// held says that the first attempt's request slot is already taken.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum, held bool) (int64, error) {
+// held, if not nil, is the request slot the first attempt already has.
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum, held *slot) (int64, error) {
 	pool := &e.bufs
 	if n <= smallBuffer {
 		pool = &e.small // a small object does not hold a large buffer
@@ -84,13 +84,16 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 	body := first
 	throttles := 0
 	for attempt := 1; ; attempt++ {
-		if !held {
-			if err := e.gate.acquire(ctx); err != nil {
+		var s slot
+		if held != nil {
+			s, held = *held, nil
+		} else {
+			var err error
+			if s, err = e.gate.acquire(ctx); err != nil {
 				closeBody(body)
 				return done, err
 			}
 		}
-		held = false
 		// A range holds a buffer only while it holds a request slot, not
 		// while it waits at the gate (as the ranges of the next objects
 		// do while the last ones drain) or between attempts. So a run
@@ -98,10 +101,10 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		// one per range started: half as many for 2 x 8 ranges of 64
 		// MiB objects, 580 fewer page faults per GiB.
 		bp := pool.Get().(*[]byte)
-		got, err := e.attempt(ctx, o, f, off+done, n-done, ask, body, *bp, c, ps)
+		got, err := e.attempt(ctx, &s, o, f, off+done, n-done, ask, body, *bp, c, ps)
 		pool.Put(bp)
 		slow := err != nil && throttled(err)
-		e.gate.release(slow, err == nil)
+		e.gate.release(s, slow)
 		body = nil
 		if _, whole := f.(PartWriter); !whole || err == nil {
 			done += got
@@ -134,7 +137,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 }
 
 // attempt is one request: open (unless body is given), validate, copy.
-func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum) (int64, error) {
+func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum) (int64, error) {
 	t0 := time.Now()
 	defer e.timeRequest(t0)
 	l := e.pickLane(n)
@@ -152,6 +155,7 @@ func (e *Engine) attempt(ctx context.Context, o *Object, f File, off, n, ask int
 			return 0, stallCause(rctx, err)
 		}
 		body = b
+		e.gate.answered(s)
 	}
 	defer body.Close()
 	skip, err := e.validate(o, body, off, n)

@@ -131,24 +131,24 @@ func (t *object) learnSize() error {
 
 // runRange moves one range of the object into its file, holding a
 // request slot for its first attempt, and tells the scheduler it ended.
-func (t *object) runRange(r span) {
+func (t *object) runRange(r span, s slot) {
 	var b *Body
 	if r.off == 0 {
 		b, t.first = t.first, nil
 	}
 	var err error
 	if r.whole {
-		err = t.fetchWhole(b)
+		err = t.fetchWhole(b, s)
 	} else {
-		err = t.part(r.off, r.n, b)
+		err = t.part(r.off, r.n, b, s)
 	}
 	t.e.sched.ended(t, r, err)
 }
 
 // fetchWhole fetches the object in one request, without a Range.
-func (t *object) fetchWhole(b *Body) error {
+func (t *object) fetchWhole(b *Body, s slot) error {
 	t.whole = t.verify.partSum()
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, b, t.verify, t.whole, true)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, b, t.verify, t.whole, &s)
 	t.moved.Add(got)
 	return err
 }
@@ -161,7 +161,7 @@ func (t *object) fetchWhole(b *Body) error {
 // A part this run is interrupted in journals the prefix it wrote, with its
 // running CRC, so that an early Ctrl-C on large parts does not start them
 // over.
-func (t *object) part(off, n int64, b *Body) error {
+func (t *object) part(off, n int64, b *Body, s slot) error {
 	journal, _ := t.f.(Journal)
 	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
@@ -172,7 +172,7 @@ func (t *object) part(off, n int64, b *Body) error {
 				t.reused.Add(have)
 				if have == n {
 					t.verify.set(off, r)
-					t.e.gate.release(false, false) // the slot it was given
+					t.e.gate.release(s, false) // the slot it was given
 					return nil                     // durable from an earlier run, and read back
 				}
 				ps.resume(r)
@@ -180,7 +180,7 @@ func (t *object) part(off, n int64, b *Body) error {
 			}
 		}
 	}
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps, true)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps, &s)
 	t.moved.Add(got)
 	if err != nil {
 		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {

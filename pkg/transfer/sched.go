@@ -79,11 +79,12 @@ func (s *scheduler) run(ctx context.Context) {
 		if !ok {
 			return
 		}
-		if err := s.e.gate.acquire(t.pctx); err != nil {
+		slot, err := s.e.gate.acquire(t.pctx)
+		if err != nil {
 			s.ended(t, r, err)
 			continue
 		}
-		go t.runRange(r)
+		go t.runRange(r, slot)
 	}
 }
 
