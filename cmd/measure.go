@@ -190,7 +190,7 @@ func (m *measurement) measures() runMeasures {
 		SlowDowns: s.SlowDowns, CPUSeconds: m.cpu.Seconds(),
 		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
-		InFlightMean: st.InFlightMean, InFlightPeak: st.InFlightPeak,
+		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
 		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
 	}
 	if s.Bytes > 0 {

@@ -41,6 +41,7 @@ type summaryLine struct {
 	ResumedBytes      int64            `json:"resumed_bytes"`
 	Requests          int64            `json:"requests"`
 	Retries           int64            `json:"retries"`
+	Hedged            int64            `json:"hedged"`
 	TTFB50ms          float64          `json:"ttfb_p50_ms"`
 	TTFB99ms          float64          `json:"ttfb_p99_ms"`
 	PeakRSS           int64            `json:"peak_rss_kib"`
@@ -74,7 +75,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		UnverifiedObjects: t.unverified, UnverifiedBytes: t.unverifiedBytes,
 		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
-		Requests: s.Requests, Retries: s.Retries,
+		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
 		EmulatorInProcess: out.embedded}
 	if r.dry {
@@ -144,7 +145,8 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	if line.Interrupted > 0 {
 		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
 	}
-	fmt.Fprintf(w, "requests: %d, retries: %d\n", line.Requests, line.Retries)
+	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
+		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
 	if latency {
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
 		where := ""

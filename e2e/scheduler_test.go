@@ -42,3 +42,37 @@ func TestSlowDownMakesRequestsInFlightFall(t *testing.T) {
 		t.Errorf("--adaptive off: %d GETs throttled, want more than the adaptive window's %d", throttled["off"], throttled["on"])
 	}
 }
+
+// TestStalledGetsAreTakenOver: a few GETs stall half-way for far longer
+// than the run, while the others progress. Each stalled range
+// is taken over from the byte it reached, and every object arrives whole
+// and verified.
+func TestStalledGetsAreTakenOver(t *testing.T) {
+	s := emuStore(t, s3emu.Options{
+		Dataset:  "s:40:1MiB",
+		ConnRate: 4 << 20, // each GET lasts about 250 ms
+		Stalls:   s3emu.Stalls{Fraction: 0.05, For: time.Minute, Seed: 7},
+	})
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--json", "--quiet", "--workers", "8", "--max-concurrent-requests", "8", s.url("s/"), dest+"/")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var sum struct {
+		Objects  int   `json:"objects"`
+		Verified int   `json:"verified_objects"`
+		Hedged   int64 `json:"hedged"`
+		Retries  int64 `json:"retries"`
+	}
+	lastJSON(t, r.stdout, &sum)
+	st := s.emu.Stats()
+	if st.Stalls == 0 {
+		t.Fatalf("the emulator stalled no GET: the test proves nothing (stats %+v)", st)
+	}
+	if sum.Objects != 40 || sum.Verified != 40 {
+		t.Fatalf("summary %+v, want 40 objects, all verified", sum)
+	}
+	if sum.Hedged < st.Stalls || sum.Retries != 0 {
+		t.Errorf("hedged %d, retries %d for %d stalled GETs: want each taken over, none retried as a failure", sum.Hedged, sum.Retries, st.Stalls)
+	}
+}

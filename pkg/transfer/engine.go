@@ -134,7 +134,14 @@ type Summary struct {
 	// SlowDowns are the retries the server asked for by throttling
 	// (SlowDown, 503); they are counted in Retries too.
 	SlowDowns int64
-	Elapsed   time.Duration
+	// Hedged counts the ranges taken over as stragglers: asked for again
+	// on a new connection from the byte they reached (not in Retries).
+	Hedged int64
+	// InFlightMean and InFlightPeak are the requests in flight over the
+	// run: their time-weighted mean and their most at once.
+	InFlightMean float64
+	InFlightPeak int
+	Elapsed      time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
@@ -171,7 +178,9 @@ type Engine struct {
 
 	objects, failed, skipped atomic.Int64
 	bytes, requests, retries atomic.Int64
-	slowdowns                atomic.Int64
+	slowdowns, hedged        atomic.Int64
+	// listed: the listing ended (a takeover may come sooner at the end).
+	listed atomic.Bool
 	// reqNanos and writeNanos sum the requests' time and the part of it
 	// spent writing; each range adds to them once, when it ends.
 	reqNanos, writeNanos atomic.Int64
@@ -216,7 +225,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 // reported to the Observer.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.start = time.Now()
-	e.stalls.init(e.opts.StallTimeout)
+	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go e.stalls.run(wctx)
@@ -260,6 +269,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return gctx.Err()
 			}
 		})
+		e.listed.Store(true)
 		if err == nil && e.opts.Listing != nil {
 			e.opts.Listing.ListingDone()
 		}
@@ -321,6 +331,16 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	return e.summary(), err
 }
 
+// mayTakeOver says whether one more straggler may be taken over (they
+// are at most about 5% of the requests), and whether the run is at its
+// end: the listing ended, no open object has a range to plan, and the
+// window has idle slots.
+func (e *Engine) mayTakeOver() (ok, end bool) {
+	ok = e.hedged.Load() < e.requests.Load()/20+1
+	end = e.listed.Load() && e.sched.planned() && e.gate.inFlightNow() < e.gate.bound()
+	return ok, end
+}
+
 func (e *Engine) summary() Summary {
 	s := Summary{
 		Objects:  e.objects.Load(),
@@ -334,11 +354,13 @@ func (e *Engine) summary() Summary {
 		TTFB99:   e.ttfb.quantile(0.99),
 
 		SlowDowns:   e.slowdowns.Load(),
+		Hedged:      e.hedged.Load(),
 		TTFB:        e.ttfb.snapshot(),
 		Request:     e.reqs.snapshot(),
 		RequestTime: time.Duration(e.reqNanos.Load()),
 		WriteTime:   time.Duration(e.writeNanos.Load()),
 	}
+	s.InFlightMean, s.InFlightPeak = e.gate.load()
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}

@@ -115,6 +115,13 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		if err == nil {
 			return done, nil
 		}
+		if errors.Is(err, errTakenOver) && ctx.Err() == nil {
+			// A straggler: its remaining bytes go out at once on a new
+			// connection, not as a failed attempt.
+			e.hedged.Add(1)
+			attempt--
+			continue
+		}
 		if slow {
 			e.slowdowns.Add(1)
 			// SlowDown slows the transfer (the gate) rather than failing
@@ -143,7 +150,11 @@ func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n
 	l := e.pickLane(n)
 	var arrived int64 // bytes already taken off the lane's outstanding count
 	defer func() { l.outstanding.Add(arrived - n) }()
-	rctx, clock := e.stalls.track(ctx)
+	// A range the sink's order window or the bandwidth cap may hold back
+	// is never a straggler; a part writer's part would start over.
+	_, ordered := f.(OrderWindow)
+	_, whole := f.(PartWriter)
+	rctx, clock := e.stalls.track(ctx, !ordered && !whole && e.opts.Limiter == nil)
 	defer e.stalls.done(clock)
 	if body == nil {
 		reqOff, reqN := off, ask

@@ -173,7 +173,7 @@ func (t *object) part(off, n int64, b *Body, s slot) error {
 				if have == n {
 					t.verify.set(off, r)
 					t.e.gate.release(s, false) // the slot it was given
-					return nil                     // durable from an earlier run, and read back
+					return nil                 // durable from an earlier run, and read back
 				}
 				ps.resume(r)
 				kept = have

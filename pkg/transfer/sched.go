@@ -138,6 +138,13 @@ func (s *scheduler) pick() *object {
 	return best
 }
 
+// planned reports whether no open object has a range left to plan.
+func (s *scheduler) planned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open) == 0
+}
+
 // drop removes t from the open set: it plans no more ranges.
 func (s *scheduler) drop(t *object) {
 	for i, u := range s.open {

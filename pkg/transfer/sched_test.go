@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,5 +219,68 @@ func TestLargestObjectGoesFirst(t *testing.T) {
 		if r[:3] != "big" {
 			t.Fatalf("request order %v: want big's ranges while it has more bytes left than small", src.order)
 		}
+	}
+}
+
+// tricklingSource sends every body in 1 KiB pieces, 5 ms apart, and
+// stalls the first attempt at the range starting at 0 after 2 KiB until
+// its request is cancelled.
+type tricklingSource struct {
+	*memSource
+	stalled atomic.Bool
+}
+
+func (s *tricklingSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
+	b, err := s.memSource.Open(ctx, o, off, n)
+	if err != nil {
+		return nil, err
+	}
+	stall := off == 0 && s.stalled.CompareAndSwap(false, true)
+	b.ReadCloser = &trickle{ctx: ctx, r: b.ReadCloser, stallAt: map[bool]int64{true: 2048, false: -1}[stall]}
+	return b, nil
+}
+
+type trickle struct {
+	ctx     context.Context
+	r       io.ReadCloser
+	sent    int64
+	stallAt int64
+}
+
+func (t *trickle) Read(p []byte) (int, error) {
+	if t.sent == t.stallAt {
+		<-t.ctx.Done()
+		return 0, t.ctx.Err()
+	}
+	select {
+	case <-time.After(5 * time.Millisecond):
+	case <-t.ctx.Done():
+		return 0, t.ctx.Err()
+	}
+	n, err := t.r.Read(p[:min(len(p), 1024)])
+	t.sent += int64(n)
+	return n, err
+}
+
+func (t *trickle) Close() error { return t.r.Close() }
+
+func TestStragglerIsTakenOverFromTheByteItReached(t *testing.T) {
+	const part = 32 << 10
+	mem := newMemSource(map[string]int64{"k": 16 * part})
+	src := &tricklingSource{memSource: mem}
+	sink := newMemSink()
+	// The stall timeout is far away: only a takeover ends the stall soon.
+	sum := runEngine(t, src, sink, Options{PartSize: part, MaxRequests: 4, BufferSize: 1024, StallTimeout: time.Minute})
+	if sum.Objects != 1 || !bytes.Equal(sink.committed["k"], mem.data["k"]) {
+		t.Fatalf("summary %+v; content equal %v", sum, bytes.Equal(sink.committed["k"], mem.data["k"]))
+	}
+	if sum.Hedged != 1 || sum.Retries != 0 {
+		t.Errorf("hedged %d, retries %d; want the stalled range taken over once, not retried", sum.Hedged, sum.Retries)
+	}
+	if _, ok := mem.ranges.Load(fmt.Sprint("k ", 2048, " ", part-2048)); !ok {
+		t.Errorf("no request for bytes 2048-%d: a takeover asks from the byte the range reached", part-1)
+	}
+	if sum.Bytes != 16*part {
+		t.Errorf("bytes %d, want %d: every byte written once", sum.Bytes, 16*part)
 	}
 }

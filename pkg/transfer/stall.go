@@ -3,43 +3,84 @@ package transfer
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// stallWatch abandons ranges that deliver nothing for a timeout: each
-// range in flight keeps a progress count that the copy loop bumps as data
-// arrives (an atomic add, no clock read), and one goroutine, ticking a
-// quarter of the timeout, cancels those whose count stood still too long.
+// stallWatch watches the ranges in flight for two kinds of silence. Each
+// range keeps a progress count that the copy loop bumps as data arrives
+// (an atomic add, no clock read), and one goroutine, ticking every
+// watchTick, notes when each count last moved and how long the gaps
+// between moves were.
+//
+//   - A straggler is a range that delivered nothing (its response or its
+//     next bytes) for max(minStraggle, 4 x the p99 gap of the ranges in
+//     flight) while others progressed: it is taken over, cancelled and
+//     its remaining bytes asked for on a new connection from the byte it
+//     reached (errTakenOver, retried at once and not counted as an
+//     attempt). At the end of a run, when nothing is left to plan and
+//     slots are idle, the bound is max(minStraggle, 2 x the p99 gap),
+//     or at least lonelyStraggle when no other range progresses. Takeovers are at most about 5% of the requests. A range the sink's order window or the
+//     bandwidth cap may hold back is never taken over.
+//   - A stalled range delivered nothing for the stall timeout, whatever
+//     its peers do (a dead connection): it is abandoned and retried as an
+//     error (errStalled), between one timeout and one timeout plus a tick
+//     after its last byte.
 type stallWatch struct {
 	timeout time.Duration
 	base    time.Time
-	mu      sync.Mutex
-	live    map[*rangeClock]struct{}
+	// mayTakeOver says whether one more takeover fits the budget, and
+	// whether the run is at its end (nothing left to plan, idle slots).
+	mayTakeOver func() (ok, end bool)
+
+	mu   sync.Mutex
+	live map[*rangeClock]struct{}
+	// gaps holds the most recent gaps between moves of ranges' counts
+	// (ns), a ring; n counts the gaps seen.
+	gaps [512]int64
+	n    int
 }
 
 type rangeClock struct {
 	progress atomic.Int64 // bumped by touch
 	cancel   context.CancelCauseFunc
+	// hedge says the range may be taken over.
+	hedge bool
 	// Kept by the watch, under its mutex: the progress it last saw and
 	// when (nanoseconds since the watch's base) that value was new.
 	seen    int64
 	changed int64
 }
 
+const (
+	// watchTick is how often the watch looks at the ranges in flight.
+	watchTick = 50 * time.Millisecond
+	// minStraggle is the least silence that makes a straggler.
+	minStraggle = 250 * time.Millisecond
+	// lonelyStraggle is the least silence that makes a straggler at the
+	// end of a run when no other range progresses (a busy machine may
+	// leave every range silent that long).
+	lonelyStraggle = time.Second
+)
+
+// errTakenOver reports a range the watch took over as a straggler.
+var errTakenOver = errors.New("taken over: slower than its peers")
+
 // touch records that data arrived.
 func (c *rangeClock) touch() { c.progress.Add(1) }
 
-func (w *stallWatch) init(timeout time.Duration) {
-	w.timeout, w.base = timeout, time.Now()
+func (w *stallWatch) init(timeout time.Duration, mayTakeOver func() (ok, end bool)) {
+	w.timeout, w.base, w.mayTakeOver = timeout, time.Now(), mayTakeOver
 	w.live = make(map[*rangeClock]struct{})
 }
 
-// track starts watching one range and returns the context it runs under.
-func (w *stallWatch) track(ctx context.Context) (context.Context, *rangeClock) {
+// track starts watching one range and returns the context it runs under;
+// hedge says it may be taken over.
+func (w *stallWatch) track(ctx context.Context, hedge bool) (context.Context, *rangeClock) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	c := &rangeClock{cancel: cancel, changed: int64(time.Since(w.base))}
+	c := &rangeClock{cancel: cancel, hedge: hedge, changed: int64(time.Since(w.base))}
 	w.mu.Lock()
 	w.live[c] = struct{}{}
 	w.mu.Unlock()
@@ -54,9 +95,9 @@ func (w *stallWatch) done(c *rangeClock) {
 }
 
 func (w *stallWatch) run(ctx context.Context) {
-	tick := max(w.timeout/4, 10*time.Millisecond)
-	t := time.NewTicker(tick)
+	t := time.NewTicker(min(watchTick, max(w.timeout/4, 10*time.Millisecond)))
 	defer t.Stop()
+	var idle []*rangeClock
 	for {
 		select {
 		case <-ctx.Done():
@@ -64,23 +105,82 @@ func (w *stallWatch) run(ctx context.Context) {
 		case <-t.C:
 		}
 		now := int64(time.Since(w.base))
+		idle = idle[:0]
+		progressed := 0
 		w.mu.Lock()
 		for c := range w.live {
-			if p := c.progress.Load(); p != c.seen {
+			switch p := c.progress.Load(); {
+			case p != c.seen:
+				w.addGap(now - c.changed)
 				c.seen, c.changed = p, now
-			} else if now-c.changed > int64(w.timeout) {
+				progressed++
+			case now-c.changed > int64(w.timeout):
 				c.cancel(errStalled)
+			case c.hedge && now-c.changed > int64(minStraggle):
+				idle = append(idle, c)
 			}
+		}
+		if len(idle) > 0 {
+			w.takeOver(idle, now, progressed > 0)
 		}
 		w.mu.Unlock()
 	}
 }
 
+// takeOver cancels the stragglers among the idle ranges, the longest
+// silent first, while the budget allows: while peers progress, or at the
+// end of the run. Under the lock.
+func (w *stallWatch) takeOver(idle []*rangeClock, now int64, peers bool) {
+	p99 := w.p99()
+	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
+	for _, c := range idle {
+		ok, end := w.mayTakeOver()
+		if !ok || !peers && !end {
+			return
+		}
+		bound := max(int64(minStraggle), 4*p99)
+		if end {
+			bound = max(int64(minStraggle), 2*p99)
+		}
+		if !peers {
+			bound = max(bound, int64(lonelyStraggle))
+		}
+		if now-c.changed <= bound {
+			return
+		}
+		c.hedge = false // once per attempt
+		c.cancel(errTakenOver)
+	}
+}
+
+func (w *stallWatch) addGap(d int64) {
+	w.gaps[w.n%len(w.gaps)] = d
+	w.n++
+}
+
+// p99 is the 99th percentile of the recent gaps (0 before any).
+func (w *stallWatch) p99() int64 {
+	n := min(w.n, len(w.gaps))
+	if n == 0 {
+		return 0
+	}
+	s := make([]int64, n)
+	copy(s, w.gaps[:n])
+	slices.Sort(s)
+	return s[min(n-1, n*99/100)]
+}
+
 // stallCause turns the error of a range cancelled by the watch into
-// errStalled, which is retried.
+// errStalled, which is retried, or errTakenOver.
 func stallCause(ctx context.Context, err error) error {
-	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
+	if err == nil {
+		return nil
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errStalled):
 		return errStalled
+	case errors.Is(cause, errTakenOver):
+		return errTakenOver
 	}
 	return err
 }
