@@ -98,10 +98,6 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		} else {
 			known += o.Size
 		}
-		if o.First != nil {
-			o.First.Close()
-			o.First = nil
-		}
 		sum.add(o)
 		count++
 		return sp.put(o)

@@ -19,7 +19,7 @@ type object struct {
 	began time.Time
 
 	// Set by start.
-	first  *Body // an open first range, consumed by the first part
+	first  *Body // the first range, open when learnSize opened it
 	f      File
 	verify *verifier // nil: nothing is verified
 	// pctx ends when a part fails (cancel), so its siblings stop.
@@ -57,7 +57,6 @@ const DryRunReason = "dry run: would transfer"
 // could not be created.
 func (t *object) start() error {
 	e, o := t.e, &t.o
-	t.first, o.First = o.First, nil
 	if o.Err != nil {
 		return o.Err
 	}
@@ -102,20 +101,19 @@ func (e *Engine) skip(ctx context.Context, o *Object) error {
 
 // learnSize confirms a size before anything is sized from it. A listed
 // size above S3's largest object is confirmed by the first range; an
-// object of unknown size (a single object given by URL) learns its size,
-// ETag and modification time from its first range.
+// object of unknown size (a manifest entry without one) learns its size,
+// ETag and modification time from its first range, which its first part
+// then reads.
 func (t *object) learnSize() error {
 	e, o := t.e, &t.o
 	if o.Size <= MaxObjectSize && o.Size >= 0 {
 		return nil
 	}
-	if t.first == nil {
-		b, err := e.probe(t.ctx, o)
-		if err != nil {
-			return err
-		}
-		t.first = b
+	b, err := e.probe(t.ctx, o)
+	if err != nil {
+		return err
 	}
+	t.first = b
 	if o.Size > MaxObjectSize && t.first.Size != o.Size {
 		return Permanent(fmt.Errorf("listed size %d, the server's %d: %w", o.Size, t.first.Size, ErrModified))
 	}

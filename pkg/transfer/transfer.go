@@ -40,10 +40,6 @@ type Object struct {
 	// (a listed field it could not parse): the engine fails the object
 	// with it, without a request.
 	Err error
-	// First is a body for the object's first range that the source
-	// already opened while resolving it; the engine consumes it instead
-	// of opening that range again. Nil in the common case.
-	First *Body
 }
 
 // Body is the open body of one range of an object.
