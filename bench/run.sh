@@ -21,6 +21,7 @@
 #                  one case: '^BenchmarkBudget$/^case=mcr48$')
 #   S3PD_BENCH_QUICK=1   scaled-down budget cases (1 s stalls, 512 objects
 #                  instead of 2,048, a smaller grid of references)
+#   NEW=REV        measure s3pd built at git revision REV (default: the work tree)
 #   OLD=REV        also build s3pd at git revision REV as $S3PD_OLD_BIN: the
 #                  budget cases then compare fault-free sets with it, and
 #                  S3PD_BENCH_CLIENTS=s3pd,s3pd-old compares it on loopback
@@ -43,14 +44,18 @@ BUDGET_BENCHTIME=${BUDGET_BENCHTIME:-1x}
 OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-XXXXXX)}
 mkdir -p "$OUT"
 
-go build -o "$OUT/s3pd" .
+# build_at REV PATH builds s3pd at git revision REV into PATH.
+build_at() {
+	rm -rf "$OUT/src-$1" && mkdir -p "$OUT/src-$1"
+	git archive "$1" | tar -x -C "$OUT/src-$1"
+	(cd "$OUT/src-$1" && go build -o "$2" .)
+	rm -rf "$OUT/src-$1"
+}
+if [[ -n ${NEW:-} ]]; then build_at "$NEW" "$OUT/s3pd"; else go build -o "$OUT/s3pd" .; fi
 go test -c -o "$OUT/bench.test" ./bench
 export S3PD_BIN=$OUT/s3pd
 if [[ -n ${OLD:-} ]]; then
-	mkdir -p "$OUT/old-src"
-	git archive "$OLD" | tar -x -C "$OUT/old-src"
-	(cd "$OUT/old-src" && go build -o "$OUT/s3pd-old" .)
-	rm -rf "$OUT/old-src"
+	build_at "$OLD" "$OUT/s3pd-old"
 	export S3PD_OLD_BIN=$OUT/s3pd-old
 fi
 export S5CMD=${S5CMD:-$(bench/s5cmd.sh)}
@@ -58,7 +63,8 @@ export PATH=$PATH:$(go env GOPATH)/bin
 command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@latest
 
 {
-	echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo '+dirty')"
+	if [[ -n ${NEW:-} ]]; then echo "# $(date -u +%FT%TZ) s3pd at $(git rev-parse --short "$NEW")"; else
+		echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo '+dirty')"; fi
 	echo "# $(uname -sr), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version)"
 	echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	if [[ -n ${OLD:-} ]]; then echo "# old: $(git rev-parse --short "$OLD")"; fi
