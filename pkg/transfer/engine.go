@@ -225,7 +225,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 // reported to the Observer.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.start = time.Now()
-	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver)
+	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver, func() time.Duration { return e.ttfb.quantile(0.99) })
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go e.stalls.run(wctx)

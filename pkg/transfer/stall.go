@@ -15,8 +15,9 @@ import (
 // watchTick, notes when each count last moved and how long the gaps
 // between moves were.
 //
-//   - A straggler is a range that delivered nothing (its response or its
-//     next bytes) for max(minStraggle, 4 x the p99 gap of the ranges in
+//   - A straggler is a range that delivered nothing (its next bytes, or
+//     its response, for at least 2 x the p99 time to first byte) for
+//     max(minStraggle, 4 x the p99 gap between reads of the ranges in
 //     flight) while others progressed: it is taken over, cancelled and
 //     its remaining bytes asked for on a new connection from the byte it
 //     reached (errTakenOver, retried at once and not counted as an
@@ -34,6 +35,8 @@ type stallWatch struct {
 	// mayTakeOver says whether one more takeover fits the budget, and
 	// whether the run is at its end (nothing left to plan, idle slots).
 	mayTakeOver func() (ok, end bool)
+	// ttfb99 is the p99 time to first byte of the run's requests.
+	ttfb99 func() time.Duration
 
 	mu   sync.Mutex
 	live map[*rangeClock]struct{}
@@ -71,8 +74,8 @@ var errTakenOver = errors.New("taken over: slower than its peers")
 // touch records that data arrived.
 func (c *rangeClock) touch() { c.progress.Add(1) }
 
-func (w *stallWatch) init(timeout time.Duration, mayTakeOver func() (ok, end bool)) {
-	w.timeout, w.base, w.mayTakeOver = timeout, time.Now(), mayTakeOver
+func (w *stallWatch) init(timeout time.Duration, mayTakeOver func() (ok, end bool), ttfb99 func() time.Duration) {
+	w.timeout, w.base, w.mayTakeOver, w.ttfb99 = timeout, time.Now(), mayTakeOver, ttfb99
 	w.live = make(map[*rangeClock]struct{})
 }
 
@@ -111,7 +114,9 @@ func (w *stallWatch) run(ctx context.Context) {
 		for c := range w.live {
 			switch p := c.progress.Load(); {
 			case p != c.seen:
-				w.addGap(now - c.changed)
+				if c.seen > 0 {
+					w.addGap(now - c.changed) // between reads, not the wait for the response
+				}
 				c.seen, c.changed = p, now
 				progressed++
 			case now-c.changed > int64(w.timeout):
@@ -131,7 +136,7 @@ func (w *stallWatch) run(ctx context.Context) {
 // silent first, while the budget allows: while peers progress, or at the
 // end of the run. Under the lock.
 func (w *stallWatch) takeOver(idle []*rangeClock, now int64, peers bool) {
-	p99 := w.p99()
+	p99, ttfb99 := w.p99(), int64(w.ttfb99())
 	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
 	for _, c := range idle {
 		ok, end := w.mayTakeOver()
@@ -145,8 +150,11 @@ func (w *stallWatch) takeOver(idle []*rangeClock, now int64, peers bool) {
 		if !peers {
 			bound = max(bound, int64(lonelyStraggle))
 		}
+		if c.seen == 0 {
+			bound = max(bound, 2*ttfb99) // still waiting for its response
+		}
 		if now-c.changed <= bound {
-			return
+			continue
 		}
 		c.hedge = false // once per attempt
 		c.cancel(errTakenOver)
