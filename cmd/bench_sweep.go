@@ -115,8 +115,9 @@ func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL,
 	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
 		cs := s
 		cs.PartSize, cs.MultipartThreshold, cs.MaxConcurrentRequests = c.PartSize, c.PartSize, c.Requests
-		cs.Threads = min(s.Threads, c.Requests)
-		cs.Workers = (c.Requests + cs.Threads - 1) / cs.Threads
+		// The cell's requests are the budget; as many objects may be
+		// open, so small ones fill it too.
+		cs.Workers = max(s.Workers, c.Requests)
 		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err

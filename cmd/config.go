@@ -71,12 +71,14 @@ type shownConfig struct {
 	ConfigFile    string `json:"config_file,omitempty"`
 	// Credentials says where requests' credentials come from.
 	Credentials shownCredentials `json:"credentials"`
-	Settings    []shownSetting   `json:"settings"`
+	// Budget names the rule that set the requests in flight overall.
+	Budget   string         `json:"budget"`
+	Settings []shownSetting `json:"settings"`
 }
 
 func showConfig(f *Factory, l *loaded) shownConfig {
 	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile,
-		Credentials: credentialSource(f.Getenv, l)}
+		Credentials: credentialSource(f.Getenv, l), Budget: l.origins.Budget()}
 	for _, name := range config.Names() {
 		or := l.origins.Get(name)
 		value, text := l.settings.Value(name), l.settings.Format(name)
@@ -131,6 +133,7 @@ func writeConfigText(f *Factory, l *loaded) error {
 		creds += ", access key " + c.AccessKey
 	}
 	fmt.Fprintf(out, "credentials: %s\n", creds)
+	fmt.Fprintf(out, "budget: %s\n", sc.Budget)
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SETTING\tVALUE\tORIGIN")

@@ -35,6 +35,9 @@ func TestConfigShowJSON(t *testing.T) {
 	if got.Preset != "m6in.32xlarge" || got.Profile != "default" || got.AWSConfigFile != e.vars["AWS_CONFIG_FILE"] {
 		t.Errorf("got preset %q profile %q aws file %q", got.Preset, got.Profile, got.AWSConfigFile)
 	}
+	if want := "569 requests in flight: from target_bandwidth (preset m6in.32xlarge)"; !strings.HasPrefix(got.Budget, want) {
+		t.Errorf("budget %q, want it to start %q", got.Budget, want)
+	}
 	byName := map[string]shownSetting{}
 	for _, s := range got.Settings {
 		byName[s.Name] = s
@@ -48,8 +51,8 @@ func TestConfigShowJSON(t *testing.T) {
 		{"target_bandwidth", float64(50 << 30), "preset"},
 		{"max_queue_size", float64(77), "aws-config"},
 		{"log_level", "info", "env"},
-		{"workers", float64(72), "derived"},
-		{"threads", float64(8), "derived"},
+		{"workers", float64(569), "derived"},
+		{"threads", float64(0), "default"},
 		{"max_bandwidth", float64(0), "default"},
 		{"nics", nil, "default"},
 		{"no_sign_request", false, "default"},
@@ -85,6 +88,7 @@ func TestConfigShowText(t *testing.T) {
 		{"config file", file},
 		{"workers", "40", "flag --workers"},
 		{"max_concurrent_requests", "1280", "derived from workers*threads"},
+		{"budget:", "1280 requests in flight: workers x threads = 40 x 32"},
 		{"multipart_chunksize", "8MiB", "default"},
 		{"nics", "eth0,eth1", "file " + file},
 		{"region", "-", "default"},

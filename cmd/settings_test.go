@@ -137,8 +137,10 @@ profiles:
 		{"AWS_PROFILE selects the section", map[string]string{"AWS_PROFILE": "dev"}, nil, []want{
 			{"multipart_chunksize", "32MiB", awsDev},
 			{"max_queue_size", "1000", "default"},
+			// The budget; it derives neither workers nor threads.
 			{"max_concurrent_requests", "20", awsDev},
-			{"workers", "3", "derived from max_concurrent_requests"},
+			{"workers", "256", "default"},
+			{"threads", "0", "default"},
 		}},
 		{"--profile beats AWS_PROFILE", map[string]string{"AWS_PROFILE": "missing"}, []string{"--profile", "dev"}, []want{
 			{"multipart_chunksize", "32MiB", awsDev},
@@ -196,8 +198,8 @@ profiles:
 		// ceil(1024MiB / 90MiB) = 12 connections.
 		{"target bandwidth tunes concurrency", nil, []string{"--target-bandwidth", "10Gb/s"}, []want{
 			{"max_concurrent_requests", "12", "derived from target_bandwidth"},
-			{"threads", "8", "derived from target_bandwidth"},
-			{"workers", "2", "derived from target_bandwidth"},
+			{"threads", "0", "default"},
+			{"workers", "256", "default"},
 		}},
 		// Without the cap: ceil(1280MiB / 90MiB) = 15.
 		{"target bandwidth without cap", nil, []string{"--target-bandwidth", "10Gb/s", "--max-bandwidth", "0"}, []want{
@@ -301,8 +303,8 @@ func TestLoadSettingsErrors(t *testing.T) {
 			want: []string{"workers", `"0"`, "flag --workers"}},
 		{name: "negative workers flag", args: []string{"--workers=-4"},
 			want: []string{"workers", `"-4"`, "flag --workers"}},
-		{name: "zero threads in env", env: map[string]string{"S3PD_THREADS": "0"},
-			want: []string{"threads", `"0"`, "env S3PD_THREADS"}},
+		{name: "negative threads in env", env: map[string]string{"S3PD_THREADS": "-1"},
+			want: []string{"threads", `"-1"`, "env S3PD_THREADS"}},
 		{name: "bad size in aws config", aws: []string{"default.s3.multipart_chunksize", "16XB"},
 			want: []string{"multipart_chunksize", `"16XB"`, "aws-config", "[default] s3"}},
 		{name: "bad rate in aws config", aws: []string{"default.s3.target_bandwidth", "50GB/h"},
@@ -479,7 +481,7 @@ func TestPresetContents(t *testing.T) {
 			{"target_bandwidth", "50GiB/s", "preset m6in.32xlarge"},
 			{"preferred_transfer_client", "crt", "preset m6in.32xlarge"},
 			{"max_concurrent_requests", "569", "derived from target_bandwidth"},
-			{"workers", "72", "derived from target_bandwidth"},
+			{"workers", "569", "derived from target_bandwidth"},
 		}},
 		{"dl1.24xlarge", []want{{"nics", "en0,en1,en2,en3", "preset dl1.24xlarge"}}},
 		{"p4d.24xlarge", []want{{"nics", "en0,en1,en2,en3", "preset p4d.24xlarge"}}},

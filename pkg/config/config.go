@@ -1,22 +1,23 @@
 // Package config holds s3pd's settings: their names and syntax (the AWS
 // CLI's s3 settings plus s3pd's own), the size and rate parsers, the AWS
 // config file reader, the record of where each value came from, and the
-// rules that derive concurrency from max_concurrent_requests or
-// target_bandwidth. It knows nothing of flags, viper or the environment:
+// rules that set the request budget (max_concurrent_requests, or
+// workers x threads, or target_bandwidth). It knows nothing of flags, viper or the environment:
 // cmd/ gathers raw values from each source and hands them to a Resolver.
 package config
 
 // Settings are the effective, validated values s3pd runs with.
 type Settings struct {
-	// Workers is the number of objects in flight.
+	// Workers is the number of objects open at once.
 	Workers int
-	// Threads is the number of ranges in flight per object.
+	// Threads caps the ranges in flight of one object; 0: no cap, the
+	// budget (MaxConcurrentRequests) is shared by all objects.
 	Threads int
 	// PartSize is the range size in bytes (multipart_chunksize, --partsize).
 	PartSize int64
 	// MultipartThreshold: objects smaller than it are fetched with one GET.
 	MultipartThreshold int64
-	// MaxConcurrentRequests is the global cap on ranges in flight.
+	// MaxConcurrentRequests is the budget: requests in flight overall.
 	MaxConcurrentRequests int
 	// MaxQueueSize bounds the queue between the lister and the workers.
 	MaxQueueSize int
@@ -50,7 +51,7 @@ type Settings struct {
 // Built-in defaults.
 const (
 	DefaultWorkers               = 256
-	DefaultThreads               = 8
+	DefaultThreads               = 0 // no per-object cap
 	DefaultPartSize              = 8 << 20
 	DefaultMultipartThreshold    = 8 << 20
 	DefaultMaxConcurrentRequests = 256

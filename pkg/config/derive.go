@@ -10,6 +10,11 @@ const ConnectionBandwidth = 90 << 20
 // MaxTunedConnections bounds the connections target_bandwidth may ask for.
 const MaxTunedConnections = 4096
 
+// BudgetThreads is how many ranges per object the budget counts for each
+// worker when workers is set and threads is not: the original s3pd's
+// default, so its command lines keep their request counts.
+const BudgetThreads = 8
+
 // Derivation records one value Derive computed.
 type Derivation struct {
 	// Setting is the derived setting; From names what it came from.
@@ -19,10 +24,18 @@ type Derivation struct {
 	Overrode string
 }
 
-// Derive fills the concurrency settings that no source set (explicit holds
-// the names some source set) from those that were, as DeriveRanked with
-// every explicit setting at the same precedence.
-func (s *Settings) Derive(explicit map[string]bool) []Derivation {
+// Budget rules: which one DeriveRanked applied to the request budget.
+const (
+	BudgetFromRequests  = "max_concurrent_requests"
+	BudgetFromWorkers   = "workers*threads"
+	BudgetFromBandwidth = "target_bandwidth"
+	BudgetDefault       = "default"
+)
+
+// Derive computes the budget and fills what follows from it (explicit
+// holds the names some source set), as DeriveRanked with every explicit
+// setting at the same precedence.
+func (s *Settings) Derive(explicit map[string]bool) ([]Derivation, string) {
 	rank := map[string]int{}
 	for name, set := range explicit {
 		if set {
@@ -32,26 +45,35 @@ func (s *Settings) Derive(explicit map[string]bool) []Derivation {
 	return s.DeriveRanked(rank)
 }
 
-// DeriveRanked fills the concurrency settings that no source set from
-// those that were. rank gives the precedence of the source of each
-// setting some source set (higher wins; absent or 0: not set):
-//   - max_concurrent_requests set: workers and threads that are not set are
-//     derived from it (threads keeps its value, at most the cap; workers =
-//     ceil(max/threads)); when only workers is set, threads = max/workers.
-//   - workers or threads set, max_concurrent_requests not: it becomes
-//     workers*threads.
-//   - workers or threads set at a higher precedence than
-//     max_concurrent_requests: the lower setting does not cap them; it
-//     becomes workers*threads and the Derivation says what it overrode.
+// DeriveRanked computes the request budget, max_concurrent_requests (the
+// requests in flight overall), and returns what it derived and the rule
+// it applied (BudgetFrom...). rank gives the precedence of the source of
+// each setting some source set (higher wins; absent or 0: not set).
+//
+// Workers bounds the objects open at once, threads (0: none) the ranges
+// in flight of one object; the budget is shared by all of them, and
+// max_concurrent_requests derives neither. The rules:
 //   - target_bandwidth set (preferred_transfer_client not classic) at a
-//     higher precedence than all three, or none of them set: connections =
-//     ceil(min(target, max_bandwidth) / ConnectionBandwidth), bounded to
-//     [1, MaxTunedConnections], become max_concurrent_requests, and
-//     workers and threads follow as above (overriding lower ones).
-//   - multipart_chunksize set below multipart_threshold, which is not set:
-//     the threshold follows it down, so every object larger than one part
-//     is split, as the original s3pd's --partsize did.
-func (s *Settings) DeriveRanked(rank map[string]int) []Derivation {
+//     higher precedence than workers, threads and max_concurrent_requests,
+//     or none of them set: the budget is ceil(min(target, max_bandwidth) /
+//     ConnectionBandwidth) connections, in [1, MaxTunedConnections].
+//   - else workers or threads set, and max_concurrent_requests not set at
+//     the same or a higher precedence: the budget is workers x threads
+//     (threads not set counts BudgetThreads), at most MaxRequests, as the
+//     original s3pd and the presets count requests.
+//   - else max_concurrent_requests, set or default.
+//
+// A value set at a lower precedence than the budget's source never caps
+// it: such a max_concurrent_requests is replaced by the budget; when the
+// budget comes from max_concurrent_requests or target_bandwidth, such a
+// threads becomes 0 (no cap) and workers below the budget (set lower, or
+// not set) becomes the budget, so that many small objects fill it. The
+// Derivation says what each replaced.
+//
+// multipart_chunksize set below multipart_threshold, which is not set:
+// the threshold follows it down, so every object larger than one part is
+// split, as the original s3pd's --partsize did.
+func (s *Settings) DeriveRanked(rank map[string]int) ([]Derivation, string) {
 	const mcr = "max_concurrent_requests"
 	var out []Derivation
 	overrode := map[string]string{}
@@ -66,47 +88,46 @@ func (s *Settings) DeriveRanked(rank map[string]int) []Derivation {
 		}
 	}
 	rW, rT, rM, rTB := rank["workers"], rank["threads"], rank[mcr], rank["target_bandwidth"]
-	from := mcr
-	if rTB > 0 && s.TargetBandwidth > 0 && s.PreferredTransferClient != ClientClassic && rTB > max(rW, rT, rM) {
-		for _, name := range []string{"workers", "threads", mcr} {
-			drop(name)
-		}
-		if rW > 0 || rT > 0 {
-			s.Threads = DefaultThreads
-		}
-		rW, rT = 0, 0
-		s.MaxConcurrentRequests = TunedConnections(s.TargetBandwidth, s.MaxBandwidth)
-		from = "target_bandwidth"
-		add(mcr, from)
-		rM = rTB
-	}
-	if rM > 0 && max(rW, rT) > rM {
-		drop(mcr)
-		rM = 0
-	}
-	setW, setT, setM := rW > 0, rT > 0, rM > 0
+	rule, rBudget := BudgetDefault, 0
 	switch {
-	case setM && !setW && !setT:
-		s.Threads = min(s.Threads, s.MaxConcurrentRequests)
-		s.Workers = ceilDiv(s.MaxConcurrentRequests, s.Threads)
-		add("threads", from)
-		add("workers", from)
-	case setM && setW && !setT:
-		s.Threads = max(1, min(s.MaxConcurrentRequests/s.Workers, MaxThreads))
-		add("threads", from)
-	case setM && !setW && setT:
-		s.Workers = min(ceilDiv(s.MaxConcurrentRequests, s.Threads), MaxWorkers)
-		add("workers", from)
-	case !setM && (setW || setT):
-		s.MaxConcurrentRequests = min(s.Workers*s.Threads, MaxRequests)
-		add(mcr, "workers*threads")
+	case s.TargetBandwidth > 0 && s.PreferredTransferClient != ClientClassic && rTB > max(rW, rT, rM):
+		rule, rBudget = BudgetFromBandwidth, rTB
+		drop(mcr)
+		s.MaxConcurrentRequests = TunedConnections(s.TargetBandwidth, s.MaxBandwidth)
+		add(mcr, rule)
+	case max(rW, rT) > 0 && max(rW, rT) > rM:
+		rule, rBudget = BudgetFromWorkers, max(rW, rT)
+		drop(mcr)
+		threads := s.Threads
+		if threads == 0 {
+			threads = BudgetThreads
+		}
+		s.MaxConcurrentRequests = min(s.Workers*threads, MaxRequests)
+		add(mcr, rule)
+	case rM > 0:
+		rule, rBudget = BudgetFromRequests, rM
+	}
+	if rule == BudgetFromRequests || rule == BudgetFromBandwidth {
+		if rT > 0 && rT < rBudget && s.Threads != 0 {
+			// A per-object cap from a lower precedence would hold a
+			// single object below the budget.
+			drop("threads")
+			s.Threads = 0
+			add("threads", rule)
+		}
+		if rW < rBudget && s.Workers < s.MaxConcurrentRequests {
+			// So would fewer objects open than requests, for small ones.
+			drop("workers")
+			s.Workers = min(s.MaxConcurrentRequests, MaxWorkers)
+			add("workers", rule)
+		}
 	}
 	if rank["multipart_chunksize"] > 0 && rank["multipart_threshold"] == 0 && s.PartSize < s.MultipartThreshold {
 		// The original s3pd splits every object larger than --partsize.
 		s.MultipartThreshold = s.PartSize
 		add("multipart_threshold", "multipart_chunksize")
 	}
-	return out
+	return out, rule
 }
 
 // TunedConnections is the number of connections auto-tuning opens for a
@@ -132,7 +153,7 @@ func (s Settings) Validate() error {
 	}
 	for _, err := range []error{
 		check("workers", s.Workers >= 1 && s.Workers <= MaxWorkers, fmt.Sprintf("must be between 1 and %d", MaxWorkers)),
-		check("threads", s.Threads >= 1 && s.Threads <= MaxThreads, fmt.Sprintf("must be between 1 and %d", MaxThreads)),
+		check("threads", s.Threads >= 0 && s.Threads <= MaxThreads, fmt.Sprintf("must be between 0 (no cap) and %d", MaxThreads)),
 		check("max_concurrent_requests", s.MaxConcurrentRequests >= 1 && s.MaxConcurrentRequests <= MaxRequests, fmt.Sprintf("must be between 1 and %d", MaxRequests)),
 		check("multipart_chunksize", s.PartSize >= 1 && s.PartSize <= MaxPartSize, "must be between 1 and 5GiB"),
 		check("multipart_threshold", s.MultipartThreshold >= 1, "must be positive"),

@@ -15,22 +15,29 @@ func TestDerive(t *testing.T) {
 		wantDerivedNames string
 	}{
 		{"defaults", nil, DefaultWorkers, DefaultThreads, DefaultMaxConcurrentRequests, ""},
-		{"max only", map[string]string{"max_concurrent_requests": "20"}, 3, 8, 20, "threads,workers"},
-		{"max below threads", map[string]string{"max_concurrent_requests": "4"}, 1, 4, 4, "threads,workers"},
-		{"max and workers", map[string]string{"max_concurrent_requests": "64", "workers": "4"}, 4, 16, 64, "threads"},
-		{"max and threads", map[string]string{"max_concurrent_requests": "64", "threads": "32"}, 2, 32, 64, "workers"},
+		// max_concurrent_requests is the budget and derives neither
+		// workers nor threads (threads 0: no per-object cap)...
+		{"max only", map[string]string{"max_concurrent_requests": "20"}, DefaultWorkers, 0, 20, ""},
+		{"max and workers", map[string]string{"max_concurrent_requests": "64", "workers": "4"}, 4, 0, 64, ""},
+		{"max and threads", map[string]string{"max_concurrent_requests": "64", "threads": "32"}, DefaultWorkers, 32, 64, ""},
 		{"all three", map[string]string{"max_concurrent_requests": "10", "threads": "32", "workers": "40"}, 40, 32, 10, ""},
+		// ...but workers left unset is at least the budget, so that many
+		// small objects fill it.
+		{"max above the default workers", map[string]string{"max_concurrent_requests": "1024"}, 1024, 0, 1024, "workers"},
+		// workers or threads without max: workers x threads, as the
+		// original s3pd and the presets count (threads unset counts 8).
 		{"workers and threads", map[string]string{"threads": "32", "workers": "40"}, 40, 32, 1280, "max_concurrent_requests"},
-		{"workers only", map[string]string{"workers": "10"}, 10, 8, 80, "max_concurrent_requests"},
+		{"workers only", map[string]string{"workers": "10"}, 10, 0, 10 * BudgetThreads, "max_concurrent_requests"},
+		{"threads only", map[string]string{"threads": "64"}, DefaultWorkers, 64, DefaultWorkers * 64, "max_concurrent_requests"},
 		// 50 GiB/s over 90 MiB/s per connection: ceil(568.9) = 569.
-		{"target", map[string]string{"target_bandwidth": "50GB/s"}, 72, 8, 569, "max_concurrent_requests,threads,workers"},
-		{"target crt", map[string]string{"target_bandwidth": "50GB/s", "preferred_transfer_client": "crt"}, 72, 8, 569, "max_concurrent_requests,threads,workers"},
+		{"target", map[string]string{"target_bandwidth": "50GB/s"}, 569, 0, 569, "max_concurrent_requests,workers"},
+		{"target crt", map[string]string{"target_bandwidth": "50GB/s", "preferred_transfer_client": "crt"}, 569, 0, 569, "max_concurrent_requests,workers"},
 		{"target classic ignored", map[string]string{"target_bandwidth": "50GB/s", "preferred_transfer_client": "classic"}, DefaultWorkers, DefaultThreads, DefaultMaxConcurrentRequests, ""},
-		{"target capped by max_bandwidth", map[string]string{"target_bandwidth": "50GB/s", "max_bandwidth": "900MB/s"}, 2, 8, 10, "max_concurrent_requests,threads,workers"},
-		{"tiny target", map[string]string{"target_bandwidth": "1MB/s"}, 1, 1, 1, "max_concurrent_requests,threads,workers"},
-		{"huge target bounded", map[string]string{"target_bandwidth": "1TB/s"}, MaxTunedConnections / 8, 8, MaxTunedConnections, "max_concurrent_requests,threads,workers"},
-		{"target ignored when workers set", map[string]string{"target_bandwidth": "50GB/s", "workers": "4"}, 4, 8, 32, "max_concurrent_requests"},
-		{"target ignored when max set", map[string]string{"target_bandwidth": "50GB/s", "max_concurrent_requests": "16"}, 2, 8, 16, "threads,workers"},
+		{"target capped by max_bandwidth", map[string]string{"target_bandwidth": "50GB/s", "max_bandwidth": "900MB/s"}, DefaultWorkers, 0, 10, "max_concurrent_requests"},
+		{"tiny target", map[string]string{"target_bandwidth": "1MB/s"}, DefaultWorkers, 0, 1, "max_concurrent_requests"},
+		{"huge target bounded", map[string]string{"target_bandwidth": "1TB/s"}, MaxTunedConnections, 0, MaxTunedConnections, "max_concurrent_requests,workers"},
+		{"target ignored when workers set", map[string]string{"target_bandwidth": "50GB/s", "workers": "4"}, 4, 0, 4 * BudgetThreads, "max_concurrent_requests"},
+		{"target ignored when max set", map[string]string{"target_bandwidth": "50GB/s", "max_concurrent_requests": "16"}, DefaultWorkers, 0, 16, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +50,8 @@ func TestDerive(t *testing.T) {
 				explicit[k] = true
 			}
 			var names []string
-			for _, d := range s.Derive(explicit) {
+			derived, _ := s.Derive(explicit)
+			for _, d := range derived {
 				names = append(names, d.Setting)
 			}
 			if s.Workers != tt.wantW || s.Threads != tt.wantT || s.MaxConcurrentRequests != tt.wantM {
@@ -75,7 +83,7 @@ func TestSetRejects(t *testing.T) {
 		{"workers", "0", "between 1"},
 		{"workers", "-3", "between 1"},
 		{"workers", "many", "not an integer"},
-		{"threads", "0", "between 1"},
+		{"threads", "-1", "between 0"},
 		{"max_concurrent_requests", "0", "between 1"},
 		{"multipart_chunksize", "16XB", "invalid size"},
 		{"multipart_chunksize", "0", "between"},
@@ -165,7 +173,7 @@ func TestResolverOrigins(t *testing.T) {
 	if err := r.Set("multipart_chunksize", "16MB", flag); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Set("max_concurrent_requests", "64", file); err != nil {
+	if err := r.Set("max_concurrent_requests", "1024", file); err != nil {
 		t.Fatal(err)
 	}
 	s, o, err := r.Resolve()
@@ -177,6 +185,9 @@ func TestResolverOrigins(t *testing.T) {
 	}
 	if got := o.Get("workers"); got.Source != SourceDerived || got.Detail != "from max_concurrent_requests" {
 		t.Errorf("workers origin = %v, want derived from max_concurrent_requests", got)
+	}
+	if got, want := o.Budget(), "1024 requests in flight: max_concurrent_requests (file /x.yaml)"; got != want {
+		t.Errorf("budget %q, want %q", got, want)
 	}
 	if got := o.Get("log_level"); got.Source != SourceDefault {
 		t.Errorf("log_level origin = %v, want default", got)
@@ -196,19 +207,26 @@ func TestDeriveRankedPrecedence(t *testing.T) {
 		wantW, wantT    int
 		wantM           int
 		wantOverrodeMCR string
+		wantRule        string
+		wantOverridden  string // the settings replaced, sorted
 	}{
 		{"flags over aws-config max", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
-			map[string]int{"max_concurrent_requests": 1, "workers": 6, "threads": 6}, 40, 32, 1280, "20"},
+			map[string]int{"max_concurrent_requests": 1, "workers": 6, "threads": 6}, 40, 32, 1280, "20", BudgetFromWorkers, "max_concurrent_requests"},
 		{"threads alone over a lower max", map[string]string{"max_concurrent_requests": "20", "threads": "32"},
-			map[string]int{"max_concurrent_requests": 1, "threads": 6}, DefaultWorkers, 32, DefaultWorkers * 32, "20"},
+			map[string]int{"max_concurrent_requests": 1, "threads": 6}, DefaultWorkers, 32, DefaultWorkers * 32, "20", BudgetFromWorkers, "max_concurrent_requests"},
+		{"a preset's workers and threads: their product", map[string]string{"workers": "16", "threads": "8"},
+			map[string]int{"workers": 2, "threads": 2}, 16, 8, 128, "", BudgetFromWorkers, ""},
 		{"same source: max is the budget", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
-			map[string]int{"max_concurrent_requests": 3, "workers": 3, "threads": 3}, 40, 32, 20, ""},
-		{"higher max caps lower workers", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "32"},
-			map[string]int{"max_concurrent_requests": 6, "workers": 2, "threads": 2}, 40, 32, 20, ""},
+			map[string]int{"max_concurrent_requests": 3, "workers": 3, "threads": 3}, 40, 32, 20, "", BudgetFromRequests, ""},
+		{"a higher max drops a lower per-object cap", map[string]string{"max_concurrent_requests": "20", "workers": "40", "threads": "2"},
+			map[string]int{"max_concurrent_requests": 6, "workers": 2, "threads": 2}, 40, 0, 20, "", BudgetFromRequests, "threads"},
+		{"a higher max raises lower workers", map[string]string{"max_concurrent_requests": "100", "workers": "10"},
+			map[string]int{"max_concurrent_requests": 6, "workers": 2}, 100, 0, 100, "", BudgetFromRequests, "workers"},
 		{"target flag over aws-config max", map[string]string{"max_concurrent_requests": "20", "target_bandwidth": "50GB/s"},
-			map[string]int{"max_concurrent_requests": 1, "target_bandwidth": 6}, 72, 8, 569, "20"},
+			map[string]int{"max_concurrent_requests": 1, "target_bandwidth": 6}, 569, 0, 569, "20", BudgetFromBandwidth, "max_concurrent_requests"},
 		{"target under a higher max ignored", map[string]string{"max_concurrent_requests": "20", "target_bandwidth": "50GB/s"},
-			map[string]int{"max_concurrent_requests": 6, "target_bandwidth": 1}, 3, 8, 20, ""},
+			map[string]int{"max_concurrent_requests": 6, "target_bandwidth": 1}, DefaultWorkers, 0, 20, "", BudgetFromRequests, ""},
+		{"nothing set", nil, nil, DefaultWorkers, 0, DefaultMaxConcurrentRequests, "", BudgetDefault, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,10 +237,19 @@ func TestDeriveRankedPrecedence(t *testing.T) {
 				}
 			}
 			var overrode string
-			for _, d := range s.DeriveRanked(tt.rank) {
+			var overridden []string
+			derived, rule := s.DeriveRanked(tt.rank)
+			for _, d := range derived {
 				if d.Setting == "max_concurrent_requests" {
 					overrode = d.Overrode
 				}
+				if d.Overrode != "" {
+					overridden = append(overridden, d.Setting)
+				}
+			}
+			sortStrings(overridden)
+			if rule != tt.wantRule || strings.Join(overridden, ",") != tt.wantOverridden {
+				t.Errorf("rule %q, overridden %q; want %q, %q", rule, overridden, tt.wantRule, tt.wantOverridden)
 			}
 			if s.Workers != tt.wantW || s.Threads != tt.wantT || s.MaxConcurrentRequests != tt.wantM || overrode != tt.wantOverrodeMCR {
 				t.Errorf("got workers %d threads %d max %d overrode %q, want %d %d %d %q",

@@ -68,6 +68,8 @@ type Origins struct {
 	// overridden says, for a value a source set and derivation replaced,
 	// what it was and why it was replaced.
 	overridden map[string]string
+	// budget says which rule set the request budget, and its value.
+	budget string
 }
 
 // NewOrigins returns origins in which every setting is a default.
@@ -78,6 +80,10 @@ func NewOrigins() *Origins {
 // Overridden returns, for the setting named name, a sentence saying which
 // value from which source derivation replaced and why ("" when none).
 func (o *Origins) Overridden(name string) string { return o.overridden[name] }
+
+// Budget returns a sentence naming the rule that set the request budget
+// (max_concurrent_requests) and what it was computed from.
+func (o *Origins) Budget() string { return o.budget }
 
 // Warnings returns one sentence per overridden setting, in name order.
 func (o *Origins) Warnings() []string {
@@ -125,7 +131,7 @@ func (o *Origins) Explicit() map[string]bool {
 
 // Clone returns a copy of o.
 func (o *Origins) Clone() *Origins {
-	return &Origins{byName: maps.Clone(o.byName), overridden: maps.Clone(o.overridden)}
+	return &Origins{byName: maps.Clone(o.byName), overridden: maps.Clone(o.overridden), budget: o.budget}
 }
 
 // SettingError is a bad value: it names the setting and where the value
@@ -184,7 +190,8 @@ func (r *Resolver) Resolve() (Settings, *Origins, error) {
 	s := r.settings
 	s.NICs = append([]string(nil), s.NICs...)
 	origins := r.origins.Clone()
-	for _, d := range s.DeriveRanked(origins.Ranks()) {
+	derived, rule := s.DeriveRanked(origins.Ranks())
+	for _, d := range derived {
 		if d.Overrode != "" {
 			was := origins.Get(d.Setting)
 			origins.overridden[d.Setting] = fmt.Sprintf("%s = %s from %s is overridden: %s = %s, from %s set at a higher precedence",
@@ -192,6 +199,7 @@ func (r *Resolver) Resolve() (Settings, *Origins, error) {
 		}
 		origins.Set(d.Setting, Origin{Source: SourceDerived, Detail: "from " + d.From})
 	}
+	origins.budget = budgetSentence(s, rule, origins)
 	if err := s.Validate(); err != nil {
 		var se *SettingError
 		if errors.As(err, &se) {
@@ -200,4 +208,23 @@ func (r *Resolver) Resolve() (Settings, *Origins, error) {
 		return Settings{}, nil, err
 	}
 	return s, origins, nil
+}
+
+// budgetSentence says how many requests may be in flight and by which
+// rule of DeriveRanked.
+func budgetSentence(s Settings, rule string, o *Origins) string {
+	n := s.MaxConcurrentRequests
+	switch rule {
+	case BudgetFromWorkers:
+		threads := fmt.Sprint(s.Threads)
+		if s.Threads == 0 {
+			threads = fmt.Sprintf("%d (threads not set)", BudgetThreads)
+		}
+		return fmt.Sprintf("%d requests in flight: workers x threads = %d x %s, as workers or threads are set and max_concurrent_requests is not set at the same or a higher precedence", n, s.Workers, threads)
+	case BudgetFromBandwidth:
+		return fmt.Sprintf("%d requests in flight: from target_bandwidth (%s), one connection per %s/s", n, o.Get("target_bandwidth"), FormatSize(ConnectionBandwidth))
+	case BudgetFromRequests:
+		return fmt.Sprintf("%d requests in flight: max_concurrent_requests (%s)", n, o.Get("max_concurrent_requests"))
+	}
+	return fmt.Sprintf("%d requests in flight: the default max_concurrent_requests", n)
 }

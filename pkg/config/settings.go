@@ -48,16 +48,16 @@ const (
 )
 
 var settings = []Setting{
-	{Name: "workers", Flag: "workers", Syntax: "int", Usage: "objects downloaded at once",
+	{Name: "workers", Flag: "workers", Syntax: "int", Usage: "objects open at once",
 		set:    intSetter(func(s *Settings) *int { return &s.Workers }, 1, MaxWorkers),
 		get:    func(s Settings) any { return s.Workers },
 		format: func(s Settings) string { return strconv.Itoa(s.Workers) }},
-	{Name: "threads", Flag: "threads", Syntax: "int", Usage: "ranges in flight per object",
-		set:    intSetter(func(s *Settings) *int { return &s.Threads }, 1, MaxThreads),
+	{Name: "threads", Flag: "threads", Syntax: "int", Usage: "cap on the ranges in flight of one object (0: none; the budget is shared by all objects)",
+		set:    intSetter(func(s *Settings) *int { return &s.Threads }, 0, MaxThreads),
 		get:    func(s Settings) any { return s.Threads },
 		format: func(s Settings) string { return strconv.Itoa(s.Threads) }},
 	{Name: "max_concurrent_requests", Flag: "max-concurrent-requests", Syntax: "int", AWSCLI: true,
-		Usage:  "cap on ranges in flight in total; derives workers and threads when they are not set",
+		Usage:  "the budget: requests in flight in total (when only workers or threads are set: workers x threads)",
 		set:    intSetter(func(s *Settings) *int { return &s.MaxConcurrentRequests }, 1, MaxRequests),
 		get:    func(s Settings) any { return s.MaxConcurrentRequests },
 		format: func(s Settings) string { return strconv.Itoa(s.MaxConcurrentRequests) }},
