@@ -2,14 +2,40 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// layers are the layers of docs/ARCHITECTURE.md: the s3pd packages each
+// package may import. A package not named here follows only the general
+// rules of TestImportRules.
+var layers = map[string][]string{
+	// Stand alone: nothing of s3pd.
+	"pkg/checksum": nil, "pkg/s3emu": nil, "pkg/nics": nil, "pkg/config": nil, "pkg/raid": nil, "pkg/diskbench": nil,
+	// The engine: only the checksum math, no adapter.
+	"pkg/transfer": {"pkg/checksum"},
+	// Adapters and listers: the engine, never each other.
+	"pkg/s3store":               {"pkg/transfer", "pkg/checksum"},
+	"pkg/local":                 {"pkg/transfer", "pkg/checksum"},
+	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
+	"pkg/manifest":              {"pkg/transfer"},
+	"pkg/shard":                 {"pkg/transfer"},
+	"pkg/transfer/transfertest": {"pkg/transfer", "pkg/checksum"},
+	// Readers of a run's outcome.
+	"pkg/report": {"pkg/transfer", "pkg/config"},
+	"pkg/sweep":  {"pkg/transfer", "pkg/config"},
+	// The job: what to transfer and where, from the adapters and the
+	// engine; no command line.
+	"internal/job": {"pkg/transfer", "pkg/checksum", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/config"},
+}
+
 // TestImportRules holds the dependency rules of docs/ARCHITECTURE.md:
 // nothing imports cmd; only cmd uses cobra, viper, zap and the progress
-// bar; the engine depends on nothing of s3pd but the checksum math; and
-// adapters depend on the engine, never the reverse.
+// bar (so neither the job nor the engine does); the engine depends on
+// nothing of s3pd but the checksum math, and on no adapter; adapters
+// depend on the engine, never on each other; s3emu, nics, config and raid
+// stand alone; pkg/ imports nothing of internal/.
 func TestImportRules(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
 	if err != nil {
@@ -17,10 +43,12 @@ func TestImportRules(t *testing.T) {
 	}
 	const mod = "github.com/s3pd/s3pd/"
 	edgeOnly := []string{"github.com/spf13/cobra", "github.com/spf13/viper", "go.uber.org/zap", "github.com/schollz/progressbar"}
-	allowedForEngine := map[string]bool{mod + "pkg/checksum": true}
+	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		pkg, imports := strings.TrimPrefix(fields[0], mod), fields[1:]
+		seen[pkg] = true
+		allowed, layered := layers[pkg]
 		for _, imp := range imports {
 			if imp == mod+"cmd" && pkg != "github.com/s3pd/s3pd" {
 				t.Errorf("%s imports cmd: nothing but main may", pkg)
@@ -30,15 +58,20 @@ func TestImportRules(t *testing.T) {
 					t.Errorf("%s imports %s: only cmd may", pkg, imp)
 				}
 			}
-			if pkg == "pkg/transfer" && strings.HasPrefix(imp, mod) && !allowedForEngine[imp] {
-				t.Errorf("the engine imports %s: it may import only the checksum math", imp)
-			}
 			if pkg == "pkg/transfer" && (strings.Contains(imp, "aws-sdk-go") || strings.Contains(imp, "gofakes3")) {
 				t.Errorf("the engine imports %s: S3 belongs to the adapters", imp)
 			}
 			if strings.HasPrefix(pkg, "pkg/") && strings.HasPrefix(imp, mod+"internal/") {
-				t.Errorf("%s imports %s: internal/ holds test harnesses and references only", pkg, imp)
+				t.Errorf("%s imports %s: internal/ holds the job, test harnesses and reference clients, which pkg/ does not use", pkg, imp)
 			}
+			if own, ok := strings.CutPrefix(imp, mod); ok && layered && !slices.Contains(allowed, own) {
+				t.Errorf("%s imports %s: it may import only %v of s3pd (docs/ARCHITECTURE.md)", pkg, own, allowed)
+			}
+		}
+	}
+	for pkg := range layers {
+		if !seen[pkg] {
+			t.Errorf("the layering names %s, which does not exist: update layers and docs/ARCHITECTURE.md", pkg)
 		}
 	}
 }

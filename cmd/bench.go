@@ -23,6 +23,10 @@ const (
 )
 
 type benchOptions struct {
+	// url is the argument ("": the embedded emulator).
+	url string
+	// flags are the command's flags, for the settings they set.
+	flags    *pflag.FlagSet
 	output   outputFlags
 	rules    ruleFlags
 	dataset  string
@@ -32,8 +36,9 @@ type benchOptions struct {
 	sweep    sweepFlags
 }
 
-// NewCmdBench builds `s3pd bench`.
-func NewCmdBench(f *Factory) *cobra.Command {
+// NewCmdBench builds `s3pd bench`. runF, when set, runs instead of
+// runBench with the parsed options (tests).
+func NewCmdBench(f *Factory, runF func(context.Context, *benchOptions) error) *cobra.Command {
 	opts := &benchOptions{}
 	c := &cobra.Command{
 		Use:   "bench [flags] [s3://bucket/prefix]",
@@ -51,7 +56,14 @@ connection), so it runs on a fresh machine with no AWS account.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runBench(c.Context(), f, c.Flags(), opts, args)
+			opts.url, opts.flags = "", c.Flags()
+			if len(args) == 1 {
+				opts.url = args[0]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runBench(c.Context(), f, opts)
 		},
 	}
 	fs := c.Flags()
@@ -69,7 +81,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	return c
 }
 
-func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOptions, args []string) error {
+func runBench(ctx context.Context, f *Factory, opts *benchOptions) error {
 	if err := opts.output.openRoute(f, false); err != nil {
 		return err
 	}
@@ -86,7 +98,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
 		return usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
 	}
-	settings, origins, err := loadSettings(f, fs)
+	settings, origins, err := loadSettings(f, opts.flags)
 	if err != nil {
 		return err
 	}
@@ -95,8 +107,8 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 		return err
 	}
 	url := "s3://bench/"
-	if len(args) == 1 {
-		url = args[0]
+	if opts.url != "" {
+		url = opts.url
 	} else {
 		if origins.Get("endpoint_url").Source != config.SourceDefault {
 			return usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
@@ -150,7 +162,7 @@ func runBench(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *benchOpt
 	lanes := sourceLanes(clients, s3store.Target{Bucket: u.Bucket, Prefix: u.Key, Verify: verify != transfer.VerifyOff,
 		StallTimeout: opts.output.stall, OnRetry: f.logListRetry})
 	return benchRounds(ctx, f, opts.repeat, func(out outputFlags) error {
-		return runEngine(ctx, f, lanes, sink.Discard{}, settings, out, opts.rules.rules, true)
+		return runEngine(ctx, f, engineRun{lanes: lanes, sink: sink.Discard{}, settings: settings, out: out, rules: opts.rules.rules, latency: true})
 	}, opts.output)
 }
 

@@ -29,7 +29,7 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, t s3store.Ta
 		return nil, startError(ctx, err)
 	}
 	t.OnRetry = f.logListRetry
-	return lanes[0].base.With(t), nil
+	return lanes[0].Base.With(t), nil
 }
 
 // acceptQuiet registers get's --quiet on a command that never shows a

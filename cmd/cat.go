@@ -1,14 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
 )
 
 // NewCmdCat builds `s3pd cat`: get of one object to stdout, with nothing
-// else on stdout and only errors and warnings on stderr.
-func NewCmdCat(f *Factory) *cobra.Command {
+// else on stdout and only errors and warnings on stderr. runF, when set,
+// runs instead of runGet with the parsed options (tests).
+func NewCmdCat(f *Factory, runF func(context.Context, *getOptions) error) *cobra.Command {
 	opts := &getOptions{}
 	c := &cobra.Command{
 		Use:   "cat [flags] s3://bucket/key",
@@ -26,7 +28,11 @@ taken literally ("*" and "?" are not wildcards).`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runGet(c.Context(), f, c.Flags(), opts, []string{args[0], "-"})
+			opts.src, opts.dest, opts.flags = args[0], "-", c.Flags()
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runGet(c.Context(), f, opts)
 		},
 	}
 	opts.output.quiet, opts.output.onlyErrors = true, true

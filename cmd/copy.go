@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -26,6 +27,10 @@ import (
 // copyOptions are copy's own flags; the shared settings come from
 // loadSettings.
 type copyOptions struct {
+	// src and dst are the arguments (dst "" with --benchmark).
+	src, dst string
+	// flags are the command's flags, for the settings they set.
+	flags          *pflag.FlagSet
 	output         outputFlags
 	rules          ruleFlags
 	scale          scaleFlags
@@ -43,8 +48,9 @@ type copyOptions struct {
 	source           struct{ endpoint, region, profile string }
 }
 
-// NewCmdCopy builds `s3pd copy`.
-func NewCmdCopy(f *Factory) *cobra.Command {
+// NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
+// with the parsed options (tests).
+func NewCmdCopy(f *Factory, runF func(context.Context, *copyOptions) error) *cobra.Command {
 	opts := &copyOptions{}
 	c := &cobra.Command{
 		Use:     "copy [flags] SRC DEST",
@@ -77,7 +83,14 @@ S3 to local: as get.`,
 			return usageErrorf("copy takes SRC and DEST (SRC alone with --benchmark), got %d argument(s)", len(args))
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runCopy(c.Context(), f, c.Flags(), opts, args)
+			opts.src, opts.dst, opts.flags = args[0], "", c.Flags()
+			if len(args) == 2 {
+				opts.dst = args[1]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runCopy(c.Context(), f, opts)
 		},
 	}
 	fs := c.Flags()
@@ -110,20 +123,18 @@ type copyRun struct {
 	f        *Factory
 	opts     *copyOptions
 	settings config.Settings
+	origins  *config.Origins
 	explicit map[string]bool
 	src, dst string
 	shard    *shard.Spec  // --shard, nil without it
 	scale    scaleRun     // who lists, when not the source (--manifest)
 	failures atomic.Int64 // entries of the source that could not be read
 	// listed holds every name SRC listed, for --delete (nil without it).
-	listed *listedNames
+	listed *job.Listed
 }
 
-func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptions, args []string) error {
-	dst := ""
-	if len(args) == 2 {
-		dst = args[1]
-	}
+func runCopy(ctx context.Context, f *Factory, opts *copyOptions) error {
+	dst := opts.dst
 	if opts.benchmark && dst != "" {
 		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
 	}
@@ -161,7 +172,7 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	if err := opts.output.openRoute(f, dst == "-"); err != nil {
 		return err
 	}
-	settings, origins, err := loadSettings(f, fs)
+	settings, origins, err := loadSettings(f, opts.flags)
 	if err != nil {
 		return err
 	}
@@ -172,9 +183,9 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	if err != nil {
 		return err
 	}
-	r := &copyRun{f: f, opts: opts, settings: settings, explicit: origins.Explicit(), src: args[0], dst: dst, shard: spec}
+	r := &copyRun{f: f, opts: opts, settings: settings, origins: origins, explicit: origins.Explicit(), src: opts.src, dst: dst, shard: spec}
 	if opts.delete {
-		r.listed = newListedNames()
+		r.listed = job.NewListed()
 	}
 	srcS3, dstS3 := isS3(r.src), isS3(dst)
 	if opts.scale.manifest != "" && !srcS3 {
@@ -187,11 +198,11 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 	switch {
 	case srcS3 && (dstS3 || opts.benchmark):
 		if opts.benchmark {
-			return r.getDelegate(ctx, fs, args)
+			return r.download(ctx)
 		}
 		return r.s3ToS3(ctx, threshold, crossStore)
 	case srcS3:
-		return r.getDelegate(ctx, fs, args)
+		return r.download(ctx)
 	case dstS3:
 		return r.localToS3(ctx)
 	default:
@@ -201,11 +212,17 @@ func runCopy(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *copyOptio
 
 func isS3(p string) bool { return strings.HasPrefix(p, "s3://") }
 
-// getDelegate runs S3 to local (and --benchmark of an S3 source) as get.
-func (r *copyRun) getDelegate(ctx context.Context, fs *pflag.FlagSet, args []string) error {
-	g := &getOptions{benchmark: r.opts.benchmark, output: r.opts.output, rules: r.opts.rules, scale: r.opts.scale, req: r.opts.req}
-	g.sink.Overwrite, g.sink.NoLock = r.opts.overwrite, r.opts.noLock
-	return runGet(ctx, r.f, fs, g, args)
+// download runs S3 to local (and --benchmark of an S3 source) as get
+// does, with the settings and logger this run has already.
+func (r *copyRun) download(ctx context.Context) error {
+	g := &getOptions{src: r.src, dest: r.dst, flags: r.opts.flags, benchmark: r.opts.benchmark,
+		output: r.opts.output, rules: r.opts.rules, scale: r.opts.scale, req: r.opts.req, delete: r.opts.delete}
+	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber = r.opts.overwrite, r.opts.noLock, r.opts.noClobber
+	u, spec, err := g.check(r.f)
+	if err != nil {
+		return err
+	}
+	return download(ctx, r.f, g, u, spec, r.settings, r.origins)
 }
 
 // report logs an entry of a local source that is not copied. Links and
@@ -237,7 +254,7 @@ func (r *copyRun) finish(ctx context.Context, lanes []transfer.Lane, sk transfer
 	if r.listed != nil {
 		listing = r.listed
 	}
-	err := runEngineObserved(ctx, r.f, lanes, sk, r.settings, r.opts.output, r.opts.rules.rules, false, nil, listing, sc)
+	err := runEngine(ctx, r.f, engineRun{lanes: lanes, sink: sk, settings: r.settings, out: r.opts.output, rules: r.opts.rules.rules, listing: listing, scale: sc})
 	if err == nil && r.failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", r.failures.Load(), r.src)}
 	}
@@ -253,19 +270,16 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 		return err
 	}
 	r.opts.output.localTo = "local"
-	lanes := []transfer.Lane{{Name: "local", Source: src}}
 	if r.opts.benchmark {
-		return r.finish(ctx, lanes, sink.Discard{})
+		return r.finish(ctx, []transfer.Lane{{Name: "local", Source: src}}, sink.Discard{})
 	}
-	root := r.dst
-	if src.Single() && !isDirDest(r.dst) {
-		root = filepath.Dir(r.dst)
-		src, err = r.localSource(filepath.Base(r.dst))
-		if err != nil {
+	root, name := job.Land(src.Single(), r.src, r.dst, job.IsDir(r.dst))
+	if src.Single() {
+		if src, err = r.localSource(name); err != nil {
 			return err
 		}
-		lanes[0].Source = src
 	}
+	lanes := []transfer.Lane{{Name: "local", Source: src}}
 	if err := checkOverlap(src.Root(), r.dst, src.Single()); err != nil {
 		return usageError(err)
 	}
@@ -280,7 +294,13 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	if err := r.finish(ctx, lanes, local.NewCopySink(ls)); err != nil || r.listed == nil {
 		return err
 	}
-	return prune(r.f, ls, r.listed, r.opts.rules.rules, r.opts.output)
+	if !r.listed.Complete() {
+		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
+	}
+	rules := r.opts.rules.rules
+	return reportDeletes(r.f, r.opts.output, "files", func(report func(string, int64)) error {
+		return ls.Prune(func(name string) bool { return rules.Match(name) && !r.listed.Has(name) }, r.opts.output.dryRun, report)
+	})
 }
 
 // refuseSingleDelete refuses --delete when SRC is one file or object.
@@ -297,7 +317,7 @@ func (r *copyRun) pruneS3(ctx context.Context, client *s3.Client, bucket, prefix
 	rules := r.opts.rules.rules
 	return reportDeletes(r.f, r.opts.output, "objects", func(report func(string, int64)) error {
 		return s3store.Prune(ctx, client, bucket, prefix, r.opts.req, func(name string) bool {
-			return rules.Match(name) && !r.listed.has(name)
+			return rules.Match(name) && !r.listed.Has(name)
 		}, r.opts.output.dryRun, report)
 	})
 }
@@ -312,7 +332,7 @@ func checkOverlap(src, dst string, single bool) error {
 	if err != nil {
 		return err
 	}
-	if single && isDirDest(dst) {
+	if single && job.IsDir(dst) {
 		d = filepath.Join(d, filepath.Base(s))
 	}
 	switch {
@@ -357,16 +377,12 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 	if err := r.refuseSingleDelete(src.Single()); err != nil {
 		return err
 	}
-	prefix := u.Key
+	root, name := job.Land(src.Single(), r.src, u.Key, u.Prefix)
+	prefix := job.KeyPrefix(root)
 	if src.Single() {
-		if !u.Prefix {
-			prefix = ""
-			if src, err = r.localSource(u.Key); err != nil {
-				return err
-			}
+		if src, err = r.localSource(name); err != nil {
+			return err
 		}
-	} else if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
 	}
 	client, err := s3store.NewClient(ctx, u.Bucket, r.clientOptions())
 	if err != nil {
@@ -442,7 +458,6 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 		return err
 	}
 	target := s3store.Target{Bucket: su.Bucket, Req: r.opts.req, StallTimeout: r.opts.output.stall, OnRetry: r.f.logListRetry}
-	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
 	if crossStore {
 		// The bytes stream through: verified as get verifies them. A
 		// server-side copy moves none, so there is nothing to verify.
@@ -456,62 +471,30 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 			r.settings.PartSize = copyPartSize
 		}
 	}
-	prefix := du.Key
-	single := false
+	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
 	if r.opts.scale.manifest != "" {
 		su.Key, su.Prefix = manifestPrefix(su.Key), true
 		r.scale.readManifest(r.f, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, base.With(target))
 	}
-	var prefetch *transfer.Prefetch
+	spec := job.S3Spec{Lanes: []job.S3Lane{{Name: "default", Base: base}}, Target: target, Key: su.Key, Prefix: su.Prefix,
+		FirstRange: r.settings.PartSize, FanOut: cmp.Or(r.opts.scale.fanOut, defaultFanOut), ServerSide: !crossStore}
 	if !su.Prefix {
-		name := du.Key
-		if du.Prefix {
-			name = du.Key + su.Key[strings.LastIndex(su.Key, "/")+1:]
-		}
-		var obj transfer.Object
-		if crossStore {
-			var first *transfer.Body
-			obj, first, err = base.With(target).Probe(ctx, su.Key, name, r.settings.PartSize)
-			if err == nil {
-				prefetch = transfer.NewPrefetch(obj.Key, first)
-				defer prefetch.Close()
-			}
-		} else {
-			obj, err = s3store.NewCopySource(base.With(target)).Probe(ctx, su.Key, name)
-		}
-		switch {
-		case err == nil:
-			single, target.Object = true, &obj
-		case !errors.Is(err, transfer.ErrNotFound):
-			return startError(ctx, err)
-		}
-		if single && r.shard != nil {
-			return usageErrorf("--shard splits a prefix; %s is a single object", r.src)
-		}
-		if err := r.refuseSingleDelete(single); err != nil {
-			return err
-		}
-		if single {
-			prefix = ""
-		} else {
-			su.Key += "/"
-		}
+		_, spec.Name = job.Land(true, su.Key, du.Key, du.Prefix)
 	}
-	if !single {
-		target.Prefix, target.FanOut = su.Key, cmp.Or(r.opts.scale.fanOut, defaultFanOut)
-		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
+	res, err := job.ResolveS3(ctx, spec)
+	if err != nil {
+		return startError(ctx, err)
 	}
-	src := base.With(target)
-	var lane transfer.Source = src
-	if !crossStore {
-		lane = s3store.NewCopySource(src)
+	defer res.Close()
+	if res.Single && r.shard != nil {
+		return usageErrorf("--shard splits a prefix; %s is a single object", r.src)
 	}
-	lanes := []transfer.Lane{{Name: "default", Source: lane}}
-	if prefetch != nil {
-		lanes = prefetch.Lanes(lanes)
+	if err := r.refuseSingleDelete(res.Single); err != nil {
+		return err
 	}
+	root, _ := job.Land(res.Single, su.Key, du.Key, du.Prefix)
+	prefix := job.KeyPrefix(root)
+	lanes, src := res.Lanes, res.Source
 	opts := r.uploadOptions(prefix)
 	if !crossStore {
 		if err := r.finish(ctx, lanes, s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)); err != nil || r.listed == nil {

@@ -41,7 +41,7 @@ func copyEnv(t *testing.T) *Factory {
 func runCopyArgs(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	f := copyEnv(t)
-	c := NewCmdCopy(f)
+	c := NewCmdCopy(f, nil)
 	c.SilenceUsage, c.SilenceErrors = true, true
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	c.SetArgs(append([]string{"--quiet"}, args...))

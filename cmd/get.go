@@ -7,23 +7,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
-	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // getOptions are get's own flags; the shared settings come from
 // loadSettings.
 type getOptions struct {
+	// src and dest are the arguments (dest "" with --benchmark).
+	src, dest string
+	// flags are the command's flags, for the settings they set.
+	flags     *pflag.FlagSet
 	benchmark bool
 	sink      local.Options
 	delete    bool
@@ -101,8 +104,9 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	o.registerHabits(fs)
 }
 
-// NewCmdGet builds `s3pd get`.
-func NewCmdGet(f *Factory) *cobra.Command {
+// NewCmdGet builds `s3pd get`. runF, when set, runs instead of runGet
+// with the parsed options (tests).
+func NewCmdGet(f *Factory, runF func(context.Context, *getOptions) error) *cobra.Command {
 	opts := &getOptions{}
 	c := &cobra.Command{
 		Use:   "get [flags] s3://bucket[/prefix] DEST",
@@ -129,7 +133,14 @@ dropped.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runGet(c.Context(), f, c.Flags(), opts, args)
+			opts.src, opts.dest, opts.flags = args[0], "", c.Flags()
+			if len(args) == 2 {
+				opts.dest = args[1]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runGet(c.Context(), f, opts)
 		},
 	}
 	fs := c.Flags()
@@ -154,195 +165,157 @@ dropped.`,
 	return c
 }
 
-func runGet(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *getOptions, args []string) error {
-	u, err := opts.rules.parseSource(args[0])
-	if err != nil {
-		return usageError(err)
-	}
-	dest := ""
-	if len(args) == 2 {
-		dest = args[1]
-	}
-	if opts.benchmark && dest != "" {
-		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
-	}
-	if opts.sink.Overwrite && opts.sink.NoClobber {
-		return usageErrorf("--overwrite and --no-clobber contradict each other")
-	}
-	if opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite) {
-		return usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
-	}
-	if opts.delete && (opts.benchmark || dest == "-") {
-		return usageErrorf("--delete needs a directory DEST")
-	}
-	if opts.versionID != "" && u.Prefix {
-		return usageErrorf("--version-id names one object; %s is a prefix", args[0])
-	}
-	spec, err := opts.scale.spec(f.Getenv)
+// runGet checks get's flags, loads the settings and builds the logger,
+// then downloads.
+func runGet(ctx context.Context, f *Factory, opts *getOptions) error {
+	u, spec, err := opts.check(f)
 	if err != nil {
 		return err
 	}
+	if opts.output.route == nil {
+		if err := opts.output.openRoute(f, opts.dest == "-"); err != nil {
+			return err
+		}
+	}
+	if err := opts.output.report.check(opts.dest); err != nil {
+		return err
+	}
+	settings, origins, err := loadSettings(f, opts.flags)
+	if err != nil {
+		return err
+	}
+	if err := f.startLogger(settings); err != nil {
+		return err
+	}
+	return download(ctx, f, opts, u, spec, settings, origins)
+}
+
+// check checks get's flags against each other and parses the source and
+// --shard; they do not depend on the settings.
+func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
+	u, err := opts.rules.parseSource(opts.src)
+	if err != nil {
+		return u, nil, usageError(err)
+	}
+	dest := opts.dest
+	switch {
+	case opts.benchmark && dest != "":
+		return u, nil, usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
+	case opts.sink.Overwrite && opts.sink.NoClobber:
+		return u, nil, usageErrorf("--overwrite and --no-clobber contradict each other")
+	case opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite):
+		return u, nil, usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
+	case opts.delete && (opts.benchmark || dest == "-"):
+		return u, nil, usageErrorf("--delete needs a directory DEST")
+	case opts.versionID != "" && u.Prefix:
+		return u, nil, usageErrorf("--version-id names one object; %s is a prefix", opts.src)
+	}
+	spec, err := opts.scale.spec(f.Getenv)
+	if err != nil {
+		return u, nil, err
+	}
 	opts.sink.LockID = shardLockID(spec)
 	if spec != nil && opts.delete {
-		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
+		return u, nil, usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}
 	if opts.scale.manifest != "" {
 		switch {
 		case opts.delete:
-			return usageErrorf("--delete with --manifest: a manifest need not name every object, so it cannot tell what to delete")
+			return u, nil, usageErrorf("--delete with --manifest: a manifest need not name every object, so it cannot tell what to delete")
 		case opts.versionID != "":
-			return usageErrorf("--version-id with --manifest: the manifest names the objects")
+			return u, nil, usageErrorf("--version-id with --manifest: the manifest names the objects")
 		case dest == "-":
-			return usageErrorf("DEST - takes a single object, not a --manifest")
+			return u, nil, usageErrorf("DEST - takes a single object, not a --manifest")
 		}
 		u.Key, u.Prefix = manifestPrefix(u.Key), true
 	}
 	if opts.scale.fanOut < 0 {
-		return usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
+		return u, nil, usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
 	}
 	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
-		return err
+		return u, nil, err
 	}
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
-		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
+		return u, nil, usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
 	}
-	if opts.output.route == nil {
-		if err := opts.output.openRoute(f, dest == "-"); err != nil {
-			return err
-		}
+	if _, err := opts.output.verifyMode(); err != nil {
+		return u, nil, err
 	}
-	if err := opts.output.report.check(dest); err != nil {
-		return err
-	}
-	settings, origins, err := loadSettings(f, fs)
-	if err != nil {
-		return err
-	}
+	return u, spec, nil
+}
+
+// download builds the job of a get (or of a copy from S3 to local) from
+// checked options and loaded settings, runs it, and deletes after it
+// with --delete.
+func download(ctx context.Context, f *Factory, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
+	dest := opts.dest
 	opts.output.report.origins = origins
-	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", args[0], dest
-	opts.output.report.lines = fs.Changed("interval")
-	if err := f.startLogger(settings); err != nil {
-		return err
-	}
+	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", opts.src, dest
+	opts.output.report.lines = opts.flags != nil && opts.flags.Changed("interval")
 	if dest != "" && dest != "-" {
 		if err := checkWritable(dest); err != nil {
 			return usageError(err)
 		}
 	}
-
 	planNICs(f, &settings, opts.output.dryRun)
-	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
-	verify, err := opts.output.verifyMode()
-	if err != nil {
-		return err
-	}
-	target := s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
-		Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}
-
-	var sk transfer.Sink
-	switch {
-	case opts.benchmark:
-		sk = sink.Discard{}
-	case dest == "-":
-		// The reorder window holds --threads parts (8 without a cap):
-		// the engine starts no range beyond it.
-		sk = sink.NewOrdered(f.IO.Out, int(settings.PartSize)*cmp.Or(settings.Threads, 8)+1<<20)
-	}
-	root, name := dest, ""
-	single := false
-	var prefetch *transfer.Prefetch
-	if !u.Prefix {
-		name = filepath.Base(u.Key)
-		if dest != "" && dest != "-" && !isDirDest(dest) {
-			root, name = filepath.Dir(dest), filepath.Base(dest)
-		}
-		obj, first, err := clients[0].base.With(target).Probe(ctx, u.Key, name, settings.PartSize)
-		switch {
-		case err == nil:
-			single, target.Object = true, &obj
-			prefetch = transfer.NewPrefetch(obj.Key, first)
-			defer prefetch.Close()
-		case errors.Is(err, transfer.ErrNotFound) && opts.versionID == "":
-			u.Key += "/"
-			root = dest
-		default:
-			return startError(ctx, err)
-		}
-	}
-	if single && spec != nil {
-		return usageErrorf("--shard splits a prefix; %s is a single object", args[0])
-	}
-	if !single {
-		if dest == "-" {
-			return usageErrorf("DEST - takes a single object; %s is a prefix", args[0])
-		}
-		target.Prefix, target.FanOut = u.Key, cmp.Or(opts.scale.fanOut, defaultFanOut)
-	}
-	lanes := sourceLanes(clients, target)
-	src := lanes[0].Source.(*s3store.Source)
-	if prefetch != nil {
-		lanes = prefetch.Lanes(lanes)
-	}
-	var ls *local.Sink
+	verify, _ := opts.output.verifyMode() // checked
 	opts.sink.DryRun = opts.output.dryRun
 	opts.sink.ResumeMin = settings.MultipartThreshold
 	opts.sink.Warn = sinkWarn(f)
-	if single {
-		// One object locks only its own name: downloads of different
-		// objects into one directory run together.
-		opts.sink.LockID = local.ObjectLockID(name)
+	if opts.benchmark {
+		dest = ""
 	}
-	if sk == nil {
-		if ls, err = local.NewSink(root, opts.sink); err != nil {
-			return usageError(err)
-		}
-		defer ls.Close()
-		sk = ls
+	g, err := job.NewGet(ctx, job.GetSpec{
+		Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
+			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
+			Target: s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
+				Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}},
+		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
+		// The reorder window holds --threads parts (8 without a cap):
+		// the engine starts no range beyond it.
+		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
+		Sink:        opts.sink, Delete: opts.delete, Sharded: spec != nil,
+	})
+	if err != nil {
+		return jobError(ctx, err)
 	}
-	var listed *listedNames
-	var listing transfer.ListObserver
-	if opts.delete && !single {
-		listed = newListedNames()
-		listing = listed
-	}
-	if !u.Prefix && !single {
-		// s3://b/p named neither an object nor a prefix: a typo must
-		// not look like success; it is one failed object.
-		opts.output.mustExist = &transfer.Object{Key: strings.TrimSuffix(u.Key, "/"), Name: name, Size: -1}
-		opts.output.missing = &s3store.StatusError{Status: 404, Code: "NoSuchKey",
-			Message: fmt.Sprintf("%s: no object %q and nothing under %q", args[0], strings.TrimSuffix(u.Key, "/"), u.Key)}
-	}
+	defer g.Close()
+	opts.output.mustExist, opts.output.missing = g.MustExist, g.Missing
 	sc := &scaleRun{}
 	if opts.scale.manifest != "" {
-		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, src)
+		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, g.Source.Source)
 	}
-	sc.split(src, spec, opts.rules.rules)
-	err = runEngineObserved(ctx, f, lanes, sk, settings, opts.output, opts.rules.rules, false, nil, listing, sc)
-	if listed == nil || err != nil {
+	sc.split(g.Source.Source, spec, opts.rules.rules)
+	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
+		out: opts.output, rules: opts.rules.rules, listing: g.Listing(), scale: sc})
+	if g.Listed == nil || err != nil {
 		return err
 	}
-	if !listed.complete.Load() {
-		return &ExitError{Code: ExitFailed, Err: errors.New("--delete: the listing did not complete: nothing deleted")}
+	if !g.Listed.Complete() {
+		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
 	}
-	return prune(f, ls, listed, opts.rules.rules, opts.output)
+	return reportDeletes(f, opts.output, "files", func(report func(string, int64)) error {
+		return g.Delete(opts.rules.rules.Match, opts.output.dryRun, report)
+	})
+}
+
+// jobError reports an error of building a job: a usage error when the
+// spec cannot run, else what startError says.
+func jobError(ctx context.Context, err error) error {
+	var se *job.SpecError
+	if errors.As(err, &se) {
+		return usageError(se.Err)
+	}
+	return startError(ctx, err)
 }
 
 // sinkWarn logs what a local sink warns of.
 func sinkWarn(f *Factory) func(string) {
 	return func(msg string) { f.Logger.Warn(msg) }
-}
-
-// prune removes local files whose keys no longer exist, leaving alone
-// names that the include/exclude rules keep out of the transfer.
-func prune(f *Factory, ls *local.Sink, listed *listedNames, rules transfer.Rules, out outputFlags) error {
-	return reportDeletes(f, out, "files", func(report func(string, int64)) error {
-		return ls.Prune(func(name string) bool {
-			return rules.Match(name) && !listed.has(name)
-		}, out.dryRun, report)
-	})
 }
 
 // reportDeletes runs remove, which calls report for each file or object
@@ -373,15 +346,27 @@ func reportDeletes(f *Factory, out outputFlags, what string, remove func(report 
 	return nil
 }
 
-// runEngine runs one transfer and renders its outcome.
-func runEngine(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool) error {
-	return runEngineObserved(ctx, f, lanes, sk, settings, out, rules, latency, nil, nil, nil)
+// engineRun is one run of the engine as a command set it up.
+type engineRun struct {
+	lanes []transfer.Lane
+	sink  transfer.Sink
+	// destination names where an object lands, for messages (nil: none).
+	destination func(name string) string
+	settings    config.Settings
+	out         outputFlags
+	rules       transfer.Rules
+	// latency adds bench's latency lines to the summary.
+	latency bool
+	// listing observes the listing besides the progress bar (nil: none).
+	listing transfer.ListObserver
+	// scale is what --shard and --manifest change (nil: nothing).
+	scale *scaleRun
 }
 
-// runEngineObserved is runEngine with one more observer of the events
-// and of the listing, and what --shard and --manifest change (any of
-// them may be nil).
-func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, sk transfer.Sink, settings config.Settings, out outputFlags, rules transfer.Rules, latency bool, extra transfer.Observer, listing transfer.ListObserver, sc *scaleRun) (runErr error) {
+// runEngine runs one transfer and renders its outcome: the progress bar,
+// the lines of each object, the summary, the report and the exit code.
+func runEngine(ctx context.Context, f *Factory, r engineRun) (runErr error) {
+	lanes, sk, settings, out, rules, latency, listing, sc := r.lanes, r.sink, r.settings, r.out, r.rules, r.latency, r.listing, r.scale
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -394,7 +379,8 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	f.JSON = out.jsonOut(f)
 	total := &listedBytes{}
 	rep := newReporter(f, f.Logger, out, total)
-	if d, ok := sk.(interface{ Destination(string) string }); ok {
+	rep.destination = r.destination
+	if d, ok := sk.(interface{ Destination(string) string }); ok && rep.destination == nil {
 		rep.destination = d.Destination
 	}
 	eopts := engineOptions(settings)
@@ -402,9 +388,6 @@ func runEngineObserved(ctx context.Context, f *Factory, lanes []transfer.Lane, s
 	eopts.StallTimeout = out.stall
 	eopts.Adaptive = adaptive
 	eopts.Observer = rep
-	if extra != nil {
-		eopts.Observer = transfer.Observers{rep, extra}
-	}
 	eopts.Filter = rules.Filter()
 	eopts.DryRun = out.dryRun
 	eopts.VerifyExisting = out.verifyExisting
@@ -477,15 +460,6 @@ func engineOptions(s config.Settings) transfer.Options {
 		o.Limiter = transfer.NewRateLimiter(s.MaxBandwidth)
 	}
 	return o
-}
-
-// isDirDest reports whether dest names a directory to put objects in.
-func isDirDest(dest string) bool {
-	if strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, string(filepath.Separator)) {
-		return true
-	}
-	st, err := os.Stat(dest)
-	return err == nil && st.IsDir()
 }
 
 // checkWritable finds the nearest existing directory at or above dest

@@ -6,26 +6,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// s3Lane is one path to S3: a client bound to one network card, and a
-// source over it that every source of the lane derives from (With), so
-// they share what it learns of the bucket's region.
-type s3Lane struct {
-	name string
-	base *s3store.Source
-}
-
 // newS3Lanes builds one S3 client per network card named by --nics (one
 // in all without it), each with its own connection pool. Every client
 // spreads its connections over all the addresses the endpoint resolves
 // to, checks certificates as f.TLS says, and logs the retries of listing
 // and HEAD requests as they happen.
-func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]s3Lane, error) {
+func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]job.S3Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer
@@ -48,7 +41,7 @@ func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket strin
 		NoSignRequest: s.NoSignRequest, TLS: f.TLS, OnRetry: f.logRetry,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
-	var out []s3Lane
+	var out []job.S3Lane
 	for _, l := range lanes {
 		copts.DialContext = nics.NewSpreadDialer(l.dialer, 0, nil).DialContext
 		client, err := s3store.NewClient(ctx, bucket, copts)
@@ -56,16 +49,16 @@ func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket strin
 			return nil, err
 		}
 		copts.Region = client.Options().Region // detected once
-		out = append(out, s3Lane{name: l.name, base: s3store.NewSource(client, s3store.Target{Bucket: bucket})})
+		out = append(out, job.S3Lane{Name: l.name, Base: s3store.NewSource(client, s3store.Target{Bucket: bucket})})
 	}
 	return out, nil
 }
 
 // sourceLanes gives every lane a source that reads t.
-func sourceLanes(lanes []s3Lane, t s3store.Target) []transfer.Lane {
+func sourceLanes(lanes []job.S3Lane, t s3store.Target) []transfer.Lane {
 	out := make([]transfer.Lane, len(lanes))
 	for i, l := range lanes {
-		out[i] = transfer.Lane{Name: l.name, Source: l.base.With(t)}
+		out[i] = transfer.Lane{Name: l.Name, Source: l.Base.With(t)}
 	}
 	return out
 }

@@ -32,16 +32,16 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(suggestFlag(c, err)) })
 	root.AddCommand(
-		NewCmdGet(f),
-		NewCmdCopy(f),
-		NewCmdBench(f),
+		NewCmdGet(f, nil),
+		NewCmdCopy(f, nil),
+		NewCmdBench(f, nil),
 		NewCmdNics(f),
 		NewCmdRaidSetup(f),
 		NewCmdConfig(f),
 		NewCmdShards(f),
 		NewCmdLs(f),
 		NewCmdDu(f),
-		NewCmdCat(f),
+		NewCmdCat(f, nil),
 		NewCmdMan(f),
 	)
 	addExamples(root)

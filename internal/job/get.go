@@ -1,0 +1,156 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// GetSpec is a download from S3 as a command was given it.
+type GetSpec struct {
+	Source S3Spec
+	// URL is the source as written, for messages.
+	URL string
+	// Dest is a local path; "-" is stdout, in order; "" keeps nothing
+	// (a benchmark: the bytes are counted and dropped).
+	Dest string
+	// Stdout and OrderWindow serve Dest "-": the bytes a part may run
+	// ahead of the stream.
+	Stdout      io.Writer
+	OrderWindow int
+	// Sink is how a local Dest is written; its LockID is set here for a
+	// single object.
+	Sink local.Options
+	// Delete removes local files whose keys the listing no longer has,
+	// after a run without failures (--delete).
+	Delete bool
+	// Sharded says the objects are split over processes (--shard), which
+	// needs a prefix.
+	Sharded bool
+}
+
+// Get is a resolved download: what to read, and where it goes.
+type Get struct {
+	Source *S3Source
+	Sink   transfer.Sink
+	// Listed records the listed names for Delete (nil without --delete).
+	Listed *Listed
+	// MustExist, when set, is the object a run must find: an URL that
+	// named neither an object nor anything under it is one failed
+	// object, with the error Missing, not an empty success.
+	MustExist *transfer.Object
+	Missing   error
+	local     *local.Sink
+}
+
+// NewGet resolves spec: a single object or a prefix, the sink, and where
+// each object lands. Close releases what it holds.
+func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
+	s := spec.Source
+	dest := spec.Dest
+	root := dest
+	if !s.Prefix {
+		root, s.Name = Land(true, s.Key, dest, dest == "" || dest == "-" || IsDir(dest))
+	}
+	src, err := ResolveS3(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	g := &Get{Source: src}
+	ok := false
+	defer func() {
+		if !ok {
+			g.Close()
+		}
+	}()
+	single := g.Source.Single
+	switch {
+	case single && spec.Sharded:
+		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
+	case !single && dest == "-":
+		return nil, specErrorf("DEST - takes a single object; %s is a prefix", spec.URL)
+	case !single:
+		root = dest
+	}
+	switch {
+	case dest == "":
+		g.Sink = sink.Discard{}
+	case dest == "-":
+		g.Sink = sink.NewOrdered(spec.Stdout, spec.OrderWindow)
+	default:
+		opts := spec.Sink
+		if single {
+			// One object locks only its own name: downloads of other
+			// objects into the same directory run together.
+			opts.LockID = local.ObjectLockID(s.Name)
+		}
+		if g.local, err = local.NewSink(root, opts); err != nil {
+			return nil, &SpecError{Err: err}
+		}
+		g.Sink = g.local
+	}
+	if spec.Delete && !single {
+		g.Listed = NewListed()
+	}
+	if !s.Prefix && !single {
+		key := strings.TrimSuffix(g.Source.Key, "/")
+		g.MustExist = &transfer.Object{Key: key, Name: s.Name, Size: -1}
+		g.Missing = &s3store.StatusError{Status: 404, Code: "NoSuchKey",
+			Message: fmt.Sprintf("%s: no object %q and nothing under %q", spec.URL, key, g.Source.Key)}
+	}
+	ok = true
+	return g, nil
+}
+
+// Listing is what observes the listing for the job (nil: nothing).
+func (g *Get) Listing() transfer.ListObserver {
+	if g.Listed == nil {
+		return nil
+	}
+	return g.Listed
+}
+
+// Delete is --delete's step after a run without failures: it removes
+// the local files under DEST whose names the listing did not give and
+// keep picks (the include/exclude rules), reporting each; with dryRun it
+// only reports them. It refuses when the listing did not complete.
+func (g *Get) Delete(keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	if !g.Listed.Complete() {
+		return ErrIncompleteListing
+	}
+	return g.local.Prune(func(name string) bool { return keep(name) && !g.Listed.Has(name) }, dryRun, report)
+}
+
+// Destination maps an object's name to where it lands, for messages;
+// nil when the sink has no place to name.
+func (g *Get) Destination() func(string) string {
+	if d, ok := g.Sink.(interface{ Destination(string) string }); ok {
+		return d.Destination
+	}
+	return nil
+}
+
+// Close releases the sink's lock and the first range if unused.
+func (g *Get) Close() {
+	if g.local != nil {
+		g.local.Close()
+	}
+	g.Source.Close()
+}
+
+// IsDir reports whether dest names a directory to put objects in: it
+// ends in "/" or is an existing directory.
+func IsDir(dest string) bool {
+	if strings.HasSuffix(dest, "/") {
+		return true
+	}
+	st, err := os.Stat(dest)
+	return err == nil && st.IsDir()
+}

@@ -1,0 +1,93 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+func emuLanes(t *testing.T) ([]S3Lane, *s3emu.TestServer) {
+	t.Helper()
+	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB"})
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
+	return []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}, ts
+}
+
+// TestNewGet: what a URL names (one object, a prefix, nothing) and where
+// it lands, and the specs that cannot run.
+func TestNewGet(t *testing.T) {
+	lanes, _ := emuLanes(t)
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, key, dest string
+		sharded         bool
+		single          bool
+		landsAt         string // the file a run writes ("": none checked)
+		mustExist       string
+		specErr         bool
+	}{
+		{name: "an object into a directory", key: "p/00000001", dest: dir + "/", single: true, landsAt: "00000001"},
+		{name: "an object renamed", key: "p/00000002", dest: filepath.Join(dir, "renamed"), single: true, landsAt: "renamed"},
+		{name: "a prefix without its slash", key: "p", dest: filepath.Join(dir, "tree"), landsAt: "tree/00000000", mustExist: "p"},
+		{name: "nothing there", key: "nothing", dest: filepath.Join(dir, "none"), mustExist: "nothing"},
+		{name: "a prefix to stdout", key: "p", dest: "-", specErr: true},
+		{name: "a shard of one object", key: "p/00000000", dest: dir + "/", sharded: true, specErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := NewGet(context.Background(), GetSpec{
+				Source: S3Spec{Lanes: lanes, Key: tt.key, FirstRange: 256 << 10, FanOut: 1,
+					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Sharded: tt.sharded,
+			})
+			var se *SpecError
+			if tt.specErr {
+				if !errors.As(err, &se) {
+					t.Fatalf("got %v, want a *SpecError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			if g.Source.Single != tt.single {
+				t.Errorf("single %v, want %v", g.Source.Single, tt.single)
+			}
+			if got := ""; g.MustExist != nil {
+				got = g.MustExist.Key
+				if got != tt.mustExist {
+					t.Errorf("must exist %q, want %q", got, tt.mustExist)
+				}
+			} else if tt.mustExist != "" {
+				t.Errorf("nothing must exist, want %q", tt.mustExist)
+			}
+			e, err := transfer.New(g.Source.Lanes, g.Sink, transfer.Options{PartSize: 256 << 10, Verify: transfer.VerifyAuto})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := e.Run(context.Background())
+			if err != nil || sum.Failed != 0 {
+				t.Fatalf("run: %+v, %v", sum, err)
+			}
+			if tt.landsAt == "" {
+				return
+			}
+			st, err := os.Stat(filepath.Join(dir, tt.landsAt))
+			if err != nil || st.Size() != 1<<20 {
+				t.Errorf("%s: %v, want a file of 1 MiB", tt.landsAt, err)
+			}
+		})
+	}
+}
