@@ -76,12 +76,12 @@ type shownConfig struct {
 	Settings []shownSetting `json:"settings"`
 }
 
-func showConfig(f *Factory, l *loaded) shownConfig {
-	out := shownConfig{Profile: l.profile, AWSConfigFile: l.awsConfigFile, Preset: l.preset, ConfigFile: l.configFile,
-		Credentials: credentialSource(f.Getenv, l), Budget: l.origins.Budget()}
+func showConfig(f *Factory, l *config.Loaded) shownConfig {
+	out := shownConfig{Profile: l.Profile, AWSConfigFile: l.AWSConfigFile, Preset: l.Preset, ConfigFile: l.ConfigFile,
+		Credentials: credentialSource(f.Getenv, l), Budget: l.Origins.Budget()}
 	for _, name := range config.Names() {
-		or := l.origins.Get(name)
-		value, text := l.settings.Value(name), l.settings.Format(name)
+		or := l.Origins.Get(name)
+		value, text := l.Settings.Value(name), l.Settings.Format(name)
 		if def, _ := config.Lookup(name); def.Syntax == "url" && text != "" {
 			// An endpoint may carry a name and password; show neither.
 			text, _ = config.RedactURL(text)
@@ -89,38 +89,38 @@ func showConfig(f *Factory, l *loaded) shownConfig {
 		}
 		out.Settings = append(out.Settings, shownSetting{
 			Name: name, Value: value, Text: text,
-			Source: string(or.Source), Detail: or.Detail, Overridden: l.origins.Overridden(name),
+			Source: string(or.Source), Detail: or.Detail, Overridden: l.Origins.Overridden(name),
 		})
 	}
 	return out
 }
 
-func writeConfigJSON(f *Factory, l *loaded) error {
+func writeConfigJSON(f *Factory, l *config.Loaded) error {
 	enc := json.NewEncoder(f.IO.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(showConfig(f, l))
 }
 
-func writeConfigText(f *Factory, l *loaded) error {
+func writeConfigText(f *Factory, l *config.Loaded) error {
 	sc := showConfig(f, l)
 	out := f.IO.Out
-	fmt.Fprintf(out, "profile: %s (%s)\n", sc.Profile, l.origins.Get("profile"))
+	fmt.Fprintf(out, "profile: %s (%s)\n", sc.Profile, l.Origins.Get("profile"))
 	fmt.Fprintf(out, "aws config file: %s\n", sc.AWSConfigFile)
 	if sc.Preset != "" {
-		fmt.Fprintf(out, "preset: %s (%s)\n", sc.Preset, l.presetOrigin)
+		fmt.Fprintf(out, "preset: %s (%s)\n", sc.Preset, l.PresetOrigin)
 	}
 	if sc.ConfigFile != "" {
 		fmt.Fprintf(out, "config file: %s\n", sc.ConfigFile)
 	}
 	// Where requests go and as whom, as `aws configure list` says it.
-	if l.settings.Region != "" {
-		fmt.Fprintf(out, "region: %s (%s)\n", l.settings.Region, l.origins.Get("region"))
+	if l.Settings.Region != "" {
+		fmt.Fprintf(out, "region: %s (%s)\n", l.Settings.Region, l.Origins.Get("region"))
 	} else {
 		fmt.Fprintln(out, "region: not set: detected from the bucket")
 	}
-	if ep := l.settings.EndpointURL; ep != "" {
+	if ep := l.Settings.EndpointURL; ep != "" {
 		ep, _ = config.RedactURL(ep)
-		fmt.Fprintf(out, "endpoint: %s (%s)\n", ep, l.origins.Get("endpoint_url"))
+		fmt.Fprintf(out, "endpoint: %s (%s)\n", ep, l.Origins.Get("endpoint_url"))
 	} else {
 		fmt.Fprintln(out, "endpoint: AWS (default)")
 	}
@@ -152,7 +152,7 @@ func writeConfigText(f *Factory, l *loaded) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	for _, why := range l.origins.Warnings() {
+	for _, why := range l.Origins.Warnings() {
 		fmt.Fprintln(out, "overridden: "+why)
 	}
 	return nil

@@ -3,6 +3,8 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/s3pd/s3pd/pkg/config"
 )
@@ -25,11 +27,11 @@ type shownCredentials struct {
 // order: the environment, then the profile (role, SSO, process, keys in
 // the credentials file or the config file), then the container or the
 // instance role.
-func credentialSource(getenv func(string) string, l *loaded) shownCredentials {
+func credentialSource(getenv func(string) string, l *config.Loaded) shownCredentials {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if l.settings.NoSignRequest {
+	if l.Settings.NoSignRequest {
 		return shownCredentials{Source: "none", Location: "--no-sign-request"}
 	}
 	if id := getenv("AWS_ACCESS_KEY_ID"); id != "" && getenv("AWS_SECRET_ACCESS_KEY") != "" {
@@ -38,7 +40,7 @@ func credentialSource(getenv func(string) string, l *loaded) shownCredentials {
 	if f := getenv("AWS_WEB_IDENTITY_TOKEN_FILE"); f != "" {
 		return shownCredentials{Source: "web-identity", Location: "AWS_WEB_IDENTITY_TOKEN_FILE"}
 	}
-	cfg, _ := config.ReadAWSConfig(l.awsConfigFile, false)
+	cfg, _ := config.ReadAWSConfig(l.AWSConfigFile, false)
 	credFile := getenv("AWS_SHARED_CREDENTIALS_FILE")
 	if credFile == "" {
 		credFile = filepath.Join(getenv("HOME"), ".aws", "credentials")
@@ -48,7 +50,7 @@ func credentialSource(getenv func(string) string, l *loaded) shownCredentials {
 		if c == nil {
 			return "", false
 		}
-		v, ok := c.Get(l.profile, key)
+		v, ok := c.Get(l.Profile, key)
 		return v, ok && v != ""
 	}
 	for _, k := range []struct{ key, source string }{
@@ -56,19 +58,19 @@ func credentialSource(getenv func(string) string, l *loaded) shownCredentials {
 		{"credential_process", "process"}, {"web_identity_token_file", "web-identity"},
 	} {
 		if _, ok := has(cfg, k.key); ok {
-			return shownCredentials{Source: k.source, Location: l.awsConfigFile}
+			return shownCredentials{Source: k.source, Location: l.AWSConfigFile}
 		}
 	}
 	if id, ok := has(creds, "aws_access_key_id"); ok {
 		return shownCredentials{Source: "shared-credentials-file", Location: credFile, AccessKey: mask(id)}
 	}
 	if id, ok := has(cfg, "aws_access_key_id"); ok {
-		return shownCredentials{Source: "config-file", Location: l.awsConfigFile, AccessKey: mask(id)}
+		return shownCredentials{Source: "config-file", Location: l.AWSConfigFile, AccessKey: mask(id)}
 	}
 	if getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") != "" || getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") != "" {
 		return shownCredentials{Source: "container-role"}
 	}
-	if isTrue(getenv("AWS_EC2_METADATA_DISABLED")) {
+	if disabled, _ := strconv.ParseBool(strings.TrimSpace(getenv("AWS_EC2_METADATA_DISABLED"))); disabled {
 		return shownCredentials{Source: "none"}
 	}
 	return shownCredentials{Source: "iam-role", Location: "instance metadata, if this is an EC2 instance"}

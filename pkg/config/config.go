@@ -2,8 +2,9 @@
 // CLI's s3 settings plus s3pd's own), the size and rate parsers, the AWS
 // config file reader, the record of where each value came from, and the
 // rules that set the request budget (max_concurrent_requests, or
-// workers x threads, or target_bandwidth). It knows nothing of flags, viper or the environment:
-// cmd/ gathers raw values from each source and hands them to a Resolver.
+// workers x threads, or target_bandwidth), and Load, which resolves the
+// settings from every source in precedence order (load.go says why viper
+// reads the files but does not merge the sources).
 package config
 
 // Settings are the effective, validated values s3pd runs with.
