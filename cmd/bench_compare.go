@@ -12,11 +12,14 @@ import (
 
 // compareOptions are the flags of `s3pd bench compare`.
 type compareOptions struct {
+	// a and b are the two files compared.
+	a, b             string
 	failOnRegression bool
 }
 
-// NewCmdBenchCompare builds `s3pd bench compare A.json B.json`.
-func NewCmdBenchCompare(f *Factory) *cobra.Command {
+// NewCmdBenchCompare builds `s3pd bench compare A.json B.json`. runF,
+// when set, runs instead of runBenchCompare with the parsed options.
+func NewCmdBenchCompare(f *Factory, runF func(*compareOptions) error) *cobra.Command {
 	opts := &compareOptions{}
 	c := &cobra.Command{
 		Use:   "compare [flags] A.json B.json",
@@ -35,7 +38,11 @@ and a figure is worse.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runBenchCompare(f, opts, args[0], args[1])
+			opts.a, opts.b = args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runBenchCompare(f, opts, opts.a, opts.b)
 		},
 	}
 	c.Flags().BoolVar(&opts.failOnRegression, "fail-on-regression", false, "exit 1 when a figure is worse in B (for CI)")

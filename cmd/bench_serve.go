@@ -27,7 +27,8 @@ type benchServeOptions struct {
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
-func NewCmdBenchServe(f *Factory) *cobra.Command {
+// runF, when set, runs instead of runBenchServe with the parsed options.
+func NewCmdBenchServe(f *Factory, runF func(context.Context, *benchServeOptions) error) *cobra.Command {
 	opts := &benchServeOptions{}
 	c := &cobra.Command{
 		Use:   "serve [flags]",
@@ -49,6 +50,9 @@ GETs mid-body (see docs/EMULATOR.md).`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
 			return runBenchServe(c.Context(), f, opts)
 		},
 	}

@@ -22,7 +22,7 @@ func runServe(t *testing.T, args ...string) (endpoint string, stop func() (strin
 	t.Helper()
 	pr, pw := io.Pipe()
 	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
-	c := NewCmdBenchServe(f)
+	c := NewCmdBenchServe(f, nil)
 	c.SetArgs(args)
 	c.SetOut(io.Discard)
 	c.SetErr(io.Discard)
@@ -114,7 +114,7 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 		{"extra-arg"},
 	} {
 		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
-		c := NewCmdBenchServe(f)
+		c := NewCmdBenchServe(f, nil)
 		c.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, args...))
 		c.SetOut(io.Discard)
 		c.SetErr(io.Discard)

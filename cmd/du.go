@@ -13,13 +13,17 @@ import (
 )
 
 type duOptions struct {
+	// url is the argument; flags are the command's, for the settings.
+	url    string
+	flags  *pflag.FlagSet
 	rules  ruleFlags
 	asJSON bool
 	bytes  bool
 }
 
-// NewCmdDu builds `s3pd du`.
-func NewCmdDu(f *Factory) *cobra.Command {
+// NewCmdDu builds `s3pd du`. runF, when set, runs instead of runDu with
+// the parsed options (tests).
+func NewCmdDu(f *Factory, runF func(context.Context, *duOptions) error) *cobra.Command {
 	opts := &duOptions{}
 	c := &cobra.Command{
 		Use:   "du [flags] s3://bucket[/prefix]",
@@ -38,7 +42,11 @@ given. A key with "*" or "?" counts only the keys that match it, and
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runDu(c.Context(), f, c.Flags(), opts, args[0])
+			opts.url, opts.flags = args[0], c.Flags()
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runDu(c.Context(), f, opts.flags, opts, opts.url)
 		},
 	}
 	fs := c.Flags()

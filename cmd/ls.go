@@ -16,11 +16,16 @@ import (
 )
 
 type lsOptions struct {
+	// url is the argument ("": list the buckets).
+	url string
+	// flags are the command's flags, for the settings they set.
+	flags                               *pflag.FlagSet
 	recursive, human, summarize, asJSON bool
 }
 
-// NewCmdLs builds `s3pd ls`.
-func NewCmdLs(f *Factory) *cobra.Command {
+// NewCmdLs builds `s3pd ls`. runF, when set, runs instead of runLs with
+// the parsed options (tests).
+func NewCmdLs(f *Factory, runF func(context.Context, *lsOptions) error) *cobra.Command {
 	opts := &lsOptions{}
 	c := &cobra.Command{
 		Use:   "ls [flags] [s3://bucket[/prefix]]",
@@ -40,10 +45,17 @@ Without a URL, ls lists the buckets the credentials own.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return runLsBuckets(c.Context(), f, c.Flags(), opts)
+			opts.url, opts.flags = "", c.Flags()
+			if len(args) == 1 {
+				opts.url = args[0]
 			}
-			return runLs(c.Context(), f, c.Flags(), opts, args[0])
+			switch {
+			case runF != nil:
+				return runF(c.Context(), opts)
+			case opts.url == "":
+				return runLsBuckets(c.Context(), f, opts.flags, opts)
+			}
+			return runLs(c.Context(), f, opts.flags, opts, opts.url)
 		},
 	}
 	fs := c.Flags()

@@ -126,3 +126,60 @@ func TestBenchOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowseOptions: ls's and du's flags and URL.
+func TestBrowseOptions(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"ls", nil, "url= recursive=false human=false summarize=false json=false"},
+		{"ls", []string{"-r", "-H", "--summarize", "s3://b/p/"}, "url=s3://b/p/ recursive=true human=true summarize=true json=false"},
+		{"du", []string{"--json", "s3://b/p/"}, "url=s3://b/p/ json=true bytes=false"},
+		{"du", []string{"-b", "s3://b/"}, "url=s3://b/ json=false bytes=true"},
+	} {
+		t.Run(tt.cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			var got string
+			var c *cobra.Command
+			if tt.cmd == "ls" {
+				c = NewCmdLs(optionsFactory(), func(_ context.Context, o *lsOptions) error {
+					got = fmt.Sprintf("url=%s recursive=%v human=%v summarize=%v json=%v", o.url, o.recursive, o.human, o.summarize, o.asJSON)
+					return nil
+				})
+			} else {
+				c = NewCmdDu(optionsFactory(), func(_ context.Context, o *duOptions) error {
+					got = fmt.Sprintf("url=%s json=%v bytes=%v", o.url, o.asJSON, o.bytes)
+					return nil
+				})
+			}
+			if err := parse(t, c, tt.args...); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBenchSubcommandOptions: bench compare's files and bench serve's
+// flags, as their runs receive them.
+func TestBenchSubcommandOptions(t *testing.T) {
+	var cmp *compareOptions
+	if err := parse(t, NewCmdBenchCompare(optionsFactory(), func(o *compareOptions) error { cmp = o; return nil }),
+		"--fail-on-regression", "a.json", "b.json"); err != nil {
+		t.Fatal(err)
+	}
+	if cmp.a != "a.json" || cmp.b != "b.json" || !cmp.failOnRegression {
+		t.Errorf("compare: got %+v, want a.json, b.json, fail on regression", *cmp)
+	}
+	var srv *benchServeOptions
+	if err := parse(t, NewCmdBenchServe(optionsFactory(), func(_ context.Context, o *benchServeOptions) error { srv = o; return nil }),
+		"--listen", "127.0.0.1:0", "--backend", "memory", "--ttfb", "30ms", "--bucket", "x", "--bucket", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%s %s %s %v", srv.listen, srv.backend, srv.ttfb, srv.buckets); got != "127.0.0.1:0 memory 30ms [x y]" {
+		t.Errorf("serve: got %s, want 127.0.0.1:0 memory 30ms [x y]", got)
+	}
+}
