@@ -77,7 +77,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
 	opts.sweep.register(fs)
 	fs.IntVar(&opts.repeat, "repeat", 1, "run N rounds and print a summary for each (compare runs with s3pd bench compare)")
-	c.AddCommand(NewCmdBenchServe(f, nil), NewCmdBenchCompare(f, nil), NewCmdBenchDisk(f))
+	c.AddCommand(NewCmdBenchServe(f, nil), NewCmdBenchCompare(f, nil), NewCmdBenchDisk(f, nil))
 	return c
 }
 

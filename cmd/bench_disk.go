@@ -18,8 +18,9 @@ type diskOptions struct {
 	asJSON         bool
 }
 
-// NewCmdBenchDisk builds `s3pd bench disk DIR`.
-func NewCmdBenchDisk(f *Factory) *cobra.Command {
+// NewCmdBenchDisk builds `s3pd bench disk DIR`. runF, when set, runs
+// instead of runBenchDisk with the parsed options and DIR (tests).
+func NewCmdBenchDisk(f *Factory, runF func(o *diskOptions, dir string) error) *cobra.Command {
 	o := &diskOptions{}
 	c := &cobra.Command{
 		Use:   "disk [flags] DIR",
@@ -41,6 +42,9 @@ system beneath, so the figures measure memory, not a disk.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o, args[0])
+			}
 			return runBenchDisk(c, f, o, args[0])
 		},
 	}

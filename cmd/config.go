@@ -7,22 +7,31 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // NewCmdConfig builds `s3pd config`, whose `show` subcommand prints every
-// effective setting and where it came from.
-func NewCmdConfig(f *Factory) *cobra.Command {
+// effective setting and where it came from. runF, when set, runs instead
+// of showSettings with the parsed options (tests).
+func NewCmdConfig(f *Factory, runF func(*configShowOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Inspect s3pd's configuration",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCmdConfigShow(f))
+	cmd.AddCommand(newCmdConfigShow(f, runF))
 	return cmd
 }
 
-func newCmdConfigShow(f *Factory) *cobra.Command {
-	var asJSON bool
+// configShowOptions are config show's flags.
+type configShowOptions struct {
+	// flags are the command's flags, for the settings they set.
+	flags  *pflag.FlagSet
+	asJSON bool
+}
+
+func newCmdConfigShow(f *Factory, runF func(*configShowOptions) error) *cobra.Command {
+	opts := &configShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show [flags]",
 		Short: "Print every effective setting and where it came from",
@@ -36,19 +45,28 @@ Takes the same settings flags as get and bench, so
 shows what a get with those flags would run with. See docs/CONFIG.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := resolveSettings(f, cmd.Flags())
-			if err != nil {
-				return err
+			opts.flags = cmd.Flags()
+			if runF != nil {
+				return runF(opts)
 			}
-			if asJSON {
-				return writeConfigJSON(f, l)
-			}
-			return writeConfigText(f, l)
+			return showSettings(f, opts)
 		},
 	}
 	addSettingsFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&opts.asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// showSettings loads the settings as a transfer would and prints them.
+func showSettings(f *Factory, opts *configShowOptions) error {
+	l, err := resolveSettings(f, opts.flags)
+	if err != nil {
+		return err
+	}
+	if opts.asJSON {
+		return writeConfigJSON(f, l)
+	}
+	return writeConfigText(f, l)
 }
 
 // shownSetting is one line of `config show --json`.

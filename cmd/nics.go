@@ -23,10 +23,14 @@ type nicsOptions struct {
 	discover func(ctx context.Context) (*nics.Report, error)
 }
 
-// NewCmdNics builds `s3pd nics`.
-func NewCmdNics(f *Factory) *cobra.Command { return newCmdNics(f, nil) }
+// NewCmdNics builds `s3pd nics`. runF, when set, runs instead of runNics
+// with the parsed options (tests).
+func NewCmdNics(f *Factory, runF func(context.Context, *nicsOptions) error) *cobra.Command {
+	return newCmdNics(f, nil, runF)
+}
 
-func newCmdNics(f *Factory, discover func(context.Context) (*nics.Report, error)) *cobra.Command {
+// newCmdNics is NewCmdNics with discover in place of nics.Discover.
+func newCmdNics(f *Factory, discover func(context.Context) (*nics.Report, error), runF func(context.Context, *nicsOptions) error) *cobra.Command {
 	if discover == nil {
 		discover = func(ctx context.Context) (*nics.Report, error) { return nics.Discover(ctx, nics.Options{}) }
 	}
@@ -42,6 +46,9 @@ rule per address on a machine with several cards. Prints a ready-to-paste
 spread traffic. See docs/MULTI-NIC.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
 			return runNics(c.Context(), f, opts)
 		},
 	}

@@ -45,7 +45,7 @@ func fakeNicsReport() *nics.Report {
 
 func TestNicsTable(t *testing.T) {
 	f, out := nicsTestFactory()
-	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return fakeNicsReport(), nil })
+	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return fakeNicsReport(), nil }, nil)
 	c.SetArgs(nil)
 	if err := c.Execute(); err != nil {
 		t.Fatalf("nics: %v", err)
@@ -67,7 +67,7 @@ func TestNicsTable(t *testing.T) {
 
 func TestNicsJSON(t *testing.T) {
 	f, out := nicsTestFactory()
-	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return fakeNicsReport(), nil })
+	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return fakeNicsReport(), nil }, nil)
 	c.SetArgs([]string{"--json"})
 	if err := c.Execute(); err != nil {
 		t.Fatalf("nics --json: %v", err)
@@ -84,13 +84,13 @@ func TestNicsJSON(t *testing.T) {
 
 func TestNicsErrorsAndArgs(t *testing.T) {
 	f, _ := nicsTestFactory()
-	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return nil, errors.New("netlink: permission denied") })
+	c := newCmdNics(f, func(context.Context) (*nics.Report, error) { return nil, errors.New("netlink: permission denied") }, nil)
 	c.SetArgs(nil)
 	c.SilenceErrors, c.SilenceUsage = true, true
 	if err := c.Execute(); err == nil || !strings.Contains(err.Error(), "discover interfaces: netlink: permission denied") || exitCode(err) != ExitFailed {
 		t.Errorf("got %v (exit %d), want a discovery error with exit %d", err, exitCode(err), ExitFailed)
 	}
-	c = NewCmdNics(f)
+	c = NewCmdNics(f, nil)
 	c.SetArgs([]string{"extra"})
 	c.SilenceErrors, c.SilenceUsage = true, true
 	if err := c.Execute(); err == nil {
@@ -101,7 +101,7 @@ func TestNicsErrorsAndArgs(t *testing.T) {
 // TestNicsThisMachine runs the real discovery: every machine has a loopback.
 func TestNicsThisMachine(t *testing.T) {
 	f, out := nicsTestFactory()
-	c := NewCmdNics(f)
+	c := NewCmdNics(f, nil)
 	c.SetArgs([]string{"--json"})
 	if err := c.Execute(); err != nil {
 		t.Fatalf("nics: %v", err)

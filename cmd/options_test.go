@@ -183,3 +183,37 @@ func TestBenchSubcommandOptions(t *testing.T) {
 		t.Errorf("serve: got %s, want 127.0.0.1:0 memory 30ms [x y]", got)
 	}
 }
+
+// TestOtherCommandOptions: config show, shards check, bench disk and
+// nics hand their runs what their flags and arguments say.
+func TestOtherCommandOptions(t *testing.T) {
+	var show *configShowOptions
+	if err := parse(t, NewCmdConfig(optionsFactory(), func(o *configShowOptions) error { show = o; return nil }), "show", "--json", "--workers", "4"); err != nil {
+		t.Fatal(err)
+	}
+	if !show.asJSON || !show.flags.Changed("workers") {
+		t.Errorf("config show: json %v, --workers changed %v; want both", show.asJSON, show.flags.Changed("workers"))
+	}
+	var files []string
+	if err := parse(t, NewCmdShards(optionsFactory(), func(f []string) error { files = f; return nil }), "check", "a.json", "b.json"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(files, ",") != "a.json,b.json" {
+		t.Errorf("shards check: files %q, want a.json, b.json", files)
+	}
+	var disk *diskOptions
+	var dir string
+	if err := parse(t, NewCmdBenchDisk(optionsFactory(), func(o *diskOptions, d string) error { disk, dir = o, d; return nil }), "--files", "2", "--file-size", "1GiB", "/mnt"); err != nil {
+		t.Fatal(err)
+	}
+	if disk.opts.Files != 2 || disk.fileSize != "1GiB" || dir != "/mnt" {
+		t.Errorf("bench disk: files %d size %q dir %q, want 2, 1GiB, /mnt", disk.opts.Files, disk.fileSize, dir)
+	}
+	var nicsOpts *nicsOptions
+	if err := parse(t, NewCmdNics(optionsFactory(), func(_ context.Context, o *nicsOptions) error { nicsOpts = o; return nil }), "--json"); err != nil {
+		t.Fatal(err)
+	}
+	if !nicsOpts.asJSON {
+		t.Errorf("nics: json not set")
+	}
+}

@@ -12,8 +12,9 @@ import (
 	"github.com/s3pd/s3pd/pkg/shard"
 )
 
-// NewCmdShards builds `s3pd shards`, the fleet's view of a split.
-func NewCmdShards(f *Factory) *cobra.Command {
+// NewCmdShards builds `s3pd shards`, the fleet's view of a split. runF,
+// when set, runs instead of runShardsCheck with the files (tests).
+func NewCmdShards(f *Factory, runF func(files []string) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "shards",
 		Short: "Check that a fleet's shards together covered a listing exactly once",
@@ -37,7 +38,12 @@ file cannot be read.`,
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, args []string) error { return runShardsCheck(f, args) },
+		RunE: func(_ *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(args)
+			}
+			return runShardsCheck(f, args)
+		},
 	})
 	return c
 }
