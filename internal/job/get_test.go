@@ -91,3 +91,30 @@ func TestNewGet(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleObjectFirstRangeOnce: the probe's first range is the run's
+// first part: a 1 MiB object in 256 KiB parts costs four GETs (and the
+// checksums' HEAD), not five.
+func TestSingleObjectFirstRangeOnce(t *testing.T) {
+	lanes, ts := emuLanes(t)
+	ts.ResetStats()
+	g, err := NewGet(context.Background(), GetSpec{
+		Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: 256 << 10,
+			Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+		URL: "s3://bench/p/00000000", Dest: "",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	e, err := transfer.New(g.Source.Lanes, g.Sink, transfer.Options{PartSize: 256 << 10, Threshold: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := e.Run(context.Background()); err != nil || sum.Objects != 1 || sum.Bytes != 1<<20 {
+		t.Fatalf("run: %+v, %v; want one object of 1 MiB", sum, err)
+	}
+	if st := ts.Stats(); st.GetRequests != 4 || st.HeadRequests != 1 {
+		t.Errorf("%d GETs and %d HEADs, want 4 and 1", st.GetRequests, st.HeadRequests)
+	}
+}
