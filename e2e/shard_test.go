@@ -66,6 +66,7 @@ type shardLine struct {
 		ListingObjects int64   `json:"listing_objects"`
 		ListingBytes   int64   `json:"listing_bytes"`
 		ListingUnsized int64   `json:"listing_unsized"`
+		Unsized        int64   `json:"unsized"`
 		ListingHash    string  `json:"listing_hash"`
 		Index          int64   `json:"first_index"`
 		FirstKey       string  `json:"first_key"`

@@ -120,11 +120,30 @@ func idOf(st fs.FileInfo) fileID {
 }
 
 func object(key, name string, st fs.FileInfo) transfer.Object {
-	size := st.Size()
-	if size == 0 && sizeless(key) {
-		size = -1 // read to the end to learn it
+	o := transfer.Object{Key: key, Name: name, Size: st.Size(), ModTime: st.ModTime()}
+	if o.Size == 0 && sizeless(key) {
+		o.Size, o.Err = readSize(key) // read to the end to learn it
 	}
-	return transfer.Object{Key: key, Name: name, Size: size, ModTime: st.ModTime()}
+	return o
+}
+
+// readSize reads a file that reports no size to its end (at most
+// maxSizeless bytes) and returns how many bytes it gave. Open reads it
+// again and reports the file modified when it then gives another count.
+func readSize(p string) (int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, transfer.Permanent(fmt.Errorf("open %s: %w", p, unwrapPath(err)))
+	}
+	defer f.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(f, maxSizeless+1))
+	switch {
+	case err != nil:
+		return 0, transfer.Permanent(fmt.Errorf("read %s: %w", p, unwrapPath(err)))
+	case n > maxSizeless:
+		return 0, transfer.Permanent(fmt.Errorf("%s reports size 0 but holds more than %d bytes", p, maxSizeless))
+	}
+	return n, nil
 }
 
 // sizeless reports whether the zero-size file p lives on a file system
@@ -254,10 +273,10 @@ func (s *Source) Open(_ context.Context, obj *transfer.Object, off, n int64) (*t
 	}
 	size := st.Size()
 	if size == 0 && obj.Size != 0 {
-		// Listed without a size (or with the size its first read
-		// found): the file's contents are what reading it gives.
+		// Listed with the size its first read found: the file's
+		// contents are what reading it gives.
 		b, err := openSizeless(f, obj, off, n)
-		if err == nil && obj.Size >= 0 && b.Size != obj.Size {
+		if err == nil && b.Size != obj.Size {
 			return nil, transfer.Permanent(fmt.Errorf("%s: read %d bytes, first read %d: %w", obj.Key, b.Size, obj.Size, transfer.ErrModified))
 		}
 		return b, err

@@ -214,7 +214,8 @@ func (r *resolver) add(o transfer.Object) error {
 			defer func() { <-r.sem }()
 			s, err := r.stat(r.ctx, o.Key)
 			if err != nil {
-				return // left unknown: the engine probes it and reports its error
+				p.obj.Err = fmt.Errorf("look up its size: %w", err) // this entry fails alone
+				return
 			}
 			p.obj.Size, p.obj.ETag, p.obj.ModTime = s.Size, s.ETag, s.ModTime
 			p.obj.ChecksumAlgorithm, p.obj.Checksums = s.ChecksumAlgorithm, s.Checksums

@@ -600,34 +600,26 @@ func TestAnErrorWithASkipReasonSkips(t *testing.T) {
 	}
 }
 
-func TestUnknownSizeIsLearnedFromTheFirstRange(t *testing.T) {
+func TestAnObjectOfUnknownSizeFailsWithoutARequest(t *testing.T) {
 	src := transfertest.NewSource()
-	full := src.Add("k", transfertest.Data("k", 3*part+7))
-	url := plainLister{&transfertest.Lister{Objects: []transfer.Object{{Key: "k", Name: "k", Size: -1}}}} // given by URL: nothing known
-	src.Fault = func(_ string, off, _ int64, attempt int) error {
-		if off == 0 && attempt == 1 {
-			return &transfer.ShortBodyError{Got: 0, Want: 1} // retried
-		}
-		return nil
-	}
+	src.Add("k", transfertest.Data("k", 3*part+7))
+	url := plainLister{&transfertest.Lister{Objects: []transfer.Object{{Key: "k", Name: "k", Size: -1}}}}
 	sink := transfertest.NewSink()
 	sum, rec := run(t, src, sink, transfer.Options{Lister: url})
-	r := result(t, rec, "k")
-	if r.Err != nil || r.Object.Size != full.Size || r.Object.ETag != full.ETag || sum.Retries != 1 {
-		t.Fatalf("result %+v, %d retries; want size %d and ETag %s learned after one retry", r, sum.Retries, full.Size, full.ETag)
+	if r := result(t, rec, "k"); r.Err == nil || transfer.Retriable(r.Err) || sum.Failed != 1 || len(src.Opens()) != 0 || sink.Creates() != 0 {
+		t.Fatalf("error %v, %d requests, %d files; want a permanent failure before any request or file", r.Err, len(src.Opens()), sink.Creates())
 	}
-	wantCommitted(t, sink, src, "k")
 }
 
-func TestAListedSizeAboveTheLargestObjectIsConfirmedFirst(t *testing.T) {
+func TestAListedSizeAboveTheLargestObjectFailsFirst(t *testing.T) {
 	src := transfertest.NewSource()
 	o := src.Add("k", transfertest.Data("k", 10))
 	o.Size = transfer.MaxObjectSize + 1
 	src.Put(o, src.Data("k"))
 	sink := transfertest.NewSink()
 	_, rec := run(t, src, sink, transfer.Options{})
-	if r := result(t, rec, "k"); !errors.Is(r.Err, transfer.ErrModified) || sink.Creates() != 0 {
-		t.Fatalf("error %v, %d files created; want ErrModified before any file", r.Err, sink.Creates())
+	if r := result(t, rec, "k"); r.Err == nil || len(src.Opens()) != 0 || sink.Creates() != 0 {
+		t.Fatalf("error %v, %d requests, %d files created; want a failure before any request or file", r.Err, len(src.Opens()), sink.Creates())
 	}
 }
 

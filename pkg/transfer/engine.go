@@ -304,7 +304,6 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				}
 				t := e.newObject(gctx, o)
 				if err := t.start(); err != nil {
-					closeBody(t.first)
 					t.finish(Result{Err: err})
 					<-open
 					continue
@@ -367,26 +366,19 @@ func (e *Engine) summary() Summary {
 	return s
 }
 
-// MaxObjectSize is the largest object S3 stores (50 TB). A listed size
-// above it is confirmed by a response before anything is sized from it.
+// MaxObjectSize is the largest object S3 stores (50 TB). An object
+// listed larger fails before anything is sized from it.
 const MaxObjectSize = 50_000_000_000_000
 
 // MaxParts is the most parts one object is fetched in, as S3 allows for
 // an upload: a larger object gets larger parts.
 const MaxParts = 10_000
 
-// plan returns the length of an object's first part and of the others:
-// the part size, raised where needed so that no object is cut into more
-// than MaxParts parts (there is no lower bound: tests use parts of a few
-// bytes). A first range already open (from resolving the object) is the
-// first part, whatever its length.
-func (e *Engine) plan(size int64, first *Body) (firstLen, partSize int64) {
-	partSize = max(e.opts.PartSize, ceilDiv(size, MaxParts))
-	if first == nil {
-		return partSize, partSize
-	}
-	firstLen = max(first.Len, 1)
-	return firstLen, max(e.opts.PartSize, ceilDiv(size-firstLen, MaxParts-1))
+// plan returns the length of an object's parts: the part size, raised
+// where needed so that no object is cut into more than MaxParts parts
+// (there is no lower bound: tests use parts of a few bytes).
+func (e *Engine) plan(size int64) int64 {
+	return max(e.opts.PartSize, ceilDiv(size, MaxParts))
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
@@ -394,27 +386,5 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 func closeBody(b *Body) {
 	if b != nil {
 		b.Close()
-	}
-}
-
-// probe opens the first part of an object of unknown size, retrying what
-// can be retried.
-func (e *Engine) probe(ctx context.Context, o *Object) (*Body, error) {
-	n := e.opts.PartSize
-	for attempt := 1; ; attempt++ {
-		l := e.pickLane(n)
-		b, err := e.open(ctx, l, o, 0, n)
-		l.outstanding.Add(-n)
-		if err == nil {
-			return b, nil
-		}
-		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
-			return nil, err
-		}
-		e.retries.Add(1)
-		e.opts.Observer.Retry(*o, 0, err)
-		if serr := sleep(ctx, e.opts.Backoff.Delay(attempt)); serr != nil {
-			return nil, err
-		}
 	}
 }

@@ -72,16 +72,16 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 
 // fetch moves bytes [off, off+n) of o into f, asking the source for ask
 // bytes (-1: the whole object, without a Range), retrying and resuming
-// from the last byte received. first, if not nil, is already open.
+// from the last byte received.
 // held, if not nil, is the request slot the first attempt already has.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, first *Body, c *verifier, ps *partSum, held *slot) (int64, error) {
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, c *verifier, ps *partSum, held *slot) (int64, error) {
 	pool := &e.bufs
 	if n <= smallBuffer {
 		pool = &e.small // a small object does not hold a large buffer
 	}
 
 	var done int64
-	body := first
+	var body *Body
 	throttles := 0
 	for attempt := 1; ; attempt++ {
 		var s slot

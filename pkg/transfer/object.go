@@ -19,7 +19,6 @@ type object struct {
 	began time.Time
 
 	// Set by start.
-	first  *Body // the first range, open when learnSize opened it
 	f      File
 	verify *verifier // nil: nothing is verified
 	// pctx ends when a part fails (cancel), so its siblings stop.
@@ -30,16 +29,16 @@ type object struct {
 	whole         *partSum     // the running sums of a one-request fetch
 
 	// The plan, guarded by the scheduler's lock.
-	oneRequest         bool  // fetched whole, without a Range
-	firstLen, partSize int64 // the first range's length and the others'
-	next               int64 // the first byte not yet planned
-	window             int64 // the file's order window, 0 for none
-	written            prefix
-	running            int   // ranges started and not ended
-	err                error // the first part's failure
-	planningStopped    bool
-	ended              bool
-	done               chan struct{} // closed once planning stopped and running is 0
+	oneRequest      bool  // fetched whole, without a Range
+	partSize        int64 // the length of every range but the last
+	next            int64 // the first byte not yet planned
+	window          int64 // the file's order window, 0 for none
+	written         prefix
+	running         int   // ranges started and not ended
+	err             error // the first part's failure
+	planningStopped bool
+	ended           bool
+	done            chan struct{} // closed once planning stopped and running is 0
 }
 
 // newObject reports o started and returns its transfer.
@@ -66,7 +65,7 @@ func (t *object) start() error {
 	if e.opts.DryRun {
 		return &SkipError{Reason: DryRunReason}
 	}
-	if err := t.learnSize(); err != nil {
+	if err := checkSize(o); err != nil {
 		return err
 	}
 	f, err := e.sink.Create(t.ctx, *o)
@@ -74,9 +73,9 @@ func (t *object) start() error {
 		return err
 	}
 	t.f = f
-	t.oneRequest = t.first == nil && o.Size < e.opts.Threshold
+	t.oneRequest = o.Size < e.opts.Threshold
 	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest)
-	t.firstLen, t.partSize = e.plan(o.Size, t.first)
+	t.partSize = e.plan(o.Size)
 	if w, ok := f.(OrderWindow); ok {
 		t.window = w.OrderWindow()
 	}
@@ -99,30 +98,17 @@ func (e *Engine) skip(ctx context.Context, o *Object) error {
 	return e.verifyExisting(ctx, o, err)
 }
 
-// learnSize confirms a size before anything is sized from it. A listed
-// size above S3's largest object is confirmed by the first range; an
-// object of unknown size (a manifest entry without one) learns its size,
-// ETag and modification time from its first range, which its first part
-// then reads.
-func (t *object) learnSize() error {
-	e, o := t.e, &t.o
-	if o.Size <= MaxObjectSize && o.Size >= 0 {
-		return nil
-	}
-	b, err := e.probe(t.ctx, o)
-	if err != nil {
-		return err
-	}
-	t.first = b
-	if o.Size > MaxObjectSize && t.first.Size != o.Size {
-		return Permanent(fmt.Errorf("listed size %d, the server's %d: %w", o.Size, t.first.Size, ErrModified))
-	}
-	o.Size = t.first.Size
-	if o.ETag == "" {
-		o.ETag = t.first.ETag
-	}
-	if o.ModTime.IsZero() {
-		o.ModTime = t.first.ModTime
+// checkSize refuses an object whose size is not known, or is larger
+// than any S3 object (a listing that says so is wrong, and nothing, a file
+// or a plan, is sized from it). Sources and listers give every object its
+// size: a single object's is learned by a probe before the run, a
+// manifest entry's by a lookup.
+func checkSize(o *Object) error {
+	switch {
+	case o.Size < 0:
+		return Permanent(errors.New("size unknown: the source gave none"))
+	case o.Size > MaxObjectSize:
+		return Permanent(fmt.Errorf("listed size %d is larger than any object (%d bytes)", o.Size, int64(MaxObjectSize)))
 	}
 	return nil
 }
@@ -130,23 +116,19 @@ func (t *object) learnSize() error {
 // runRange moves one range of the object into its file, holding a
 // request slot for its first attempt, and tells the scheduler it ended.
 func (t *object) runRange(r span, s slot) {
-	var b *Body
-	if r.off == 0 {
-		b, t.first = t.first, nil
-	}
 	var err error
 	if r.whole {
-		err = t.fetchWhole(b, s)
+		err = t.fetchWhole(s)
 	} else {
-		err = t.part(r.off, r.n, b, s)
+		err = t.part(r.off, r.n, s)
 	}
 	t.e.sched.ended(t, r, err)
 }
 
 // fetchWhole fetches the object in one request, without a Range.
-func (t *object) fetchWhole(b *Body, s slot) error {
+func (t *object) fetchWhole(s slot) error {
 	t.whole = t.verify.partSum()
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, b, t.verify, t.whole, &s)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s)
 	t.moved.Add(got)
 	return err
 }
@@ -159,12 +141,12 @@ func (t *object) fetchWhole(b *Body, s slot) error {
 // A part this run is interrupted in journals the prefix it wrote, with its
 // running CRC, so that an early Ctrl-C on large parts does not start them
 // over.
-func (t *object) part(off, n int64, b *Body, s slot) error {
+func (t *object) part(off, n int64, s slot) error {
 	journal, _ := t.f.(Journal)
 	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
 	var kept int64
-	if journal != nil && b == nil {
+	if journal != nil {
 		if have, sum := journal.Completed(off, n); have == n || have > 0 && !whole {
 			if r, ok := t.verify.readBack(t.f, off, have, sum); ok {
 				t.reused.Add(have)
@@ -178,7 +160,7 @@ func (t *object) part(off, n int64, b *Body, s slot) error {
 			}
 		}
 	}
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, b, t.verify, ps, &s)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s)
 	t.moved.Add(got)
 	if err != nil {
 		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
@@ -206,7 +188,6 @@ func (t *object) part(off, n int64, b *Body, s slot) error {
 func (t *object) wait() Result {
 	<-t.done
 	t.cancel()
-	closeBody(t.first) // a first range no part took: the run ended first
 	err := t.err
 	if err == nil && t.next < t.o.Size {
 		err = t.ctx.Err() // interrupted before every range started
@@ -254,7 +235,6 @@ func (t *object) discard(err error) error {
 // run transfers the object from start to finish and returns its outcome.
 func (t *object) run() Result {
 	if err := t.start(); err != nil {
-		closeBody(t.first)
 		return Result{Err: err}
 	}
 	t.e.sched.add(t)

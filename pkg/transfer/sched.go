@@ -191,11 +191,7 @@ func (t *object) mayStart(threads int) bool {
 
 // peek returns the offset and length of the object's next range.
 func (t *object) peek() (off, n int64) {
-	n = t.partSize
-	if t.next == 0 {
-		n = t.firstLen
-	}
-	return t.next, min(n, t.o.Size-t.next)
+	return t.next, min(t.partSize, t.o.Size-t.next)
 }
 
 // plan returns the object's next range and moves past it.

@@ -19,8 +19,9 @@ type Object struct {
 	// Name is the object's slash-separated path relative to the
 	// destination root; the sink maps it to a place.
 	Name string
-	// Size is the object's size in bytes, or -1 when unknown: the engine
-	// then learns it from the first range's response.
+	// Size is the object's size in bytes. A lister gives every object its
+	// size; -1 (unknown) is only a step between a lister and a decorator
+	// that looks it up, and the engine fails an object that still has it.
 	Size int64
 	// ETag pins the object's version for every later range (If-Match).
 	ETag string
