@@ -103,7 +103,7 @@ func runBench(ctx context.Context, f *Factory, opts *benchOptions) error {
 		return err
 	}
 	opts.output.report.origins = origins
-	if err := f.startLogger(settings); err != nil {
+	if err := f.startLogger(settings, origins); err != nil {
 		return err
 	}
 	url := "s3://bench/"

@@ -16,11 +16,9 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, t s3store.Ta
 	if err != nil {
 		return nil, err
 	}
-	log, err := newLogger(f.IO.ErrOut, settings.LogLevel, settings.LogFormat)
-	if err != nil {
+	if err := f.startLogger(settings, nil); err != nil {
 		return nil, err
 	}
-	f.Logger = log
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}

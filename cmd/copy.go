@@ -176,7 +176,7 @@ func runCopy(ctx context.Context, f *Factory, opts *copyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := f.startLogger(settings); err != nil {
+	if err := f.startLogger(settings, origins); err != nil {
 		return err
 	}
 	spec, err := opts.scale.spec(f.Getenv)

@@ -54,8 +54,6 @@ type Factory struct {
 	LogJSON bool
 	// JSON, when set, is where the run's --json lines go.
 	JSON io.Writer
-	// warnings are said once the logger exists (settings overridden).
-	warnings []string
 }
 
 // onExit runs fn when the command ends, whatever its outcome.

@@ -184,7 +184,7 @@ func runGet(ctx context.Context, f *Factory, opts *getOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := f.startLogger(settings); err != nil {
+	if err := f.startLogger(settings, origins); err != nil {
 		return err
 	}
 	return download(ctx, f, opts, u, spec, settings, origins)

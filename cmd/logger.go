@@ -31,16 +31,19 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
 }
 
-// startLogger builds the run's logger from its settings and records
-// whether stderr carries JSON.
-func (f *Factory) startLogger(s config.Settings) error {
+// startLogger builds the run's logger from its settings, records whether
+// stderr carries JSON and says the warnings of settings overridden (none
+// when origins is nil).
+func (f *Factory) startLogger(s config.Settings, origins *config.Origins) error {
 	log, err := newLogger(f.IO.ErrOut, s.LogLevel, s.LogFormat)
 	if err != nil {
 		return err
 	}
 	f.Logger, f.LogJSON = log, s.LogFormat == "json"
-	for _, w := range f.warnings {
-		log.Warn(w)
+	if origins != nil {
+		for _, w := range origins.Warnings() {
+			log.Warn(w)
+		}
 	}
 	return nil
 }
