@@ -11,7 +11,7 @@ import (
 // openSource resolves the settings of a command that reads a bucket
 // without transferring (ls, du) and returns a source over it, built as
 // get builds its first lane.
-func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, t s3store.Target) (*s3store.Source, error) {
+func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (*s3store.Source, error) {
 	settings, _, err := loadSettings(f, fs)
 	if err != nil {
 		return nil, err
@@ -22,7 +22,7 @@ func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, t s3store.Ta
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newS3Lanes(ctx, f, settings, t.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, tls, t.Bucket)
 	if err != nil {
 		return nil, startError(ctx, err)
 	}

@@ -402,7 +402,7 @@ func (r *copyRun) localToS3(ctx context.Context) error {
 func (r *copyRun) clientOptions() s3store.ClientOptions {
 	s := r.settings
 	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, TLS: r.f.TLS, OnRetry: r.f.logRetry}
+		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, OnRetry: r.f.logRetry}
 }
 
 func (r *copyRun) uploadOptions(prefix string) s3store.UploadOptions {

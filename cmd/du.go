@@ -13,6 +13,9 @@ import (
 )
 
 type duOptions struct {
+	// tls is how servers' certificates are checked (--ca-bundle,
+	// --no-verify-ssl).
+	tls s3store.TLS
 	// url is the argument; flags are the command's, for the settings.
 	url    string
 	flags  *pflag.FlagSet
@@ -51,7 +54,7 @@ given. A key with "*" or "?" counts only the keys that match it, and
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
-	registerTLSFlags(fs, &f.TLS)
+	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	opts.rules.register(fs)
 	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line of type "usage" (docs/JSON.md)`)
@@ -82,7 +85,7 @@ func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, 
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
+	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"io"
 	"os"
 
@@ -44,9 +43,6 @@ type Factory struct {
 	Getenv func(string) string
 	// Logger is built by the root command from --log-level/--log-format.
 	Logger *zap.Logger
-	// TLS is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	TLS s3store.TLS
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
 	// LogJSON: the logger writes JSON (--log-format json), so every line

@@ -23,6 +23,9 @@ import (
 // getOptions are get's own flags; the shared settings come from
 // loadSettings.
 type getOptions struct {
+	// tls is how servers' certificates are checked (--ca-bundle,
+	// --no-verify-ssl).
+	tls s3store.TLS
 	// src and dest are the arguments (dest "" with --benchmark).
 	src, dest string
 	// flags are the command's flags, for the settings they set.
@@ -149,7 +152,7 @@ dropped.`,
 	opts.output.report.register(fs)
 	opts.rules.register(fs)
 	opts.scale.register(fs)
-	registerTLSFlags(fs, &f.TLS)
+	registerTLSFlags(fs, &opts.tls)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
@@ -258,7 +261,7 @@ func download(ctx context.Context, f *Factory, opts *getOptions, u s3store.URL, 
 		}
 	}
 	planNICs(f, &settings, opts.output.dryRun)
-	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}

@@ -16,9 +16,9 @@ import (
 // newS3Lanes builds one S3 client per network card named by --nics (one
 // in all without it), each with its own connection pool. Every client
 // spreads its connections over all the addresses the endpoint resolves
-// to, checks certificates as f.TLS says, and logs the retries of listing
+// to, checks certificates as tls says, and logs the retries of listing
 // and HEAD requests as they happen.
-func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket string) ([]job.S3Lane, error) {
+func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, tls s3store.TLS, bucket string) ([]job.S3Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer
@@ -38,7 +38,7 @@ func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, bucket strin
 	}
 	copts := s3store.ClientOptions{
 		Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, TLS: f.TLS, OnRetry: f.logRetry,
+		NoSignRequest: s.NoSignRequest, TLS: tls, OnRetry: f.logRetry,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
 	var out []job.S3Lane

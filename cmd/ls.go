@@ -16,6 +16,9 @@ import (
 )
 
 type lsOptions struct {
+	// tls is how servers' certificates are checked (--ca-bundle,
+	// --no-verify-ssl).
+	tls s3store.TLS
 	// url is the argument ("": list the buckets).
 	url string
 	// flags are the command's flags, for the settings they set.
@@ -60,7 +63,7 @@ Without a URL, ls lists the buckets the credentials own.`,
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
-	registerTLSFlags(fs, &f.TLS)
+	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")
 	fs.BoolVarP(&opts.human, "human-readable", "H", false, "sizes in binary units (KiB, MiB, ...)")
@@ -85,7 +88,7 @@ func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, 
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, s3store.Target{Bucket: u.Bucket})
+	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{Bucket: u.Bucket})
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions) error {
-	src, err := openSource(ctx, f, fs, s3store.Target{})
+	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{})
 	if err != nil {
 		return err
 	}
