@@ -140,8 +140,6 @@ func TunedConnections(target, maxBandwidth int64) int {
 	return int(max(1, min(n, MaxTunedConnections)))
 }
 
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
-
 // Validate checks every value against its bounds; the error is a
 // *SettingError without an origin.
 func (s Settings) Validate() error {

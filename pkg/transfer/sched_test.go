@@ -20,7 +20,6 @@ type crowdSource struct {
 	want     int64
 	inFlight atomic.Int64
 	peak     atomic.Int64
-	mu       sync.Mutex
 	reached  chan struct{}
 	once     sync.Once
 }
@@ -84,7 +83,6 @@ type windowFile struct {
 	mu      sync.Mutex
 	filled  map[int64]bool // offsets of the parts written
 	written atomic.Int64   // contiguous bytes written from 0
-	part    int64
 }
 
 func (f *windowFile) OrderWindow() int64 { return f.window }
