@@ -84,7 +84,9 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	return c
 }
 
-func runBench(ctx context.Context, f *Factory, opts *benchOptions) error {
+func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
 	if err := opts.output.openRoute(f, false); err != nil {
 		return err
 	}
@@ -101,7 +103,7 @@ func runBench(ctx context.Context, f *Factory, opts *benchOptions) error {
 	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
 		return usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
 	}
-	settings, origins, err := loadSettings(f, opts.flags)
+	settings, origins, err := loadSettings(f.Factory, opts.flags)
 	if err != nil {
 		return err
 	}
@@ -172,11 +174,11 @@ func runBench(ctx context.Context, f *Factory, opts *benchOptions) error {
 // benchRounds runs n rounds of a bench, each with its own summary (and
 // report, which the next round's replaces), and stops at the first
 // round that fails.
-func benchRounds(ctx context.Context, f *Factory, n int, round func(outputFlags) error, out outputFlags) error {
+func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) error, out outputFlags) error {
 	for i := 1; i <= n; i++ {
 		if n > 1 {
 			out.report.round = i
-			if w := out.textOut(f); w != nil {
+			if w := out.textOut(f.Factory); w != nil {
 				fmt.Fprintf(w, "round %d of %d\n", i, n)
 			}
 		}

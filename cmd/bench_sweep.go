@@ -105,8 +105,8 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 }
 
 // runSweep measures each cell over fresh lanes into a discard sink.
-func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
-	text, js := opts.output.textOut(f), opts.output.jsonOut(f)
+func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
+	text, js := opts.output.textOut(f.Factory), opts.output.jsonOut(f.Factory)
 	const row = "%10s %9s %9s %11s %13s  %s\n"
 	if text != nil {
 		fmt.Fprintf(text, "sweep: %d settings, %s each\n", len(cells), opts.sweep.per)
@@ -163,7 +163,7 @@ func runSweep(ctx context.Context, f *Factory, s config.Settings, u s3store.URL,
 			fmt.Sprintf("Written by s3pd bench --sweep on %s at %s:", host, time.Now().UTC().Format(time.RFC3339)),
 			fmt.Sprintf("%.3f Gibps from %s with %s parts and %d requests in flight.", best.Gibps, opts.output.report.source, config.FormatSize(best.PartSize), best.Requests),
 		}
-		path, err := saveUserPreset(f, name, sweep.Preset(best, comment))
+		path, err := saveUserPreset(f.Factory, name, sweep.Preset(best, comment))
 		if err != nil {
 			return err
 		}

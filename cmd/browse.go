@@ -11,8 +11,8 @@ import (
 // openSource resolves the settings of a command that reads a bucket
 // without transferring (ls, du) and returns a source over it, built as
 // get builds its first lane.
-func openSource(ctx context.Context, f *Factory, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (*s3store.Source, error) {
-	settings, _, err := loadSettings(f, fs)
+func openSource(ctx context.Context, f *runEnv, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (*s3store.Source, error) {
+	settings, _, err := loadSettings(f.Factory, fs)
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ S3 to local: as get.`,
 
 // copyRun is one resolved copy: its settings, and what runEngine needs.
 type copyRun struct {
-	f        *Factory
+	f        *runEnv
 	opts     *copyOptions
 	settings config.Settings
 	origins  *config.Origins
@@ -133,7 +133,9 @@ type copyRun struct {
 	listed *job.Listed
 }
 
-func runCopy(ctx context.Context, f *Factory, opts *copyOptions) error {
+func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
 	dst := opts.dst
 	if opts.benchmark && dst != "" {
 		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
@@ -172,7 +174,7 @@ func runCopy(ctx context.Context, f *Factory, opts *copyOptions) error {
 	if err := opts.output.openRoute(f, dst == "-"); err != nil {
 		return err
 	}
-	settings, origins, err := loadSettings(f, opts.flags)
+	settings, origins, err := loadSettings(f.Factory, opts.flags)
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (r *copyRun) download(ctx context.Context) error {
 	g := &getOptions{src: r.src, dest: r.dst, flags: r.opts.flags, benchmark: r.opts.benchmark,
 		output: r.opts.output, rules: r.opts.rules, scale: r.opts.scale, req: r.opts.req, delete: r.opts.delete}
 	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber = r.opts.overwrite, r.opts.noLock, r.opts.noClobber
-	u, spec, err := g.check(r.f)
+	u, spec, err := g.check(r.f.Factory)
 	if err != nil {
 		return err
 	}
@@ -474,7 +476,7 @@ func (r *copyRun) s3ToS3(ctx context.Context, threshold int64, crossStore bool) 
 	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
 	if r.opts.scale.manifest != "" {
 		su.Key, su.Prefix = manifestPrefix(su.Key), true
-		r.scale.readManifest(r.f, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, base.With(target))
+		r.scale.readManifest(r.f.Factory, r.settings, r.opts.scale.manifest, su.Bucket, su.Key, base.With(target))
 	}
 	spec := job.S3Spec{Lanes: []job.S3Lane{{Name: "default", Base: base}}, Target: target, Key: su.Key, Prefix: su.Prefix,
 		FirstRange: r.settings.PartSize, FanOut: cmp.Or(r.opts.scale.fanOut, defaultFanOut), ServerSide: !crossStore}

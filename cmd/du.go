@@ -80,7 +80,9 @@ func newUsageLine(url string, u s3store.Usage) usageLine {
 	return usageLine{header: newHeader(lineUsage), URL: url, Objects: u.Objects, Bytes: u.Bytes}
 }
 
-func runDu(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) error {
+func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
 	u, err := opts.rules.parseSource(arg)
 	if err != nil {
 		return usageError(err)

@@ -41,19 +41,61 @@ type Factory struct {
 	Version string
 	// Getenv reads the environment (os.Getenv unless a test replaces it).
 	Getenv func(string) string
-	// Logger is built by the root command from --log-level/--log-format.
+}
+
+// runEnv is what one run of a command builds as it starts and hands
+// down, so that the Factory never changes during a command: the logger
+// made from the run's settings, whether stderr carries JSON, where the
+// run's --json lines go, and the files to close when it ends.
+type runEnv struct {
+	*Factory
+	// Logger is built by startLogger from --log-level/--log-format.
 	Logger *zap.Logger
-	// exits run when the command ends (files it opened for its output).
-	exits []func()
 	// LogJSON: the logger writes JSON (--log-format json), so every line
 	// on stderr must be JSON.
 	LogJSON bool
-	// JSON, when set, is where the run's --json lines go.
+	// JSON, once the engine runs, is where the run's --json lines go;
+	// the error line of a failed run goes there too.
 	JSON io.Writer
+	// exits run when the command ends (files it opened for its output).
+	exits []func()
 }
 
+// newRunEnv starts the environment of one run of a command.
+func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f} }
+
 // onExit runs fn when the command ends, whatever its outcome.
-func (f *Factory) onExit(fn func()) { f.exits = append(f.exits, fn) }
+func (e *runEnv) onExit(fn func()) { e.exits = append(e.exits, fn) }
+
+// end ends the run, deferred with the command's error: it flushes the
+// logger and runs the exits, or, when the run failed, hands itself to
+// Execute with the error, which writes the error line where the run's
+// lines go before it runs the exits.
+func (e *runEnv) end(err *error) {
+	if e.Logger != nil {
+		e.Logger.Sync()
+	}
+	if *err != nil {
+		*err = &runError{err: *err, env: e}
+		return
+	}
+	e.runExits()
+}
+
+func (e *runEnv) runExits() {
+	for _, fn := range e.exits {
+		fn()
+	}
+}
+
+// runError is a failed run's error with the run's environment.
+type runError struct {
+	err error
+	env *runEnv
+}
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
 
 // Exit codes shared by every command.
 const (

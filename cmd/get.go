@@ -170,8 +170,10 @@ dropped.`,
 
 // runGet checks get's flags, loads the settings and builds the logger,
 // then downloads.
-func runGet(ctx context.Context, f *Factory, opts *getOptions) error {
-	u, spec, err := opts.check(f)
+func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
+	u, spec, err := opts.check(fac)
 	if err != nil {
 		return err
 	}
@@ -183,7 +185,7 @@ func runGet(ctx context.Context, f *Factory, opts *getOptions) error {
 	if err := opts.output.report.check(opts.dest); err != nil {
 		return err
 	}
-	settings, origins, err := loadSettings(f, opts.flags)
+	settings, origins, err := loadSettings(fac, opts.flags)
 	if err != nil {
 		return err
 	}
@@ -250,7 +252,7 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 // download builds the job of a get (or of a copy from S3 to local) from
 // checked options and loaded settings, runs it, and deletes after it
 // with --delete.
-func download(ctx context.Context, f *Factory, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
+func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
 	dest := opts.dest
 	opts.output.report.origins = origins
 	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", opts.src, dest
@@ -290,7 +292,7 @@ func download(ctx context.Context, f *Factory, opts *getOptions, u s3store.URL, 
 	opts.output.mustExist, opts.output.missing = g.MustExist, g.Missing
 	sc := &scaleRun{}
 	if opts.scale.manifest != "" {
-		sc.readManifest(f, settings, opts.scale.manifest, u.Bucket, u.Key, g.Source.Source)
+		sc.readManifest(f.Factory, settings, opts.scale.manifest, u.Bucket, u.Key, g.Source.Source)
 	}
 	sc.split(g.Source.Source, spec, opts.rules.rules)
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
@@ -317,23 +319,23 @@ func jobError(ctx context.Context, err error) error {
 }
 
 // sinkWarn logs what a local sink warns of.
-func sinkWarn(f *Factory) func(string) {
+func sinkWarn(f *runEnv) func(string) {
 	return func(msg string) { f.Logger.Warn(msg) }
 }
 
 // reportDeletes runs remove, which calls report for each file or object
 // it deletes (or would delete), and renders them: a JSON line each, a
 // line each in a dry run, and a total.
-func reportDeletes(f *Factory, out outputFlags, what string, remove func(report func(name string, size int64)) error) error {
+func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report func(name string, size int64)) error) error {
 	var n, bytes int64
 	err := remove(func(name string, size int64) {
 		n++
 		bytes += size
-		if js := out.jsonOut(f); js != nil {
+		if js := out.jsonOut(f.Factory); js != nil {
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
 		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f), "would delete: %s (%d bytes)\n", printable(name), size)
+			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%d bytes)\n", printable(name), size)
 		}
 	})
 	if !out.asJSON && n > 0 {
@@ -341,7 +343,7 @@ func reportDeletes(f *Factory, out outputFlags, what string, remove func(report 
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
+		fmt.Fprintf(out.humanOut(f.Factory), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -368,7 +370,7 @@ type engineRun struct {
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
 // the lines of each object, the summary, the report and the exit code.
-func runEngine(ctx context.Context, f *Factory, r engineRun) (runErr error) {
+func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	lanes, sk, settings, out, rules, latency, listing, sc := r.lanes, r.sink, r.settings, r.out, r.rules, r.latency, r.listing, r.scale
 	verify, err := out.verifyMode()
 	if err != nil {
@@ -379,9 +381,9 @@ func runEngine(ctx context.Context, f *Factory, r engineRun) (runErr error) {
 		return err
 	}
 	out.logJSON = f.LogJSON
-	f.JSON = out.jsonOut(f)
+	f.JSON = out.jsonOut(f.Factory)
 	total := &listedBytes{}
-	rep := newReporter(f, f.Logger, out, total)
+	rep := newReporter(f.Factory, f.Logger, out, total)
 	rep.destination = r.destination
 	if d, ok := sk.(interface{ Destination(string) string }); ok && rep.destination == nil {
 		rep.destination = d.Destination
@@ -422,7 +424,7 @@ func runEngine(ctx context.Context, f *Factory, r engineRun) (runErr error) {
 	if shardReport != nil && shardReport.ListingHash == "" {
 		shardReport = nil // the listing did not complete
 	}
-	rep.printSummary(out.textOut(f), sum, out, latency, shardReport, meas.measures())
+	rep.printSummary(out.textOut(f.Factory), sum, out, latency, shardReport, meas.measures())
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

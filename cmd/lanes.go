@@ -18,7 +18,7 @@ import (
 // spreads its connections over all the addresses the endpoint resolves
 // to, checks certificates as tls says, and logs the retries of listing
 // and HEAD requests as they happen.
-func newS3Lanes(ctx context.Context, f *Factory, s config.Settings, tls s3store.TLS, bucket string) ([]job.S3Lane, error) {
+func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, tls s3store.TLS, bucket string) ([]job.S3Lane, error) {
 	type lane struct {
 		name   string
 		dialer *net.Dialer

@@ -34,7 +34,7 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 // startLogger builds the run's logger from its settings, records whether
 // stderr carries JSON and says the warnings of settings overridden (none
 // when origins is nil).
-func (f *Factory) startLogger(s config.Settings, origins *config.Origins) error {
+func (f *runEnv) startLogger(s config.Settings, origins *config.Origins) error {
 	log, err := newLogger(f.IO.ErrOut, s.LogLevel, s.LogFormat)
 	if err != nil {
 		return err
@@ -50,14 +50,14 @@ func (f *Factory) startLogger(s config.Settings, origins *config.Origins) error 
 
 // logRetry logs a retried listing, HEAD or upload request as it happens,
 // with the reason, so a wait is never silent.
-func (f *Factory) logRetry(attempt int, err error) {
+func (f *runEnv) logRetry(attempt int, err error) {
 	if f.Logger != nil {
 		f.Logger.Info("retrying S3 request", zap.Int("attempt", attempt+1), zap.String("reason", oneLine(err.Error())))
 	}
 }
 
 // logListRetry logs a listing page asked again, as it happens.
-func (f *Factory) logListRetry(attempt int, err error) {
+func (f *runEnv) logListRetry(attempt int, err error) {
 	if f.Logger != nil {
 		f.Logger.Info("retrying listing page", zap.Int("attempt", attempt+1), zap.String("reason", oneLine(err.Error())))
 	}

@@ -83,7 +83,9 @@ type entryLine struct {
 	StorageClass string     `json:"storage_class,omitempty"`
 }
 
-func runLs(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) error {
+func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
 	u, err := s3store.ParseRawURL(arg)
 	if err != nil {
 		return usageError(err)
@@ -151,7 +153,9 @@ func sizeText(n int64, human bool) string {
 }
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
-func runLsBuckets(ctx context.Context, f *Factory, fs *pflag.FlagSet, opts *lsOptions) error {
+func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
+	f := newRunEnv(fac)
+	defer f.end(&err)
 	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{})
 	if err != nil {
 		return err

@@ -79,7 +79,7 @@ func (r *reportFlags) check(dest string) error {
 // series, CPU time, the machine. It renders the interval lines of --json
 // and writes the HTML report.
 type measurement struct {
-	f        *Factory
+	f        *runEnv
 	rep      *reporter
 	flags    reportFlags
 	settings config.Settings
@@ -92,7 +92,7 @@ type measurement struct {
 	cpu      time.Duration
 }
 
-func newMeasurement(f *Factory, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
+func newMeasurement(f *runEnv, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
 	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
 		started: time.Now(), cpu0: cpuTime()}
 	if m.flags.interval <= 0 {

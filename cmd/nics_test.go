@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/s3pd/s3pd/pkg/nics"
 )
 
@@ -19,7 +17,6 @@ func nicsTestFactory() (*Factory, *bytes.Buffer) {
 	return &Factory{
 		IO:     &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &bytes.Buffer{}},
 		Getenv: func(string) string { return "" },
-		Logger: zap.NewNop(),
 	}, out
 }
 

@@ -14,7 +14,7 @@ import (
 // machine, planned from this one) do not stop it: a warning names them
 // and what a real run would do, and the listing goes over the default
 // route. A real run with such cards is still a usage error.
-func planNICs(f *Factory, s *config.Settings, dryRun bool) {
+func planNICs(f *runEnv, s *config.Settings, dryRun bool) {
 	if !dryRun || len(s.NICs) == 0 {
 		return
 	}

@@ -18,7 +18,7 @@ type route struct {
 // openRoute decides where the run's lines go, once its command knows
 // whether stdout carries data. It opens --json-file, which f closes when
 // the command ends.
-func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) error {
+func (o *outputFlags) openRoute(f *runEnv, dataOnStdout bool) error {
 	if o.recursive {
 		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
 	}

@@ -72,14 +72,10 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		err = explainUnknownCommand(root, args, err)
 	}
-	defer func() {
-		// After the error line, which goes with the JSON lines.
-		for _, fn := range f.exits {
-			fn()
-		}
-	}()
-	if f.Logger != nil {
-		f.Logger.Sync()
+	env := newRunEnv(f) // a run that failed before it started its own
+	if re := (*runError)(nil); errors.As(err, &re) {
+		env = re.env
+		defer env.runExits() // after the error line, which goes with the JSON lines
 	}
 	if err == nil {
 		return ExitOK
@@ -100,14 +96,14 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	}
 	var ee *ExitError
 	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
-	reportError(f, args, err, msg, code, quiet)
+	reportError(env, args, err, msg, code, quiet)
 	return code
 }
 
 // reportError writes the one line of an error on stderr (a JSON line
 // under --log-format json) and, under --json, an error line with the
 // other JSON lines.
-func reportError(f *Factory, args []string, err error, msg string, code int, quiet bool) {
+func reportError(f *runEnv, args []string, err error, msg string, code int, quiet bool) {
 	ecode, status := errorCode(err)
 	if code == ExitInterrupted {
 		ecode = codeInterrupted

@@ -158,6 +158,19 @@ func TestJSONContract(t *testing.T) {
 		t.Errorf("error line %v, want exit_code 1", e)
 	}
 
+	// --json-file alone gets the error line of a failed run too, after
+	// its object and summary lines.
+	jsonFile := filepath.Join(t.TempDir(), "lines.json")
+	r = run(t, nil, s.cmd("get", "--json-file", jsonFile, s.url("p/"), t.TempDir())...)
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = checkLines(t, spec, string(b))
+	if r.code != 1 || len(lines["summary"]) != 1 || len(lines["error"]) != 1 || lines["error"][0]["exit_code"] != 1.0 {
+		t.Fatalf("exit %d, --json-file lines %v, want a summary and an error line with exit_code 1\n%s", r.code, lines, r.stderr)
+	}
+
 	// --delete writes delete lines; a dry run a dry-run summary.
 	if err := os.WriteFile(filepath.Join(dest, "stale"), []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
