@@ -301,7 +301,7 @@ func (r *copyRun) localToLocal(ctx context.Context) error {
 	}
 	rules := r.opts.rules.rules
 	return reportDeletes(r.f, r.opts.output, "files", func(report func(string, int64)) error {
-		return ls.Prune(func(name string) bool { return rules.Match(name) && !r.listed.Has(name) }, r.opts.output.dryRun, report)
+		return r.listed.PruneLocal(ls, rules.Match, r.opts.output.dryRun, report)
 	})
 }
 
@@ -318,9 +318,7 @@ func (r *copyRun) refuseSingleDelete(single bool) error {
 func (r *copyRun) pruneS3(ctx context.Context, client *s3.Client, bucket, prefix string) error {
 	rules := r.opts.rules.rules
 	return reportDeletes(r.f, r.opts.output, "objects", func(report func(string, int64)) error {
-		return s3store.Prune(ctx, client, bucket, prefix, r.opts.req, func(name string) bool {
-			return rules.Match(name) && !r.listed.Has(name)
-		}, r.opts.output.dryRun, report)
+		return r.listed.PruneS3(ctx, client, bucket, prefix, r.opts.req, rules.Match, r.opts.output.dryRun, report)
 	})
 }
 

@@ -1,10 +1,15 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -45,4 +50,29 @@ func (l *Listed) Has(name string) bool {
 	defer l.mu.Unlock()
 	_, ok := l.names[name]
 	return ok
+}
+
+// stale picks, for --delete, a name at the destination that keep picks
+// (the include and exclude rules) and the listing did not give.
+func (l *Listed) stale(keep func(name string) bool) func(name string) bool {
+	return func(name string) bool { return keep(name) && !l.Has(name) }
+}
+
+// PruneLocal is --delete's step for a local destination, after a run
+// without failures: it removes the files under dst that keep picks and
+// the listing did not give, reporting each; with dryRun it only reports
+// them. It refuses when the listing did not complete.
+func (l *Listed) PruneLocal(dst *local.Sink, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	if !l.Complete() {
+		return ErrIncompleteListing
+	}
+	return dst.Prune(l.stale(keep), dryRun, report)
+}
+
+// PruneS3 is --delete's step for an S3 destination, after a run without
+// failures: it removes the objects under prefix in bucket that keep
+// picks and the listing did not give, reporting each; with dryRun it
+// only reports them.
+func (l *Listed) PruneS3(ctx context.Context, client *s3.Client, bucket, prefix string, req s3store.Request, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	return s3store.Prune(ctx, client, bucket, prefix, req, l.stale(keep), dryRun, report)
 }

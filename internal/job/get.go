@@ -122,10 +122,7 @@ func (g *Get) Listing() transfer.ListObserver {
 // keep picks (the include/exclude rules), reporting each; with dryRun it
 // only reports them. It refuses when the listing did not complete.
 func (g *Get) Delete(keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
-	if !g.Listed.Complete() {
-		return ErrIncompleteListing
-	}
-	return g.local.Prune(func(name string) bool { return keep(name) && !g.Listed.Has(name) }, dryRun, report)
+	return g.Listed.PruneLocal(g.local, keep, dryRun, report)
 }
 
 // Destination maps an object's name to where it lands, for messages;
