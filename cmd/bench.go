@@ -12,6 +12,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -90,18 +91,9 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if err := opts.output.openRoute(f, false); err != nil {
 		return err
 	}
-	if err := opts.output.report.check(""); err != nil {
-		return err
-	}
-	if opts.repeat < 1 {
-		return usageErrorf("--repeat %d: want at least 1 round", opts.repeat)
-	}
-	cells, err := opts.sweep.cells()
+	cells, err := opts.check()
 	if err != nil {
 		return err
-	}
-	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
-		return usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
 	}
 	settings, origins, err := loadSettings(f.Factory, opts.flags)
 	if err != nil {
@@ -115,34 +107,11 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if opts.url != "" {
 		url = opts.url
 	} else {
-		if origins.Get("endpoint_url").Source != config.SourceDefault {
-			return usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
-		}
-		rate, err := parseConnRate(opts.connRate)
+		emu, err := startEmulator(ctx, f, opts, &settings, origins)
 		if err != nil {
-			return usageErrorf("--conn-rate %q: %v", opts.connRate, err)
-		}
-		emu, err := s3emu.New(s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate})
-		if err != nil {
-			return usageErrorf("--dataset %q: %v", opts.dataset, err)
-		}
-		// Compute the dataset's ETags and checksums before the clock runs.
-		if err := emu.Prepare(ctx); err != nil {
-			return fmt.Errorf("prepare emulator: %w", err)
-		}
-		endpoint, err := emu.Start("127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("start emulator: %w", err)
+			return err
 		}
 		defer emu.Close()
-		settings.EndpointURL, settings.NoSignRequest = endpoint, true
-		if settings.Region == "" {
-			settings.Region = "us-east-1"
-		}
-		if !opts.output.asJSON {
-			fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
-		}
-		opts.output.embedded = true
 	}
 	opts.output.report.command, opts.output.report.source = "bench", url
 	opts.output.report.lines = true
@@ -187,4 +156,57 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) 
 		}
 	}
 	return nil
+}
+
+// check checks bench's flags against each other (they do not depend on
+// the settings) and returns --sweep's settings (nil without it).
+func (opts *benchOptions) check() ([]sweep.Cell, error) {
+	if err := opts.output.report.check(""); err != nil {
+		return nil, err
+	}
+	if opts.repeat < 1 {
+		return nil, usageErrorf("--repeat %d: want at least 1 round", opts.repeat)
+	}
+	cells, err := opts.sweep.cells()
+	if err != nil {
+		return nil, err
+	}
+	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
+		return nil, usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
+	}
+	return cells, nil
+}
+
+// startEmulator starts the embedded emulator that bench without a URL
+// measures against, with the dataset ready before the clock runs, and
+// points settings at it. The caller closes it when the run ends.
+func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings *config.Settings, origins *config.Origins) (*s3emu.Server, error) {
+	if origins.Get("endpoint_url").Source != config.SourceDefault {
+		return nil, usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
+	}
+	rate, err := parseConnRate(opts.connRate)
+	if err != nil {
+		return nil, usageErrorf("--conn-rate %q: %v", opts.connRate, err)
+	}
+	emu, err := s3emu.New(s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate})
+	if err != nil {
+		return nil, usageErrorf("--dataset %q: %v", opts.dataset, err)
+	}
+	// Compute the dataset's ETags and checksums before the clock runs.
+	if err := emu.Prepare(ctx); err != nil {
+		return nil, fmt.Errorf("prepare emulator: %w", err)
+	}
+	endpoint, err := emu.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("start emulator: %w", err)
+	}
+	settings.EndpointURL, settings.NoSignRequest = endpoint, true
+	if settings.Region == "" {
+		settings.Region = "us-east-1"
+	}
+	if !opts.output.asJSON {
+		fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
+	}
+	opts.output.embedded = true
+	return emu, nil
 }
