@@ -228,6 +228,8 @@ func TestManifestOfAMillionKeysStreams(t *testing.T) {
 	// lines written and the rest held back, objects already arrive.
 	c := exec.Command(bin, append(s.cmd("get", "--manifest", "-", "--benchmark", "--quiet"), s.url("m/"))...)
 	c.Env = baseEnv(t)
+	var childErr bytes.Buffer
+	c.Stderr = &childErr
 	stdin, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -246,9 +248,21 @@ func TestManifestOfAMillionKeysStreams(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("first GET %v after start, the manifest still open", time.Since(start))
+
+	// An interrupt ends the run while the manifest is still open, once
+	// every line written is fetched and the listing waits on stdin for
+	// more: the engine does not wait for a read that ignores it.
+	for s.emu.Stats().GetRequests < 1000 {
+		if time.Since(start) > 60*time.Second {
+			c.Process.Kill()
+			c.Wait()
+			t.Fatalf("%d of the 1000 objects written fetched in 60 s", s.emu.Stats().GetRequests)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	c.Process.Signal(syscall.SIGINT)
+	waitOrDump(t, c, &childErr, 10*time.Second)
 	stdin.Close()
-	c.Wait()
 
 	// Reading all of it stays in bounded memory: a dry run of one shard
 	// in a thousand reads every line (the split needs the total) and
@@ -286,4 +300,29 @@ func TestManifestOfAMillionKeysStreams(t *testing.T) {
 	if rss > 128<<10 {
 		t.Fatalf("peak RSS %d MiB, want under 128 MiB", rss>>10)
 	}
+}
+
+// waitOrDump waits for c to exit; when it has not within d, it sends
+// SIGQUIT so that the Go runtime prints every goroutine's stack to the
+// child's stderr (in errOut), and fails with it.
+func waitOrDump(t *testing.T, c *exec.Cmd, errOut *bytes.Buffer, d time.Duration) {
+	t.Helper()
+	exited := make(chan struct{})
+	go func() {
+		c.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+		return
+	case <-time.After(d):
+	}
+	c.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		c.Process.Kill()
+		<-exited
+	}
+	t.Fatalf("the child did not exit within %v of SIGINT; its stderr:\n%s", d, errOut.String())
 }

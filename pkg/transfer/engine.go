@@ -234,11 +234,18 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 
 	g, gctx := errgroup.WithContext(ctx)
 	queue := make(chan Object, e.opts.QueueSize)
-	// A listing that fails part way ends the run with its error, but the
-	// objects it listed before are still transferred: the error is kept
-	// aside instead of cancelling them.
-	var listErr error
-	g.Go(func() error {
+	// The listing runs beside the workers, not in their group: a lister
+	// may block in a read that ignores ctx (a manifest on a stdin that
+	// stays open), and an interrupted run does not wait for it. Once Run
+	// gives up on it, what it still lists is dropped (abandon).
+	var (
+		listMu    sync.Mutex
+		abandoned bool
+		listErr   error // a listing that fails part way: the objects it listed are still transferred
+	)
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
 		defer close(queue)
 		queued := 0
 		var lister Lister = e.lanes[0].Source
@@ -250,7 +257,11 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				return nil
 			}
 			if e.opts.Listing != nil {
-				e.opts.Listing.Listed(o)
+				listMu.Lock()
+				if !abandoned {
+					e.opts.Listing.Listed(o)
+				}
+				listMu.Unlock()
 			}
 			// Every worker gets an object at once; the rest of the first
 			// page waits for the first response, so data flows before
@@ -270,15 +281,18 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			}
 		})
 		e.listed.Store(true)
+		listMu.Lock()
+		defer listMu.Unlock()
+		if abandoned {
+			return
+		}
 		if err == nil && e.opts.Listing != nil {
 			e.opts.Listing.ListingDone()
 		}
 		if err != nil && gctx.Err() == nil {
 			listErr = err
-			return nil
 		}
-		return err
-	})
+	}()
 	// Workers open objects (the skip check, the file) and hand them to
 	// the scheduler, which starts their ranges; each open object holds
 	// one of Workers places until it is finished, so Workers bounds the
@@ -297,7 +311,12 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				case <-gctx.Done():
 					return nil
 				}
-				o, ok := <-queue
+				var o Object
+				ok := false
+				select {
+				case o, ok = <-queue:
+				case <-gctx.Done():
+				}
 				if !ok || gctx.Err() != nil {
 					<-open
 					return nil // interrupted: objects not started stay untouched
@@ -320,9 +339,19 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	err := g.Wait()
 	e.sched.close()
 	<-dispatched
+	select {
+	case <-listed:
+	case <-ctx.Done():
+		listMu.Lock()
+		abandoned = true
+		listMu.Unlock()
+	}
+	listMu.Lock()
+	lerr := listErr
+	listMu.Unlock()
 	samples.end()
 	if err == nil {
-		err = listErr
+		err = lerr
 	}
 	if err == nil {
 		err = ctx.Err()
