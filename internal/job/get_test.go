@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,7 +20,7 @@ import (
 
 func emuLanes(t *testing.T) ([]S3Lane, *s3emu.TestServer) {
 	t.Helper()
-	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB"})
+	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB", LogRequests: true})
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
 	return []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}, ts
@@ -93,28 +94,63 @@ func TestNewGet(t *testing.T) {
 }
 
 // TestSingleObjectFirstRangeOnce: the probe's first range is the run's
-// first part: a 1 MiB object in 256 KiB parts costs four GETs (and the
-// checksums' HEAD), not five.
+// first bytes: a 1 MiB object in 256 KiB parts costs four GETs (and the
+// checksums' HEAD), not five; one fetched whole (under the threshold)
+// costs the probe and one GET of the rest, each byte sent once, and is
+// verified with the checksums of the HEAD.
 func TestSingleObjectFirstRangeOnce(t *testing.T) {
-	lanes, ts := emuLanes(t)
-	ts.ResetStats()
-	g, err := NewGet(context.Background(), GetSpec{
-		Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: 256 << 10,
-			Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
-		URL: "s3://bench/p/00000000", Dest: "",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	e, err := transfer.New(g.Source.Lanes, g.Sink, transfer.Options{PartSize: 256 << 10, Threshold: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum, err := e.Run(context.Background()); err != nil || sum.Objects != 1 || sum.Bytes != 1<<20 {
-		t.Fatalf("run: %+v, %v; want one object of 1 MiB", sum, err)
-	}
-	if st := ts.Stats(); st.GetRequests != 4 || st.HeadRequests != 1 {
-		t.Errorf("%d GETs and %d HEADs, want 4 and 1", st.GetRequests, st.HeadRequests)
+	for _, tt := range []struct {
+		name      string
+		threshold int64
+		ranges    []string // the Range of every GET, sorted
+	}{
+		{"in parts", 256 << 10, []string{"bytes=0-262143", "bytes=262144-524287", "bytes=524288-786431", "bytes=786432-1048575"}},
+		{"whole", 2 << 20, []string{"bytes=0-262143", "bytes=262144-1048575"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lanes, ts := emuLanes(t)
+			ts.ResetStats()
+			g, err := NewGet(context.Background(), GetSpec{
+				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: 256 << 10,
+					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				URL: "s3://bench/p/00000000", Dest: "",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			var res resultOf
+			e, err := transfer.New(g.Source.Lanes, g.Sink, transfer.Options{PartSize: 256 << 10, Threshold: tt.threshold, Observer: &res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum, err := e.Run(context.Background()); err != nil || sum.Objects != 1 || sum.Bytes != 1<<20 {
+				t.Fatalf("run: %+v, %v; want one object of 1 MiB", sum, err)
+			}
+			if st := ts.Stats(); st.GetRequests != int64(len(tt.ranges)) || st.HeadRequests != 1 {
+				t.Errorf("%d GETs and %d HEADs, want %d and 1", st.GetRequests, st.HeadRequests, len(tt.ranges))
+			}
+			var ranges []string
+			for _, r := range ts.Log() {
+				if r.Method == "GET" {
+					ranges = append(ranges, r.Range)
+				}
+			}
+			slices.Sort(ranges)
+			if !slices.Equal(ranges, tt.ranges) {
+				t.Errorf("GETs of %q, want %q", ranges, tt.ranges)
+			}
+			if !res.r.Verification.Verified() {
+				t.Errorf("not verified: %+v", res.r.Verification)
+			}
+		})
 	}
 }
+
+// resultOf keeps the result of the one object of a run.
+type resultOf struct {
+	transfer.NopObserver
+	r transfer.Result
+}
+
+func (o *resultOf) ObjectDone(r transfer.Result) { o.r = r }

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -64,23 +65,29 @@ func (s *bytesSink) Commit() error                            { return nil }
 func (s *bytesSink) Abort() error                             { return nil }
 
 // TestPrefetchServesItsRangeOnce runs the engine over lanes that hold the
-// object's first range already open: that range is not asked of the
-// source, every other one is, once, and the bytes arrive whole; a range
-// of another length is asked for anew. Served or not, the held body is
-// closed once.
+// object's first range already open: those bytes are not asked of the
+// source again, whatever first range the engine plans (the probe's
+// length, a whole object between the part size and the threshold, a
+// part raised so that the object has at most MaxParts parts, or one
+// shorter than what is held), every other range is asked once, and the
+// bytes arrive whole. Served or not, the held body is closed once.
 func TestPrefetchServesItsRangeOnce(t *testing.T) {
 	const part = 1000
 	for _, tt := range []struct {
 		name      string
 		size      int64
+		partSize  int64
 		threshold int64
 		held      int64 // the held range's length
 		want      []string
 	}{
-		{"first part of a ranged object", 3500, part, part, []string{"1000+1000", "2000+1000", "3000+500"}},
-		{"a small object whole", 700, part, part, nil},
-		{"another length: asked anew", 3500, part, 400, []string{"0+1000", "1000+1000", "2000+1000", "3000+500"}},
-		{"an empty object: never asked", 0, part, part, nil},
+		{"first part of a ranged object", 3500, part, part, part, []string{"1000+1000", "2000+1000", "3000+500"}},
+		{"a small object whole", 700, part, part, part, nil},
+		{"a whole object longer than the range: the rest once", 1500, part, 2000, part, []string{"1000+500"}},
+		{"a shorter range held: the rest of the first part", 3500, part, part, 400, []string{"400+600", "1000+1000", "2000+1000", "3000+500"}},
+		{"a longer range held: its prefix", 3500, part, part, 1500, []string{"1000+1000", "2000+1000", "3000+500"}},
+		{"more than MaxParts parts: the rest of the larger part", 2*MaxParts + 1, 1, 1, 1, nil},
+		{"an empty object: never asked", 0, part, part, part, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newRangeSource(tt.size)
@@ -89,7 +96,7 @@ func TestPrefetchServesItsRangeOnce(t *testing.T) {
 			held.ReadCloser = closeCount{Reader: held.ReadCloser, n: &closes}
 			p := NewPrefetch("k", held)
 			sink := &bytesSink{}
-			e, err := New(p.Lanes([]Lane{{Name: "a", Source: src}}), sink, Options{Workers: 1, Threads: 1, PartSize: part, Threshold: tt.threshold})
+			e, err := New(p.Lanes([]Lane{{Name: "a", Source: src}}), sink, Options{Workers: 1, Threads: 1, PartSize: tt.partSize, Threshold: tt.threshold})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,14 +110,68 @@ func TestPrefetchServesItsRangeOnce(t *testing.T) {
 			if !bytes.Equal(sink.b, src.data) {
 				t.Errorf("the object's bytes differ")
 			}
-			if fmt.Sprint(src.asks) != fmt.Sprint(tt.want) {
-				t.Errorf("asked the source for %v, want %v", src.asks, tt.want)
+			want := tt.want
+			if tt.size > MaxParts {
+				// Parts of 3 bytes: the first asks its last 2.
+				want = []string{"1+2"}
+				for off := int64(3); off < tt.size; off += 3 {
+					want = append(want, fmt.Sprint(off, "+", min(3, tt.size-off)))
+				}
+			}
+			if fmt.Sprint(src.asks) != fmt.Sprint(want) {
+				t.Errorf("asked the source for %.200v, want %.200v", src.asks, want)
 			}
 			if got := closes.Load(); got != 1 {
 				t.Errorf("the held body was closed %d times, want once", got)
 			}
 		})
 	}
+}
+
+// TestPrefetchRestOfAnotherObject: the rest of a held range, asked when
+// its bytes run out, must be of the same object: another ETag fails the
+// range as modified, a response of other bytes as a bad response.
+func TestPrefetchRestOfAnotherObject(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*Body)
+		want func(error) bool
+	}{
+		{"another etag", func(b *Body) { b.ETag = `"other"` }, func(err error) bool { return errors.Is(err, ErrModified) }},
+		{"other bytes", func(b *Body) { b.Off++ }, func(err error) bool { var br *BadResponseError; return errors.As(err, &br) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newRangeSource(1500)
+			p := NewPrefetch("k", src.body(0, 1000))
+			lane := p.Lanes([]Lane{{Source: editedSource{src, tt.edit}}})[0]
+			b, err := lane.Source.Open(context.Background(), &src.obj, 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if b.Off != 0 || b.Len != 1500 {
+				t.Fatalf("body of bytes %d+%d, want 0+1500", b.Off, b.Len)
+			}
+			_, err = io.Copy(io.Discard, b)
+			if !tt.want(err) {
+				t.Errorf("read: %v", err)
+			}
+		})
+	}
+}
+
+// editedSource changes the bodies its source returns.
+type editedSource struct {
+	*rangeSource
+	edit func(*Body)
+}
+
+func (s editedSource) Open(ctx context.Context, obj *Object, off, n int64) (*Body, error) {
+	b, err := s.rangeSource.Open(ctx, obj, off, n)
+	if err == nil {
+		s.edit(b)
+	}
+	return b, err
 }
 
 // TestPrefetchKeepsChecksummer: a wrapped source that fetches checksums
