@@ -86,23 +86,16 @@ connection), so it runs on a fresh machine with no AWS account.`,
 }
 
 func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error) {
-	f := newRunEnv(fac)
-	defer f.end(&err)
-	if err := opts.output.openRoute(f, false); err != nil {
-		return err
-	}
 	cells, err := opts.check()
 	if err != nil {
 		return err
 	}
-	settings, origins, err := loadSettings(f.Factory, opts.flags)
+	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, false)
+	defer f.end(&err)
 	if err != nil {
 		return err
 	}
 	opts.output.report.origins = origins
-	if err := f.startLogger(settings, origins); err != nil {
-		return err
-	}
 	url := "s3://bench/"
 	if opts.url != "" {
 		url = opts.url

@@ -8,26 +8,23 @@ import (
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
-// openSource resolves the settings of a command that reads a bucket
-// without transferring (ls, du) and returns a source over it, built as
-// get builds its first lane.
-func openSource(ctx context.Context, f *runEnv, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (*s3store.Source, error) {
-	settings, _, err := loadSettings(f.Factory, fs)
+// openSource starts the run of a command that reads a bucket without
+// transferring (ls, du) and returns its environment (never nil) and a
+// source over the bucket, built as get builds its first lane.
+func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (f *runEnv, src *s3store.Source, err error) {
+	f, settings, _, err := startRun(fac, fs, nil, false)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.startLogger(settings, nil); err != nil {
-		return nil, err
+		return f, nil, err
 	}
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
 	lanes, err := newS3Lanes(ctx, f, settings, tls, t.Bucket)
 	if err != nil {
-		return nil, startError(ctx, err)
+		return f, nil, startError(ctx, err)
 	}
 	t.OnRetry = f.logListRetry
-	return lanes[0].Base.With(t), nil
+	return f, lanes[0].Base.With(t), nil
 }
 
 // acceptQuiet registers get's --quiet on a command that never shows a

@@ -134,8 +134,6 @@ type copyRun struct {
 }
 
 func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
-	f := newRunEnv(fac)
-	defer f.end(&err)
 	dst := opts.dst
 	if opts.benchmark && dst != "" {
 		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
@@ -171,14 +169,9 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
 		return usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
-	if err := opts.output.openRoute(f, dst == "-"); err != nil {
-		return err
-	}
-	settings, origins, err := loadSettings(f.Factory, opts.flags)
+	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, dst == "-")
+	defer f.end(&err)
 	if err != nil {
-		return err
-	}
-	if err := f.startLogger(settings, origins); err != nil {
 		return err
 	}
 	spec, err := opts.scale.spec(f.Getenv)

@@ -81,13 +81,12 @@ func newUsageLine(url string, u s3store.Usage) usageLine {
 }
 
 func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) (err error) {
-	f := newRunEnv(fac)
-	defer f.end(&err)
 	u, err := opts.rules.parseSource(arg)
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
+	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
+	defer f.end(&err)
 	if err != nil {
 		return err
 	}

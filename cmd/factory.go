@@ -43,29 +43,29 @@ type Factory struct {
 	Getenv func(string) string
 }
 
-// runEnv is what one run of a command builds as it starts and hands
-// down, so that the Factory never changes during a command: the logger
-// made from the run's settings, whether stderr carries JSON, where the
-// run's --json lines go, and the files to close when it ends.
+// runEnv is what one run of a command builds as it starts (startRun)
+// and hands down, so that the Factory never changes during a command:
+// the logger made from the run's settings, whether stderr carries JSON,
+// where the run's --json lines go, and the files to close when it ends.
+// It does not change once built.
 type runEnv struct {
 	*Factory
-	// Logger is built by startLogger from --log-level/--log-format.
+	// Logger is built from --log-level/--log-format (nil until the
+	// settings are loaded).
 	Logger *zap.Logger
 	// LogJSON: the logger writes JSON (--log-format json), so every line
 	// on stderr must be JSON.
 	LogJSON bool
-	// JSON, once the engine runs, is where the run's --json lines go;
-	// the error line of a failed run goes there too.
+	// JSON is where the run's --json lines go (nil: none); the error
+	// line of a failed run goes there too.
 	JSON io.Writer
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
 }
 
-// newRunEnv starts the environment of one run of a command.
+// newRunEnv is the environment of a run that has built nothing of its
+// own (yet).
 func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f} }
-
-// onExit runs fn when the command ends, whatever its outcome.
-func (e *runEnv) onExit(fn func()) { e.exits = append(e.exits, fn) }
 
 // end ends the run, deferred with the command's error: it flushes the
 // logger and runs the exits, or, when the run failed, hands itself to

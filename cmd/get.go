@@ -171,25 +171,16 @@ dropped.`,
 // runGet checks get's flags, loads the settings and builds the logger,
 // then downloads.
 func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
-	f := newRunEnv(fac)
-	defer f.end(&err)
 	u, spec, err := opts.check(fac)
 	if err != nil {
 		return err
 	}
-	if opts.output.route == nil {
-		if err := opts.output.openRoute(f, opts.dest == "-"); err != nil {
-			return err
-		}
-	}
 	if err := opts.output.report.check(opts.dest); err != nil {
 		return err
 	}
-	settings, origins, err := loadSettings(fac, opts.flags)
+	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, opts.dest == "-")
+	defer f.end(&err)
 	if err != nil {
-		return err
-	}
-	if err := f.startLogger(settings, origins); err != nil {
 		return err
 	}
 	return download(ctx, f, opts, u, spec, settings, origins)
@@ -381,7 +372,6 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		return err
 	}
 	out.logJSON = f.LogJSON
-	f.JSON = out.jsonOut(f.Factory)
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
 	rep.destination = r.destination

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
+
 	"github.com/s3pd/s3pd/pkg/config"
 
 	"go.uber.org/zap"
@@ -31,21 +33,37 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), lvl)), nil
 }
 
-// startLogger builds the run's logger from its settings, records whether
-// stderr carries JSON and says the warnings of settings overridden (none
-// when origins is nil).
-func (f *runEnv) startLogger(s config.Settings, origins *config.Origins) error {
-	log, err := newLogger(f.IO.ErrOut, s.LogLevel, s.LogFormat)
-	if err != nil {
-		return err
+// startRun starts one run of a command and builds its environment once:
+// where its lines go (out's route, opened here, once the command knows
+// whether stdout carries data; nil out: a command without a route, whose
+// warnings of overridden settings are not said), its settings from the
+// flags fs, and its logger. The environment is never nil: when a step
+// fails, it holds what the steps before it built, so that the error line
+// goes where the run's lines go.
+func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bool) (*runEnv, config.Settings, *config.Origins, error) {
+	env := newRunEnv(fac)
+	if out != nil {
+		closeRoute, err := out.openRoute(fac, dataOnStdout)
+		if err != nil {
+			return env, config.Settings{}, nil, err
+		}
+		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute}
 	}
-	f.Logger, f.LogJSON = log, s.LogFormat == "json"
-	if origins != nil {
+	settings, origins, err := loadSettings(fac, fs)
+	if err != nil {
+		return env, settings, origins, err
+	}
+	log, err := newLogger(fac.IO.ErrOut, settings.LogLevel, settings.LogFormat)
+	if err != nil {
+		return env, settings, origins, err
+	}
+	if out != nil {
 		for _, w := range origins.Warnings() {
 			log.Warn(w)
 		}
 	}
-	return nil
+	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits}
+	return env, settings, origins, nil
 }
 
 // logRetry logs a retried listing, HEAD or upload request as it happens,

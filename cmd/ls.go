@@ -84,13 +84,12 @@ type entryLine struct {
 }
 
 func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) (err error) {
-	f := newRunEnv(fac)
-	defer f.end(&err)
 	u, err := s3store.ParseRawURL(arg)
 	if err != nil {
 		return usageError(err)
 	}
-	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{Bucket: u.Bucket})
+	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket})
+	defer f.end(&err)
 	if err != nil {
 		return err
 	}
@@ -154,9 +153,8 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
-	f := newRunEnv(fac)
+	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{})
 	defer f.end(&err)
-	src, err := openSource(ctx, f, fs, opts.tls, s3store.Target{})
 	if err != nil {
 		return err
 	}

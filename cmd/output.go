@@ -16,12 +16,13 @@ type route struct {
 }
 
 // openRoute decides where the run's lines go, once its command knows
-// whether stdout carries data. It opens --json-file, which f closes when
-// the command ends.
-func (o *outputFlags) openRoute(f *runEnv, dataOnStdout bool) error {
+// whether stdout carries data. It opens --json-file, and returns what
+// closes it when the command ends.
+func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error) {
 	if o.recursive {
 		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
 	}
+	var exits []func()
 	r := &route{human: f.IO.Out}
 	if dataOnStdout {
 		r.human = f.IO.ErrOut
@@ -32,9 +33,9 @@ func (o *outputFlags) openRoute(f *runEnv, dataOnStdout bool) error {
 	if o.jsonFile != "" {
 		file, err := os.OpenFile(o.jsonFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return usageErrorf("--json-file: %w", err)
+			return nil, usageErrorf("--json-file: %w", err)
 		}
-		f.onExit(func() { file.Close() })
+		exits = append(exits, func() { file.Close() })
 		if r.json == nil {
 			r.json = file
 		} else {
@@ -43,7 +44,7 @@ func (o *outputFlags) openRoute(f *runEnv, dataOnStdout bool) error {
 		}
 	}
 	o.route = r
-	return nil
+	return exits, nil
 }
 
 // humanOut is where summaries and dry-run lines go.

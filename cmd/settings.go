@@ -63,7 +63,7 @@ func addSettingsFlags(fs *pflag.FlagSet) {
 // loadSettings resolves the effective settings (config.Load: defaults,
 // the AWS profile's s3 section, a preset, the s3pd config file, S3PD_*
 // variables, flags, lowest first). The origins carry the warnings of
-// values overridden, which startLogger says. A bad value is a usage error
+// values overridden, which startRun says. A bad value is a usage error
 // (exit 2) naming the setting, the value and its source.
 func loadSettings(f *Factory, fs *pflag.FlagSet) (config.Settings, *config.Origins, error) {
 	l, err := resolveSettings(f, fs)
