@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -210,7 +208,6 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if err != nil {
 		return u, nil, err
 	}
-	opts.sink.LockID = shardLockID(spec)
 	if spec != nil && opts.delete {
 		return u, nil, usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}
@@ -223,7 +220,6 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 		case dest == "-":
 			return u, nil, usageErrorf("DEST - takes a single object, not a --manifest")
 		}
-		u.Key, u.Prefix = manifestPrefix(u.Key), true
 	}
 	if opts.scale.fanOut < 0 {
 		return u, nil, usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
@@ -248,11 +244,6 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	opts.output.report.origins = origins
 	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", opts.src, dest
 	opts.output.report.lines = opts.flags != nil && opts.flags.Changed("interval")
-	if dest != "" && dest != "-" {
-		if err := checkWritable(dest); err != nil {
-			return usageError(err)
-		}
-	}
 	planNICs(f, &settings, opts.output.dryRun)
 	lanes, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
 	if err != nil {
@@ -274,29 +265,31 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        opts.sink, Delete: opts.delete, Sharded: spec != nil,
+		Sink:        opts.sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, spec, opts.rules.rules),
 	})
 	if err != nil {
 		return jobError(ctx, err)
 	}
 	defer g.Close()
 	opts.output.mustExist, opts.output.missing = g.MustExist, g.Missing
-	sc := &scaleRun{}
-	if opts.scale.manifest != "" {
-		sc.readManifest(f.Factory, settings, opts.scale.manifest, u.Bucket, u.Key, g.Source.Source)
-	}
-	sc.split(g.Source.Source, spec, opts.rules.rules)
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: opts.output, rules: opts.rules.rules, listing: g.Listing(), scale: sc})
+		out: opts.output, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled})
 	if g.Listed == nil || err != nil {
 		return err
 	}
-	if !g.Listed.Complete() {
-		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
-	}
-	return reportDeletes(f, opts.output, "files", func(report func(string, int64)) error {
+	return runDelete(f, opts.output, "files", g.Listed, func(report func(string, int64)) error {
 		return g.Delete(opts.rules.rules.Match, opts.output.dryRun, report)
 	})
+}
+
+// runDelete is --delete's step after a run without failures, given
+// what the run listed: it refuses after an incomplete listing, else
+// removes (reportDeletes).
+func runDelete(f *runEnv, out outputFlags, what string, listed *job.Listed, remove func(report func(name string, size int64)) error) error {
+	if !listed.Complete() {
+		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
+	}
+	return reportDeletes(f, out, what, remove)
 }
 
 // jobError reports an error of building a job: a usage error when the
@@ -355,14 +348,15 @@ type engineRun struct {
 	latency bool
 	// listing observes the listing besides the progress bar (nil: none).
 	listing transfer.ListObserver
-	// scale is what --shard and --manifest change (nil: nothing).
-	scale *scaleRun
+	// scaled is who lists (nil Lister: the first lane) and the shard's
+	// report (--manifest, --shard).
+	scaled job.Scaled
 }
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
 // the lines of each object, the summary, the report and the exit code.
 func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
-	lanes, sk, settings, out, rules, latency, listing, sc := r.lanes, r.sink, r.settings, r.out, r.rules, r.latency, r.listing, r.scale
+	lanes, sk, settings, out, rules, latency, listing := r.lanes, r.sink, r.settings, r.out, r.rules, r.latency, r.listing
 	verify, err := out.verifyMode()
 	if err != nil {
 		return err
@@ -390,10 +384,8 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	if listing != nil {
 		eopts.Listing = listings{total, listing}
 	}
-	var shardReport *shard.Report
-	if sc != nil {
-		eopts.Lister, shardReport = sc.lister, sc.report
-	}
+	eopts.Lister = r.scaled.Lister
+	shardReport := r.scaled.Report
 	meas := newMeasurement(f, rep, lanes, settings, out)
 	eopts.OnSample, eopts.SampleEvery = meas.sample, meas.flags.interval
 	eng, err := transfer.New(lanes, sk, eopts)
@@ -455,38 +447,4 @@ func engineOptions(s config.Settings) transfer.Options {
 		o.Limiter = transfer.NewRateLimiter(s.MaxBandwidth)
 	}
 	return o
-}
-
-// checkWritable finds the nearest existing directory at or above dest
-// and checks that a file can be created there, before any request.
-func checkWritable(dest string) error {
-	dir := filepath.Clean(dest)
-	for {
-		st, err := os.Stat(dir)
-		if err == nil {
-			if !st.IsDir() {
-				if dir == filepath.Clean(dest) {
-					dir = filepath.Dir(dir) // an existing file is replaced
-					continue
-				}
-				return fmt.Errorf("destination %s: %s is not a directory", dest, dir)
-			}
-			break
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("destination %s: %w", dest, err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	f, err := os.CreateTemp(dir, ".s3pd-probe-*")
-	if err != nil {
-		return fmt.Errorf("destination %s is not writable: %w", dest, errors.Unwrap(err))
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
@@ -69,7 +70,7 @@ func (r *reportFlags) check(dest string) error {
 			return usageErrorf("--report %s is inside DEST %s: write it elsewhere", r.path, dest)
 		}
 	}
-	if err := checkWritable(filepath.Dir(abs)); err != nil {
+	if err := job.CheckWritable(filepath.Dir(abs)); err != nil {
 		return usageErrorf("--report %s: %v", r.path, err)
 	}
 	return nil

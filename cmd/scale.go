@@ -1,16 +1,13 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/manifest"
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -57,101 +54,10 @@ func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
 	return &sp, nil
 }
 
-// scaleRun is what --shard and --manifest change in one run: what lists
-// the objects, and the shard's report for the summary.
-type scaleRun struct {
-	lister   transfer.Lister   // nil: the first lane's source
-	report   *shard.Report     // nil without --shard
-	manifest *manifest.Options // nil without --manifest
-}
-
-// split makes run list shard spec of what it lists so far (inner). A
-// manifest is split as written, its entries without a size unresolved,
-// so that every node computes the same split whatever its lookups
-// return; only the shard's own entries are looked up, after the split.
-func (r *scaleRun) split(inner transfer.Lister, spec *shard.Spec, rules transfer.Rules) {
-	if spec == nil {
-		return
-	}
-	if r.lister != nil {
-		inner = r.lister
-	}
-	if r.manifest != nil {
-		opts := *r.manifest
-		opts.Unresolved = true
-		inner = manifest.New(opts)
-	}
-	r.lister, r.report = shard.Split(inner, *spec, shard.Options{Filter: rules.Filter()})
-	if r.manifest != nil {
-		r.lister = manifest.Resolve(r.lister, r.manifest.Stat, r.manifest.Lookups)
-	}
-}
-
 // printShard writes the human line about the shard.
 func printShard(w io.Writer, r *shard.Report) {
 	fmt.Fprintf(w, "shard %s: %d objects, %d bytes (%.1f%% of %d objects, %d bytes), keys %q to %q, listing %s\n",
 		r.Shard, r.Objects, r.Bytes, r.Share*100, r.ListingObjects, r.ListingBytes, r.FirstKey, r.LastKey, r.ListingHash)
-}
-
-// readManifest makes run list the objects of --manifest, under bucket
-// and prefix, looking objects up through src.
-func (r *scaleRun) readManifest(f *Factory, settings config.Settings, location, bucket, prefix string, src *s3store.Source) {
-	loc := &locations{in: f.IO.In, settings: settings, sources: map[string]*s3store.Source{bucket: src}}
-	r.manifest = &manifest.Options{Location: location, Bucket: bucket, Prefix: prefix, Open: loc.open, Stat: src.Stat}
-	r.lister = manifest.New(*r.manifest)
-}
-
-// manifestPrefix is the prefix a --manifest run's URL names: with a
-// manifest, s3://b/p always means the prefix p/.
-func manifestPrefix(key string) string {
-	if key != "" && !strings.HasSuffix(key, "/") {
-		key += "/"
-	}
-	return key
-}
-
-// locations opens what a manifest names: stdin, local files, objects
-// in any bucket of the same endpoint.
-type locations struct {
-	in       io.Reader
-	settings config.Settings
-	mu       sync.Mutex
-	sources  map[string]*s3store.Source
-}
-
-func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
-	switch {
-	case loc == "-":
-		return io.NopCloser(l.in), nil
-	case strings.HasPrefix(loc, "s3://"):
-		u, err := s3store.ParseURL(loc)
-		if err != nil {
-			return nil, err
-		}
-		src, err := l.source(ctx, u.Bucket)
-		if err != nil {
-			return nil, err
-		}
-		return src.Open(ctx, &transfer.Object{Key: u.Key, Size: -1}, 0, -1)
-	}
-	return os.Open(loc)
-}
-
-// source returns a source over bucket, made once.
-func (l *locations) source(ctx context.Context, bucket string) (*s3store.Source, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s, ok := l.sources[bucket]; ok {
-		return s, nil
-	}
-	c, err := s3store.NewClient(ctx, bucket, s3store.ClientOptions{Region: l.settings.Region, EndpointURL: l.settings.EndpointURL, AddressingStyle: l.settings.AddressingStyle,
-		Profile: l.settings.Profile, NoSignRequest: l.settings.NoSignRequest, Conns: 4})
-	if err != nil {
-		return nil, err
-	}
-	s := s3store.NewSource(c, s3store.Target{Bucket: bucket})
-	l.sources[bucket] = s
-	return s, nil
 }
 
 // badManifest turns a bad manifest entry into a usage error (exit 2).
@@ -163,12 +69,10 @@ func badManifest(err error) error {
 	return err
 }
 
-// shardLockID is the destination lock identity of a shard ("" for none):
-// shards of one DEST run together, a second run of the same shard or a
-// run over all keys is refused.
-func shardLockID(spec *shard.Spec) string {
-	if spec == nil {
-		return ""
-	}
-	return fmt.Sprintf("%dof%d", spec.K, spec.N)
+// scaleSpec is what --manifest and --shard (spec, nil without it) ask
+// of the run; a manifest in S3 is read with the run's settings.
+func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
+	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
+		Clients: s3store.ClientOptions{Region: settings.Region, EndpointURL: settings.EndpointURL, AddressingStyle: settings.AddressingStyle,
+			Profile: settings.Profile, NoSignRequest: settings.NoSignRequest, Conns: 4}}
 }

@@ -31,9 +31,9 @@ type GetSpec struct {
 	// Delete removes local files whose keys the listing no longer has,
 	// after a run without failures (--delete).
 	Delete bool
-	// Sharded says the objects are split over processes (--shard), which
-	// needs a prefix.
-	Sharded bool
+	// Scale is who lists (--manifest, whose URL names a prefix) and
+	// the share this process takes (--shard, which needs a prefix).
+	Scale ScaleSpec
 }
 
 // Get is a resolved download: what to read, and where it goes.
@@ -47,6 +47,7 @@ type Get struct {
 	// object, with the error Missing, not an empty success.
 	MustExist *transfer.Object
 	Missing   error
+	Scaled    Scaled
 	local     *local.Sink
 }
 
@@ -55,6 +56,14 @@ type Get struct {
 func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	s := spec.Source
 	dest := spec.Dest
+	if dest != "" && dest != "-" {
+		if err := CheckWritable(dest); err != nil {
+			return nil, &SpecError{Err: err}
+		}
+	}
+	if spec.Scale.Manifest != "" {
+		s.Key, s.Prefix = ManifestPrefix(s.Key), true
+	}
 	root := dest
 	if !s.Prefix {
 		root, s.Name = Land(true, s.Key, dest, dest == "" || dest == "-" || IsDir(dest))
@@ -72,7 +81,7 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	}()
 	single := g.Source.Single
 	switch {
-	case single && spec.Sharded:
+	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
 	case !single && dest == "-":
 		return nil, specErrorf("DEST - takes a single object; %s is a prefix", spec.URL)
@@ -90,6 +99,8 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 			// One object locks only its own name: downloads of other
 			// objects into the same directory run together.
 			opts.LockID = local.ObjectLockID(s.Name)
+		} else {
+			opts.LockID = ShardLockID(spec.Scale.Shard)
 		}
 		if g.local, err = local.NewSink(root, opts); err != nil {
 			return nil, &SpecError{Err: err}
@@ -105,6 +116,7 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 		g.Missing = &s3store.StatusError{Status: 404, Code: "NoSuchKey",
 			Message: fmt.Sprintf("%s: no object %q and nothing under %q", spec.URL, key, g.Source.Key)}
 	}
+	g.Scaled = spec.Scale.scale(g.Source.Source, s.Target.Bucket, s.Key, g.Source.Source)
 	ok = true
 	return g, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -33,7 +34,7 @@ func TestNewGet(t *testing.T) {
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		name, key, dest string
-		sharded         bool
+		shard           *shard.Spec
 		single          bool
 		landsAt         string // the file a run writes ("": none checked)
 		mustExist       string
@@ -44,13 +45,13 @@ func TestNewGet(t *testing.T) {
 		{name: "a prefix without its slash", key: "p", dest: filepath.Join(dir, "tree"), landsAt: "tree/00000000", mustExist: "p"},
 		{name: "nothing there", key: "nothing", dest: filepath.Join(dir, "none"), mustExist: "nothing"},
 		{name: "a prefix to stdout", key: "p", dest: "-", specErr: true},
-		{name: "a shard of one object", key: "p/00000000", dest: dir + "/", sharded: true, specErr: true},
+		{name: "a shard of one object", key: "p/00000000", dest: dir + "/", shard: &shard.Spec{K: 0, N: 2}, specErr: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := NewGet(context.Background(), GetSpec{
 				Source: S3Spec{Lanes: lanes, Key: tt.key, FirstRange: 256 << 10, FanOut: 1,
 					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
-				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Sharded: tt.sharded,
+				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Scale: ScaleSpec{Shard: tt.shard},
 			})
 			var se *SpecError
 			if tt.specErr {

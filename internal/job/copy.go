@@ -1,0 +1,408 @@
+package job
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// CopySpec is a copy between local files and S3 as a command was given
+// it: local to local, local to S3, or S3 to S3 (S3 to local is a Get).
+type CopySpec struct {
+	// Src and Dst are local paths or s3:// URLs as written (Dst "" with
+	// Benchmark).
+	Src, Dst string
+	// SrcURL is Src parsed, when it is an S3 URL (its key wildcards
+	// already turned into rules).
+	SrcURL s3store.URL
+	// Benchmark keeps nothing: the bytes are counted and dropped.
+	Benchmark bool
+	// FollowSymlinks copies what a local source's links point to.
+	FollowSymlinks bool
+	// Report is told of each entry of a local source that is not
+	// copied (links without FollowSymlinks, special or unreadable files).
+	Report func(path string, err error)
+	// Sink is how a local Dst is written; its LockID is set here.
+	Sink local.Options
+	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
+	// Threshold, Trailer and SourceChecksum are set here.
+	Upload s3store.UploadOptions
+	// Client reaches an S3 Dst, and an S3 Src unless SourceClient does.
+	Client s3store.ClientOptions
+	// SourceClient, when set, reaches Src on another store (or with
+	// other credentials): the bytes stream through this process.
+	SourceClient *s3store.ClientOptions
+	// Target is how an S3 Src is read (request options, verification,
+	// stall timeout, retries); its bucket and key are decided here.
+	Target s3store.Target
+	// PartSize and Threshold are the run's part size and multipart
+	// threshold. A server-side copy uses CopyThreshold instead of
+	// Threshold, and 1 GiB parts unless PartSizeSet.
+	PartSize, Threshold, CopyThreshold int64
+	PartSizeSet                        bool
+	// FanOut is how many sub-prefixes of an S3 Src are listed at once.
+	FanOut int
+	// Delete removes what Dst has and Src does not list, after a run
+	// without failures (--delete).
+	Delete bool
+	Scale  ScaleSpec
+}
+
+// Copy is a resolved copy: what to read, where it goes, and how the
+// engine runs it.
+type Copy struct {
+	Lanes []transfer.Lane
+	Sink  transfer.Sink
+	// Listed records the listed names for Delete (nil without --delete).
+	Listed *Listed
+	Scaled Scaled
+	// LocalTo is "local" or "s3" when Src is local files, "" from S3.
+	LocalTo string
+	// ServerSide says the bytes move inside S3, not through s3pd.
+	ServerSide bool
+	// PartSize and Threshold are the engine's for this copy.
+	PartSize, Threshold int64
+	// MaxRequests, when not 0, caps the requests in flight: a stream
+	// between stores that cannot send its checksum as a trailer holds
+	// its parts in memory.
+	MaxRequests int
+
+	prune   func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error
+	closers []func()
+}
+
+// copyPartSize is the part of a server-side copy when no part size is
+// chosen: 1 GiB parts copy S3's largest object (5 TiB) in 5,120 parts.
+const copyPartSize = 1 << 30
+
+// streamBuffer bounds the memory of parts held in buffers when a stream
+// between stores cannot send its checksum as a trailer (plain HTTP).
+const streamBuffer = 1 << 30
+
+// NewCopy resolves spec: the source, the sink, and where each object or
+// file lands (Land). Close releases what it holds.
+func NewCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
+	c := &Copy{PartSize: spec.PartSize, Threshold: spec.Threshold}
+	if spec.Delete {
+		c.Listed = NewListed()
+	}
+	var err error
+	switch srcS3, dstS3 := IsS3(spec.Src), IsS3(spec.Dst); {
+	case srcS3:
+		err = c.fromS3(ctx, spec)
+	case dstS3:
+		err = c.localToS3(ctx, spec)
+	default:
+		err = c.localToLocal(spec)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// IsS3 reports whether p is an s3:// URL.
+func IsS3(p string) bool { return strings.HasPrefix(p, "s3://") }
+
+// localSource opens a local Src, naming a single file name.
+func localSource(spec CopySpec, name string) (*local.Source, error) {
+	s, err := local.NewSource(spec.Src, local.SourceOptions{FollowSymlinks: spec.FollowSymlinks, Name: name, Report: spec.Report})
+	if err != nil {
+		return nil, &SpecError{Err: err}
+	}
+	return s, nil
+}
+
+// landLocal opens a local Src and decides where it lands under dest
+// (destIsDir: dest names a directory or prefix).
+func (c *Copy) landLocal(spec CopySpec, dest string, destIsDir bool) (src *local.Source, root string, err error) {
+	if src, err = localSource(spec, ""); err != nil {
+		return nil, "", err
+	}
+	if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+		return nil, "", err
+	}
+	root, name := Land(src.Single(), spec.Src, dest, destIsDir)
+	if src.Single() {
+		if src, err = localSource(spec, name); err != nil {
+			return nil, "", err
+		}
+	}
+	c.Lanes = []transfer.Lane{{Name: "local", Source: src}}
+	c.Scaled = spec.Scale.scale(src, "", "", nil)
+	return src, root, nil
+}
+
+// refuseSingleDelete refuses --delete when Src is one file or object.
+func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
+	if c.Listed != nil && single {
+		return specErrorf("--delete needs a directory or a prefix as SRC; %s is a single file or object", spec.Src)
+	}
+	return nil
+}
+
+func (c *Copy) localToLocal(spec CopySpec) error {
+	c.LocalTo = "local"
+	if spec.Benchmark {
+		src, err := localSource(spec, "")
+		if err != nil {
+			return err
+		}
+		if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+			return err
+		}
+		c.Lanes, c.Sink = []transfer.Lane{{Name: "local", Source: src}}, sink.Discard{}
+		c.Scaled = spec.Scale.scale(src, "", "", nil)
+		return nil
+	}
+	src, root, err := c.landLocal(spec, spec.Dst, IsDir(spec.Dst))
+	if err != nil {
+		return err
+	}
+	if err := checkOverlap(src.Root(), spec.Dst, src.Single()); err != nil {
+		return &SpecError{Err: err}
+	}
+	if err := CheckWritable(spec.Dst); err != nil {
+		return &SpecError{Err: err}
+	}
+	opts := spec.Sink
+	opts.LockID = ShardLockID(spec.Scale.Shard)
+	ls, err := local.NewSink(root, opts)
+	if err != nil {
+		return &SpecError{Err: err}
+	}
+	c.closers = append(c.closers, func() { ls.Close() })
+	c.Sink = local.NewCopySink(ls)
+	c.prune = func(_ context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
+		return c.Listed.PruneLocal(ls, keep, dryRun, report)
+	}
+	return nil
+}
+
+func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
+	u, err := s3store.ParseRawURL(spec.Dst)
+	if err != nil {
+		return &SpecError{Err: err}
+	}
+	c.LocalTo = "s3"
+	src, root, err := c.landLocal(spec, u.Key, u.Prefix)
+	if err != nil {
+		return err
+	}
+	client, err := s3store.NewClient(ctx, u.Bucket, spec.Client)
+	if err != nil {
+		return err
+	}
+	opts := c.uploadOptions(spec, KeyPrefix(root))
+	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
+		return s3store.ChecksumOf(ctx, src, o, alg)
+	}
+	c.Sink = s3store.NewUploadSink(client, u.Bucket, opts)
+	c.pruneS3(client, u.Bucket, opts.Prefix, spec.Upload.Req)
+	return nil
+}
+
+// uploadOptions are what objects written under prefix get.
+func (c *Copy) uploadOptions(spec CopySpec, prefix string) s3store.UploadOptions {
+	o := spec.Upload
+	o.Prefix, o.PartSize, o.Threshold = prefix, c.PartSize, c.Threshold
+	// The SDK sends a trailing checksum over HTTPS only.
+	o.Trailer = spec.Client.EndpointURL == "" || strings.HasPrefix(spec.Client.EndpointURL, "https://")
+	return o
+}
+
+// pruneS3 makes Delete remove the objects under prefix in bucket.
+func (c *Copy) pruneS3(client *s3.Client, bucket, prefix string, req s3store.Request) {
+	c.prune = func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
+		return c.Listed.PruneS3(ctx, client, bucket, prefix, req, keep, dryRun, report)
+	}
+}
+
+// fromS3 copies S3 to S3: server-side on one store, streamed through
+// this process between stores.
+func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
+	su := spec.SrcURL
+	du, err := s3store.ParseRawURL(spec.Dst)
+	if err != nil {
+		return &SpecError{Err: err}
+	}
+	crossStore := spec.SourceClient != nil
+	if !crossStore && su.Bucket == du.Bucket {
+		switch {
+		case strings.TrimSuffix(su.Key, "/") == strings.TrimSuffix(du.Key, "/"):
+			return specErrorf("source and destination are the same: %s", spec.Src)
+		case su.Prefix && strings.HasPrefix(du.Key, su.Key):
+			return specErrorf("destination %s is inside source %s", spec.Dst, spec.Src)
+		}
+	}
+	dstClient, err := s3store.NewClient(ctx, du.Bucket, spec.Client)
+	if err != nil {
+		return err
+	}
+	srcClient, err := s3store.NewClient(ctx, su.Bucket, *cmp.Or(spec.SourceClient, &spec.Client))
+	if err != nil {
+		return err
+	}
+	target := spec.Target
+	target.Bucket = su.Bucket
+	c.ServerSide = !crossStore
+	if c.ServerSide {
+		// A server-side copy moves no byte through s3pd: nothing to verify.
+		target.Verify = false
+		c.Threshold = spec.CopyThreshold
+		if !spec.PartSizeSet {
+			c.PartSize = copyPartSize
+		}
+	}
+	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
+	if spec.Scale.Manifest != "" {
+		su.Key, su.Prefix = ManifestPrefix(su.Key), true
+	}
+	from := S3Spec{Lanes: []S3Lane{{Name: "default", Base: base}}, Target: target, Key: su.Key, Prefix: su.Prefix,
+		FirstRange: c.PartSize, FanOut: spec.FanOut, ServerSide: c.ServerSide}
+	if !su.Prefix {
+		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
+	}
+	res, err := ResolveS3(ctx, from)
+	if err != nil {
+		return err
+	}
+	c.closers = append(c.closers, func() { res.Close() })
+	if res.Single && spec.Scale.Shard != nil {
+		return specErrorf("--shard splits a prefix; %s is a single object", spec.Src)
+	}
+	if err := c.refuseSingleDelete(spec, res.Single); err != nil {
+		return err
+	}
+	root, _ := Land(res.Single, su.Key, du.Key, du.Prefix)
+	c.Lanes = res.Lanes
+	c.Scaled = spec.Scale.scale(c.Lanes[0].Source, su.Bucket, su.Key, res.Source)
+	opts := c.uploadOptions(spec, KeyPrefix(root))
+	c.pruneS3(dstClient, du.Bucket, opts.Prefix, spec.Upload.Req)
+	if c.ServerSide {
+		c.Sink = s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
+		return nil
+	}
+	if !opts.Trailer {
+		c.MaxRequests = max(1, int(streamBuffer/c.PartSize))
+	}
+	opts.SourceChecksum = res.Source.Checksum
+	c.Sink = s3store.NewUploadSink(dstClient, du.Bucket, opts)
+	return nil
+}
+
+// Listing is what observes the listing for the copy (nil: nothing).
+func (c *Copy) Listing() transfer.ListObserver {
+	if c.Listed == nil {
+		return nil
+	}
+	return c.Listed
+}
+
+// Delete is --delete's step after a run without failures: it removes
+// the files or objects under Dst whose names the listing did not give
+// and keep picks (the include/exclude rules), reporting each; with
+// dryRun it only reports them. It refuses when the listing did not
+// complete.
+func (c *Copy) Delete(ctx context.Context, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	if !c.Listed.Complete() {
+		return ErrIncompleteListing
+	}
+	return c.prune(ctx, keep, dryRun, report)
+}
+
+// Close releases the destination's lock and the first range if unused.
+func (c *Copy) Close() {
+	for _, fn := range c.closers {
+		fn()
+	}
+}
+
+// checkOverlap refuses a copy onto itself or into its own tree.
+func checkOverlap(src, dst string, single bool) error {
+	s, err := realPath(src)
+	if err != nil {
+		return err
+	}
+	d, err := realPath(dst)
+	if err != nil {
+		return err
+	}
+	if single && IsDir(dst) {
+		d = filepath.Join(d, filepath.Base(s))
+	}
+	switch {
+	case s == d:
+		return fmt.Errorf("source and destination are the same: %s", src)
+	case !single && strings.HasPrefix(d, s+string(filepath.Separator)):
+		return fmt.Errorf("destination %s is inside source %s", dst, src)
+	}
+	return nil
+}
+
+// realPath resolves p's symbolic links as far as p exists, and keeps the
+// rest as written, so paths that do not exist yet compare too.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if filepath.Dir(dir) == dir {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
+// CheckWritable finds the nearest existing directory at or above dest
+// and checks that a file can be created there, before any request.
+func CheckWritable(dest string) error {
+	dir := filepath.Clean(dest)
+	for {
+		st, err := os.Stat(dir)
+		if err == nil {
+			if !st.IsDir() {
+				if dir == filepath.Clean(dest) {
+					dir = filepath.Dir(dir) // an existing file is replaced
+					continue
+				}
+				return fmt.Errorf("destination %s: %s is not a directory", dest, dir)
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("destination %s: %w", dest, err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	f, err := os.CreateTemp(dir, ".s3pd-probe-*")
+	if err != nil {
+		return fmt.Errorf("destination %s is not writable: %w", dest, errors.Unwrap(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
