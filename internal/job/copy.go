@@ -323,11 +323,13 @@ func (c *Copy) Delete(ctx context.Context, keep func(name string) bool, dryRun b
 	return c.prune(ctx, keep, dryRun, report)
 }
 
-// Close releases the destination's lock and the first range if unused.
+// Close releases the destination's lock and the first range if unused;
+// a second Close does nothing.
 func (c *Copy) Close() {
 	for _, fn := range c.closers {
 		fn()
 	}
+	c.closers = nil
 }
 
 // checkOverlap refuses a copy onto itself or into its own tree.
