@@ -180,24 +180,34 @@ func TestDryRunTransfersNothing(t *testing.T) {
 	}
 }
 
+// interrupted runs a journaling transfer of object k, size bytes, one
+// part at a time, interrupted when it asks for the third part, and
+// returns its source, without the fault, and its sink, holding what the
+// run journaled.
+func interrupted(t *testing.T, size int, verify transfer.Verify) (*transfertest.Source, *transfertest.Sink) {
+	t.Helper()
+	src := transfertest.NewSource()
+	src.Add("k", transfertest.Data("k", size))
+	sink := transfertest.NewSink()
+	sink.Journal = true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src.Fault = func(key string, off, n int64, attempt int) error {
+		if off >= 2*part {
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	runCtx(t, ctx, src, sink, transfer.Options{Threads: 1, Verify: verify})
+	src.Fault = nil
+	return src, sink
+}
+
 func TestJournalResumesOnlyMissingParts(t *testing.T) {
 	for _, verify := range []transfer.Verify{transfer.VerifyAuto, transfer.VerifyOff} {
 		t.Run(fmt.Sprint("verify=", verify), func(t *testing.T) {
-			src := transfertest.NewSource()
-			src.Add("k", transfertest.Data("k", 5*part+1))
-			sink := transfertest.NewSink()
-			sink.Journal = true
-			// The first run is interrupted when it asks for the third part.
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			src.Fault = func(key string, off, n int64, attempt int) error {
-				if off >= 2*part {
-					cancel()
-					return ctx.Err()
-				}
-				return nil
-			}
-			runCtx(t, ctx, src, sink, transfer.Options{Threads: 1, Verify: verify})
+			src, sink := interrupted(t, 5*part+1, verify)
 			if sink.Suspends() != 1 {
 				t.Fatalf("%d files kept for resume, want 1", sink.Suspends())
 			}
@@ -205,7 +215,6 @@ func TestJournalResumesOnlyMissingParts(t *testing.T) {
 			if !ok || len(parts) != 2 || parts[0] != part || parts[part] != part {
 				t.Fatalf("journaled parts %v, want the first two", parts)
 			}
-			src.Fault = nil
 			before := len(src.Opens())
 			sum, rec := run(t, src, sink, transfer.Options{Threads: 1, Verify: verify})
 			r := result(t, rec, "k")
@@ -265,22 +274,8 @@ func TestJournalResumesAPartInterruptedHalfWay(t *testing.T) {
 }
 
 func TestJournaledPartDamagedIsFetchedAgain(t *testing.T) {
-	src := transfertest.NewSource()
-	src.Add("k", transfertest.Data("k", 4*part))
-	sink := transfertest.NewSink()
-	sink.Journal = true
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	src.Fault = func(key string, off, n int64, attempt int) error {
-		if off >= 2*part {
-			cancel()
-			return ctx.Err()
-		}
-		return nil
-	}
-	runCtx(t, ctx, src, sink, transfer.Options{Threads: 1})
+	src, sink := interrupted(t, 4*part, transfer.VerifyAuto)
 	sink.Damage("k", part+7) // the second part's bytes change on disk
-	src.Fault = nil
 	before := len(src.Opens())
 	_, rec := run(t, src, sink, transfer.Options{Threads: 1})
 	if r := result(t, rec, "k"); r.Err != nil || r.Resumed != part {
@@ -297,21 +292,7 @@ func TestJournaledPartDamagedIsFetchedAgain(t *testing.T) {
 }
 
 func TestJournalOfAnotherVersionIsIgnored(t *testing.T) {
-	src := transfertest.NewSource()
-	src.Add("k", transfertest.Data("k", 4*part))
-	sink := transfertest.NewSink()
-	sink.Journal = true
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	src.Fault = func(key string, off, n int64, attempt int) error {
-		if off >= 2*part {
-			cancel()
-			return ctx.Err()
-		}
-		return nil
-	}
-	runCtx(t, ctx, src, sink, transfer.Options{Threads: 1})
-	src.Fault = nil
+	src, sink := interrupted(t, 4*part, transfer.VerifyAuto)
 	src.Add("k", transfertest.Data("k2", 4*part)) // rewritten meanwhile
 	_, rec := run(t, src, sink, transfer.Options{Threads: 1})
 	if r := result(t, rec, "k"); r.Err != nil || r.Resumed != 0 {
