@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,6 +41,44 @@ func TestSlowDownMakesRequestsInFlightFall(t *testing.T) {
 	}
 	if throttled["off"] <= throttled["on"] {
 		t.Errorf("--adaptive off: %d GETs throttled, want more than the adaptive window's %d", throttled["off"], throttled["on"])
+	}
+}
+
+// TestWindowFindsTheServersLimitWithFewSlowDowns: the server throttles
+// above 40 requests in flight, more than the window's start (32), and
+// every request lasts about one time to first byte. The window grows in
+// steps, each once the last was answered, so it crosses the limit once,
+// by one step, and then follows what the server serves: the peak stays
+// near the limit and few GETs are throttled. A window that grew on a
+// timer, without waiting for the last step's answers, sent steps into
+// the storm before the first SlowDown came back.
+func TestWindowFindsTheServersLimitWithFewSlowDowns(t *testing.T) {
+	const objects, limit = 400, 40
+	s := emuStore(t, s3emu.Options{
+		Dataset:  fmt.Sprintf("w:%d:16KiB", objects),
+		TTFB:     40 * time.Millisecond,
+		Throttle: s3emu.Throttle{MaxInFlight: limit},
+	})
+	r := run(t, nil, s.cmd("get", "--benchmark", "--json", "--quiet", s.url("w/"))...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var sum struct {
+		Objects   int   `json:"objects"`
+		SlowDowns int64 `json:"slowdowns"`
+		Peak      int   `json:"in_flight_peak"`
+	}
+	lastJSON(t, r.stdout, &sum)
+	st := s.emu.Stats()
+	t.Logf("%d GETs, %d throttled; peak %d in flight", st.GetRequests, st.ThrottledGets, sum.Peak)
+	if sum.Objects != objects || st.GetRequests-st.ThrottledGets != objects {
+		t.Fatalf("%d objects, %d GETs served, want %d (stats %+v)", sum.Objects, st.GetRequests-st.ThrottledGets, objects, st)
+	}
+	// One step over 40 throttles about 10; the probe (one a second)
+	// and a loaded machine's jitter add a few. Twice the limit's worth
+	// means the window kept overshooting.
+	if st.ThrottledGets > objects/8 || sum.Peak > 2*limit {
+		t.Errorf("%d of %d GETs throttled, peak %d in flight: want at most %d and %d", st.ThrottledGets, st.GetRequests, sum.Peak, objects/8, 2*limit)
 	}
 }
 

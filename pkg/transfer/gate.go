@@ -7,19 +7,32 @@ import (
 )
 
 // gate bounds the requests in flight by a window that follows the
-// server (closed-loop concurrency). The window starts at min(32, the
-// budget) and grows by half every median time to first byte while it is
-// full, up to the budget; with no SlowDown it reaches a budget of 256 in
-// a few round trips. When the server answers SlowDown to a request sent
-// under the current window, the window drops to the number of requests
-// that succeeded concurrently: those answered successfully and still in
-// flight, plus those sent before the cut that are answered successfully
-// after it. A slot freed by a SlowDown is not reused until the window
-// allows, and from then on the window grows by one a second while it
-// stays full and unthrottled. A SlowDown to a request sent before the
-// last cut says nothing new and is ignored. Not adaptive, the window is
-// the budget. The gate is taken once per request, never per buffer of
-// data.
+// server (closed-loop concurrency).
+//
+// The window starts at min(32, the budget) and, while it is full, grows
+// by a quarter a step up to the budget. A step goes out only once the
+// server answered (with data or an error) every request sent under the
+// step before, up to the moment that step filled, and at least a median
+// time to first byte after it: so the window never sends a step before
+// the server had its say on the last, and it crosses a server's limit
+// once, by one step (a quarter). A request still waiting for its answer
+// after max(250 ms, 4 median times to first byte) no longer holds the
+// next step. With no SlowDown it reaches a budget of 256 in ten round
+// trips, under a second at 30 ms.
+//
+// When the server answers SlowDown to a request sent under the current
+// window, the window drops to what the server was serving when it
+// refused it: the requests in flight when that request was sent, or
+// those answered successfully and streaming now if more, always below
+// the window it was sent under. A SlowDown to another request of the same
+// burst (sent before the cut, under the window just cut) may lower it
+// further the same way, never raise it; a success of that burst raises
+// it to the requests answered and streaming at once, up to the window
+// before the cut. A SlowDown to an older request says nothing new. A
+// slot freed by a SlowDown is not reused until the window allows, and
+// from then on the window grows by one a second while it stays full and
+// unthrottled. Not adaptive, the window is the budget. The gate is taken
+// once per request, never per buffer of data.
 type gate struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -35,11 +48,25 @@ type gate struct {
 	// streaming counts the requests in flight answered successfully.
 	streaming int
 	// ceiling is the window before the last cut: requests sent before
-	// it and answered successfully after it raise the window up to it.
+	// it and answered successfully after it may raise the window up to
+	// it.
 	ceiling int
 	// full: a request waited for the window since it last grew.
-	full      bool
-	probing   bool                 // after a cut: grow by one a second, not by half
+	full bool
+	// The current step, the requests taken since the window last grew
+	// or was cut: seq numbers the requests taken, stepFrom is the last
+	// one before the step, stepTo the last one taken before the step's
+	// window filled (stepFilled), and stepOut counts those of the step,
+	// up to stepTo, the server has not answered yet. The window grows
+	// again only once stepOut is 0.
+	seq, stepFrom, stepTo int64
+	stepFilled            bool
+	stepOut               int
+	// stepLate is when a step's answers are late: a request that waits
+	// that long for its response (a stalled one, before the stall watch
+	// takes it over) no longer holds the window back.
+	stepLate  time.Time
+	probing   bool                 // after a cut: grow by one a second, not by steps
 	nextGrow  time.Time            // when a full window may grow next
 	growEvery func() time.Duration // the median time to first byte (0: none yet)
 
@@ -53,15 +80,29 @@ type gate struct {
 // slot is a request's place under the window: the epoch it was taken
 // in, and whether the server answered it successfully.
 type slot struct {
-	epoch    int64
+	epoch int64
+	seq   int64 // the gate's count of requests when it was taken
+	// load is the requests in flight when it was taken: those the
+	// server was serving when it received this one.
+	load     int
 	answered bool
 }
 
 // startWindow is where an adaptive window starts.
 const startWindow = 32
 
+// growStep is the window's growth per step, in quarters: 5 grows it by a quarter.
+const growStep = 5
+
 // probeEvery is how often the window grows by one after a cut.
 const probeEvery = time.Second
+
+// A step's answers are late lateAnswersTTFB median times to first byte
+// after it filled, and at least lateAnswers.
+const (
+	lateAnswersTTFB = 4
+	lateAnswers     = 250 * time.Millisecond
+)
 
 func newGate(max int, adaptive bool, growEvery func() time.Duration) *gate {
 	now := time.Now()
@@ -96,7 +137,12 @@ func (g *gate) acquire(ctx context.Context) (slot, error) {
 			return slot{}, err
 		}
 		g.full = true
-		g.grow(time.Now())
+		now := time.Now()
+		if !g.stepFilled {
+			g.stepFilled, g.stepTo = true, g.seq
+			g.stepLate = now.Add(max(lateAnswers, lateAnswersTTFB*g.growInterval()))
+		}
+		g.grow(now)
 		if g.inFlight < g.allowed {
 			break
 		}
@@ -111,9 +157,28 @@ func (g *gate) acquire(ctx context.Context) (slot, error) {
 // take counts one more request in flight; under the lock.
 func (g *gate) take() slot {
 	g.account(time.Now())
+	load := g.inFlight
 	g.inFlight++
 	g.peak = max(g.peak, g.inFlight)
-	return slot{epoch: g.epoch}
+	g.seq++
+	if !g.stepFilled {
+		g.stepOut++
+	}
+	return slot{epoch: g.epoch, seq: g.seq, load: load}
+}
+
+// heard records that the server answered the request of s, with data or
+// an error; under the lock.
+func (g *gate) heard(s slot) {
+	if s.seq > g.stepFrom && (!g.stepFilled || s.seq <= g.stepTo) {
+		g.stepOut--
+	}
+}
+
+// newStep starts a step of the window; under the lock.
+func (g *gate) newStep() {
+	g.stepFrom, g.stepTo, g.stepFilled, g.stepOut = g.seq, 0, false, 0
+	g.full = false
 }
 
 // account adds the time since the last change to the in-flight integral.
@@ -126,9 +191,16 @@ func (g *gate) account(now time.Time) {
 func (g *gate) answered(s *slot) {
 	s.answered = true
 	g.mu.Lock()
+	g.heard(*s)
+	if g.stepOut == 0 {
+		g.grow(time.Now()) // the step's last answer: the next may go
+	}
 	g.streaming++
-	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < g.ceiling {
-		g.allowed++ // it succeeded alongside those the cut counted
+	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
+		// It succeeded alongside those the cut counted: the window is
+		// what is answered and streaming at once, not every success
+		// since (one that came after another ended says nothing more).
+		g.allowed++
 		g.cond.Signal()
 	}
 	g.mu.Unlock()
@@ -144,13 +216,21 @@ func (g *gate) release(s slot, throttled bool) {
 	g.inFlight--
 	if s.answered {
 		g.streaming--
-	}
-	if throttled && g.adaptive && s.epoch == g.epoch {
-		g.ceiling = g.allowed
-		g.allowed = max(1, min(g.allowed, g.streaming))
-		g.epoch++
-		g.full, g.probing, g.nextGrow = false, true, now.Add(probeEvery)
 	} else {
+		g.heard(s)
+	}
+	switch {
+	case throttled && g.adaptive && s.epoch == g.epoch:
+		g.ceiling = g.allowed
+		g.allowed = max(1, min(g.allowed-1, g.concurrent(s)))
+		g.epoch++
+		g.newStep()
+		g.probing, g.nextGrow = true, now.Add(probeEvery)
+	case throttled && g.adaptive && s.epoch == g.epoch-1:
+		// Sent with the request that cut the window: it may say the
+		// server held fewer.
+		g.allowed = max(1, min(g.allowed, g.concurrent(s)))
+	default:
 		g.grow(now)
 	}
 	if g.inFlight < g.allowed {
@@ -158,9 +238,16 @@ func (g *gate) release(s slot, throttled bool) {
 	}
 }
 
-// growInterval is how long a full window waits before growing by half:
-// the median time to first byte, so that the requests of one step are
-// answered before the next; 0 before any response, when it does not grow.
+// concurrent is what the server served alongside the throttled request
+// of s: the requests in flight when it was sent (which the server was
+// serving, or about to, when it refused it), or those answered
+// successfully and streaming now if more. Under the lock.
+func (g *gate) concurrent(s slot) int {
+	return max(s.load, g.streaming)
+}
+
+// growInterval is the least time between two steps of a full window:
+// the median time to first byte (0 before any response).
 func (g *gate) growInterval() time.Duration {
 	return g.growEvery()
 }
@@ -185,23 +272,14 @@ func (g *gate) run(ctx context.Context) {
 	}
 }
 
-// grow widens a full window: by half every median time to first byte at
-// first, by one a second after a SlowDown. Under the lock.
+// grow widens a full window once the server answered the requests of
+// its last step: by a quarter (at most once every median time to first
+// byte) at first, by one a second after a SlowDown. Under the lock.
 func (g *gate) grow(now time.Time) {
 	if !g.adaptive || !g.full || g.allowed >= g.max {
 		return
 	}
-	if now.Before(g.nextGrow) {
-		return
-	}
-	if !g.probing && g.nextGrow.Equal(g.since) {
-		// No response yet when the gate was made: the first step waits
-		// for a median time to first byte after the first answers.
-		d := g.growInterval()
-		if d <= 0 {
-			return
-		}
-		g.nextGrow = now.Add(d)
+	if now.Before(g.nextGrow) || g.stepOut > 0 && now.Before(g.stepLate) {
 		return
 	}
 	old := g.allowed
@@ -209,10 +287,10 @@ func (g *gate) grow(now time.Time) {
 		g.allowed++
 		g.nextGrow = now.Add(probeEvery)
 	} else {
-		g.allowed = min(g.max, max(g.allowed+1, g.allowed*3/2))
+		g.allowed = min(g.max, max(g.allowed+1, g.allowed*growStep/4))
 		g.nextGrow = now.Add(g.growInterval())
 	}
-	g.full = false
+	g.newStep()
 	for range g.allowed - old {
 		g.cond.Signal()
 	}

@@ -9,36 +9,125 @@ import (
 
 func ttfb30ms() time.Duration { return 30 * time.Millisecond }
 
+// answerAfter answers the request of s after d, as a server would: the
+// slot stays taken (its body streams on).
+func answerAfter(g *gate, s slot, d time.Duration) {
+	go func() {
+		time.Sleep(d)
+		g.answered(&s)
+	}()
+}
+
+// step is the window after one step up from w.
+func step(w int) int { return max(w+1, w*growStep/4) }
+
 func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
-	// In a synctest bubble the clock is the test's: the window grows on
-	// the gate's own ticks however loaded the machine is.
+	for _, budget := range []int{48, 100, 256} {
+		// In a synctest bubble the clock is the test's: the window grows
+		// on the gate's own ticks however loaded the machine is.
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			g := newGate(budget, true, ttfb30ms)
+			go g.run(ctx)
+			if got, want := g.bound(), min(startWindow, budget); got != want {
+				t.Fatalf("budget %d: window at start %d, want %d", budget, got, want)
+			}
+			for range budget {
+				s, err := g.acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				answerAfter(g, s, 30*time.Millisecond)
+			}
+			if got := g.bound(); got != budget {
+				t.Fatalf("window %d, want the budget %d", got, budget)
+			}
+			// From 32 by a quarter per 30 ms round trip: under a second
+			// of the bubble's time.
+			if d := time.Since(g.since); d > time.Second {
+				t.Errorf("budget %d: the window took %s to reach it, want under 1s", budget, d)
+			}
+			time.Sleep(time.Second) // the last answers arrive
+		})
+	}
+}
+
+// TestGateStepWaitsForTheLastStepsAnswers: the window grows by a step
+// only once the server answered every request of the step before, so a
+// step never goes out before the server could say SlowDown to the last.
+func TestGateStepWaitsForTheLastStepsAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		g := newGate(256, true, ttfb30ms)
 		go g.run(ctx)
-		if got := g.bound(); got != startWindow {
-			t.Fatalf("window at start %d, want %d", got, startWindow)
-		}
-		taken := 0
-		for range 256 {
-			if _, err := g.acquire(ctx); err != nil {
+		var slots []slot
+		for range startWindow {
+			s, err := g.acquire(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-			taken++
+			slots = append(slots, s)
 		}
-		if got := g.bound(); got != 256 {
-			t.Fatalf("window %d after taking %d, want the budget 256", got, taken)
+		waiter := make(chan slot)
+		go func() {
+			s, err := g.acquire(ctx) // the window is full
+			if err != nil {
+				t.Error(err)
+			}
+			waiter <- s
+		}()
+		for i := range slots[:startWindow-1] {
+			g.answered(&slots[i])
 		}
-		// From 32 by half per 30 ms round trip: under a second of the
-		// bubble's time.
-		if d := time.Since(g.since); d > time.Second {
-			t.Errorf("the window took %s to reach the budget, want under 1s", d)
+		// Several median times to first byte, one request unanswered.
+		time.Sleep(150 * time.Millisecond)
+		if got := g.bound(); got != startWindow {
+			t.Fatalf("window %d with a request of the step unanswered, want %d", got, startWindow)
 		}
+		g.answered(&slots[startWindow-1])
+		synctest.Wait()
+		if got := g.bound(); got != step(startWindow) {
+			t.Fatalf("window %d once the step was answered, want %d", got, step(startWindow))
+		}
+		s := <-waiter
+		// The new step: the rest fill it, then one waits. A SlowDown to
+		// one of them cuts it; a request that never gets its answer
+		// holds the next step back only until its answers are late.
+		slots = slots[:0]
+		slots = append(slots, s)
+		for range step(startWindow) - startWindow - 1 {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots = append(slots, s)
+		}
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			waiter <- s
+		}()
+		synctest.Wait()
+		for i := range slots[1:] {
+			g.answered(&slots[1+i])
+		}
+		time.Sleep(lateAnswers / 2)
+		if got := g.bound(); got != step(startWindow) {
+			t.Fatalf("window %d with one answer missing, want %d", got, step(startWindow))
+		}
+		time.Sleep(lateAnswers)
+		if got := g.bound(); got != step(step(startWindow)) {
+			t.Fatalf("window %d once the missing answer was late, want %d", got, step(step(startWindow)))
+		}
+		<-waiter
 	})
 }
 
-func TestGateCutsToWhatSucceededOnSlowDown(t *testing.T) {
+func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -52,53 +141,71 @@ func TestGateCutsToWhatSucceededOnSlowDown(t *testing.T) {
 			slots = append(slots, s)
 		}
 		for i := range slots[:20] {
-			g.answered(&slots[i]) // 20 answered at once; the rest are throttled
+			g.answered(&slots[i]) // 20 answered at once; the rest wait
 		}
+		// Request 25 went out with 25 ahead of it: the server refused
+		// it holding those.
 		g.release(slots[25], true)
-		if got := g.bound(); got != 20 {
-			t.Fatalf("window after a SlowDown %d, want 20: the requests that succeeded at once", got)
+		if got := g.bound(); got != 25 {
+			t.Fatalf("window after a SlowDown %d, want 25: the requests in flight when it was sent", got)
 		}
-		g.release(slots[26], true) // sent before the cut: says nothing new
-		if got := g.bound(); got != 20 {
-			t.Fatalf("window after a second SlowDown of the same epoch %d, want 20", got)
+		g.release(slots[27], true) // sent before the cut, with more ahead: nothing new
+		if got := g.bound(); got != 25 {
+			t.Fatalf("window after a SlowDown to a later request of the same burst %d, want 25", got)
 		}
-		g.answered(&slots[20]) // sent before the cut, answered after it
-		if got := g.bound(); got != 21 {
-			t.Fatalf("window after one more success of the cut's epoch %d, want 21", got)
+		g.release(slots[22], true) // sent before the cut with fewer ahead: lower
+		if got := g.bound(); got != 22 {
+			t.Fatalf("window after a SlowDown to an earlier request of the same burst %d, want 22", got)
 		}
-		// 25 in flight over a window of 21: slots freed are not reused
+		// Two more succeed: 22 answered and streaming at once, as many
+		// as the window.
+		g.answered(&slots[20])
+		g.answered(&slots[21])
+		if got := g.bound(); got != 22 {
+			t.Fatalf("window after the burst's successes %d, want 22", got)
+		}
+		// 25 in flight over a window of 22: slots freed are not reused
 		// until the window allows.
-		for _, s := range slots[27:] {
+		for _, s := range slots[28:] {
 			g.release(s, false)
 		}
 		short, stop := context.WithTimeout(ctx, 100*time.Millisecond)
 		if _, err := g.acquire(short); err == nil {
-			t.Fatalf("acquire with %d in flight over a window of 21 succeeded", g.inFlightNow())
+			t.Fatalf("acquire with %d in flight over a window of 22 succeeded", g.inFlightNow())
 		}
 		stop()
-		for _, s := range slots[21:25] {
-			g.release(s, false)
+		for _, i := range []int{23, 24, 26} {
+			g.release(slots[i], false)
 		}
-		if n := g.inFlightNow(); n != 21 {
-			t.Fatalf("in flight %d, want 21", n)
+		if n := g.inFlightNow(); n != 22 {
+			t.Fatalf("in flight %d, want 22", n)
 		}
-		got := make(chan error)
-		go func() { _, err := g.acquire(ctx); got <- err }()
+		got := make(chan slot)
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
 		synctest.Wait()
 		g.release(slots[0], false)
-		if err := <-got; err != nil {
-			t.Fatal(err)
-		}
+		s := <-got
+		g.answered(&s)
 		// Full and unthrottled: the window probes up by one a second.
 		go g.run(ctx)
-		go func() { _, err := g.acquire(ctx); got <- err }()
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
 		time.Sleep(probeEvery + 50*time.Millisecond)
-		if b := g.bound(); b != 22 {
-			t.Errorf("window a second after the cut %d, want 22", b)
+		if b := g.bound(); b != 23 {
+			t.Errorf("window a second after the cut %d, want 23", b)
 		}
-		if err := <-got; err != nil {
-			t.Fatal(err)
-		}
+		<-got
 	})
 }
 
