@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -79,6 +80,51 @@ func TestWindowFindsTheServersLimitWithFewSlowDowns(t *testing.T) {
 	// means the window kept overshooting.
 	if st.ThrottledGets > objects/8 || sum.Peak > 2*limit {
 		t.Errorf("%d of %d GETs throttled, peak %d in flight: want at most %d and %d", st.ThrottledGets, st.GetRequests, sum.Peak, objects/8, 2*limit)
+	}
+}
+
+// TestOneObjectTakesTheBudget: the ranges of a single object share the
+// whole budget, not a per-object share of it (the original s3pd's 8
+// threads), unless --threads caps them. The object is byte-exact either
+// way.
+func TestOneObjectTakesTheBudget(t *testing.T) {
+	s := emuStore(t, s3emu.Options{
+		Dataset:  "one:1:32MiB",
+		TTFB:     20 * time.Millisecond,
+		ConnRate: 8 << 20, // each 512 KiB range lasts about 80 ms: ranges overlap
+	})
+	for _, tc := range []struct {
+		name     string
+		flags    []string
+		min, max int // requests in flight at the peak
+	}{
+		{"default", nil, 9, 64},
+		{"budget 32", []string{"--max-concurrent-requests", "32"}, 9, 32},
+		{"threads 4 caps", []string{"--threads", "4", "--max-concurrent-requests", "32"}, 1, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.emu.ResetStats()
+			dest := filepath.Join(t.TempDir(), "one.bin")
+			args := append([]string{"--json", "--quiet", "--partsize", "512KiB"}, tc.flags...)
+			r := run(t, nil, s.cmd("get", append(args, s.url("one/00000000"), dest)...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			var sum struct {
+				Verified int `json:"verified_objects"`
+				Peak     int `json:"in_flight_peak"`
+			}
+			lastJSON(t, r.stdout, &sum)
+			st := s.emu.Stats()
+			t.Logf("peak %d in flight (server saw %d)", sum.Peak, st.MaxInFlight)
+			if sum.Peak < tc.min || sum.Peak > tc.max || st.MaxInFlight < int64(tc.min) || st.MaxInFlight > int64(tc.max) {
+				t.Errorf("peak in flight %d, server saw %d: want between %d and %d", sum.Peak, st.MaxInFlight, tc.min, tc.max)
+			}
+			if sum.Verified != 1 {
+				t.Errorf("%d objects verified, want 1", sum.Verified)
+			}
+			checkSynthetic(t, dest, "one/00000000", 32<<20)
+		})
 	}
 }
 
