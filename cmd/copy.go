@@ -123,20 +123,51 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	shardSpec, err := opts.scale.spec(f.Getenv)
-	if err != nil {
-		return err
-	}
 	if isS3(opts.src) && (opts.benchmark || !isS3(opts.dst)) {
 		return copyDownload(ctx, f, opts, settings, origins)
 	}
-	verify, err := opts.output.verifyMode()
+	var failures atomic.Int64 // entries of a local source that could not be read
+	spec, err := opts.spec(f, settings, origins, threshold, &failures)
 	if err != nil {
 		return err
 	}
-	var failures atomic.Int64 // entries of a local source that could not be read
+	c, err := job.NewCopy(ctx, spec)
+	if err != nil {
+		return jobError(ctx, err)
+	}
+	defer c.Close()
+	out := opts.output
+	out.localTo = c.LocalTo
+	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
+		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
+	switch {
+	case err == nil && failures.Load() > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
+	case err != nil || c.Listed == nil:
+		return err
+	}
+	what := "objects"
+	if c.LocalTo == "local" {
+		what = "files"
+	}
+	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
+		return c.Delete(ctx, opts.rules.rules.Match, out.dryRun, report)
+	})
+}
+
+// spec is the copy the flags ask for, with the run's settings;
+// failures counts the entries of a local source that cannot be read.
+func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, failures *atomic.Int64) (job.CopySpec, error) {
+	shardSpec, err := opts.scale.spec(f.Getenv)
+	if err != nil {
+		return job.CopySpec{}, err
+	}
+	verify, err := opts.output.verifyMode()
+	if err != nil {
+		return job.CopySpec{}, err
+	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
-		Report: func(p string, err error) { reportUnread(f, &failures, p, err) },
+		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
 		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings),
@@ -148,7 +179,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	spec.Upload.Overwrite, spec.Upload.Req = opts.overwrite, opts.req
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
-			return usageError(err)
+			return spec, usageError(err)
 		}
 	}
 	if opts.crossStore() {
@@ -158,35 +189,20 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		so.Profile = cmp.Or(opts.source.profile, so.Profile)
 		spec.SourceClient = &so
 	}
-	c, err := job.NewCopy(ctx, spec)
-	if err != nil {
-		return jobError(ctx, err)
-	}
-	defer c.Close()
-	if c.ServerSide && settings.MaxBandwidth > 0 {
+	return spec, nil
+}
+
+// copySettings are the settings the engine runs c with: a server-side
+// copy's part size and threshold, and a stream's cap on requests.
+func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
+	if c.ServerSide && s.MaxBandwidth > 0 {
 		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
 	}
-	settings.PartSize, settings.MultipartThreshold = c.PartSize, c.Threshold
+	s.PartSize, s.MultipartThreshold = c.PartSize, c.Threshold
 	if c.MaxRequests > 0 {
-		settings.MaxConcurrentRequests = min(settings.MaxConcurrentRequests, c.MaxRequests)
+		s.MaxConcurrentRequests = min(s.MaxConcurrentRequests, c.MaxRequests)
 	}
-	out := opts.output
-	out.localTo = c.LocalTo
-	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: settings, out: out, rules: opts.rules.rules,
-		listing: c.Listing(), scaled: c.Scaled})
-	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
-	}
-	if err != nil || c.Listed == nil {
-		return err
-	}
-	what := "objects"
-	if c.LocalTo == "local" {
-		what = "files"
-	}
-	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
-		return c.Delete(ctx, opts.rules.rules.Match, out.dryRun, report)
-	})
+	return s
 }
 
 // check checks copy's flags against each other (they do not depend on
