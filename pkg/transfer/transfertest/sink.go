@@ -219,30 +219,12 @@ func TestSink(t *testing.T, s SinkSuite) {
 	t.Run("JournalRoundTrips", func(t *testing.T) {
 		tg := s.NewTarget(t)
 		const name = "resumed"
-		data := Data(name, int(3*s.PartSize+5))
-		obj := pinned(s.Object(t, name, data, when))
-		f := create(t, tg.Sink(t), obj)
-		j, ok := f.(transfer.Journal)
-		if !ok {
-			f.Abort()
-			t.Skip("the sink's files keep no journal")
-		}
 		done := func(i int) bool { return i == 0 || i == 2 }
-		s.writeParts(t, f, obj, data, done)
-		for i, off := range s.offsets(obj.Size) {
-			if done(i) {
-				if err := j.PartDone(off, s.partLen(obj.Size, off), fmt.Sprint("sum-", i)); err != nil {
-					t.Fatalf("PartDone: %v", err)
-				}
-			}
-		}
-		if err := j.Suspend(); err != nil {
-			t.Fatalf("Suspend: %v", err)
-		}
+		data, obj := s.suspended(t, tg, name, done)
 		// The next run of the same version finds the parts, with their
 		// sums, and their bytes.
-		f = create(t, tg.Sink(t), obj)
-		j, ok = f.(transfer.Journal)
+		f := create(t, tg.Sink(t), obj)
+		j, ok := f.(transfer.Journal)
 		if !ok {
 			t.Fatalf("the second run's file keeps no journal")
 		}
@@ -278,25 +260,9 @@ func TestSink(t *testing.T, s SinkSuite) {
 	t.Run("JournalForgetsOtherVersions", func(t *testing.T) {
 		tg := s.NewTarget(t)
 		const name = "replaced"
-		data := Data(name, int(3*s.PartSize+5))
-		obj := pinned(s.Object(t, name, data, when))
-		f := create(t, tg.Sink(t), obj)
-		j, ok := f.(transfer.Journal)
-		if !ok {
-			f.Abort()
-			t.Skip("the sink's files keep no journal")
-		}
-		s.writeParts(t, f, obj, data, func(int) bool { return true })
-		for _, off := range s.offsets(obj.Size) {
-			if err := j.PartDone(off, s.partLen(obj.Size, off), "sum"); err != nil {
-				t.Fatalf("PartDone: %v", err)
-			}
-		}
-		if err := j.Suspend(); err != nil {
-			t.Fatalf("Suspend: %v", err)
-		}
+		data, obj := s.suspended(t, tg, name, func(int) bool { return true })
 		other := pinned(s.Object(t, name, Data("other", len(data)), when.Add(time.Hour)))
-		f = create(t, tg.Sink(t), other)
+		f := create(t, tg.Sink(t), other)
 		defer f.Abort()
 		if j, ok := f.(transfer.Journal); ok {
 			for _, off := range s.offsets(obj.Size) {
@@ -336,6 +302,35 @@ func TestSink(t *testing.T, s SinkSuite) {
 
 // pinned gives obj an ETag when nothing pins its version (a local file):
 // a journal resumes only a version it can tell from another.
+// suspended is a first run, in tg, of an object of three parts and a
+// bit named name: it writes and journals the parts done picks (part i
+// with the sum "sum-i"), then suspends its file for a later run, and
+// returns the object's bytes and the object. The test is skipped when
+// the sink's files keep no journal.
+func (s SinkSuite) suspended(t *testing.T, tg Target, name string, done func(i int) bool) ([]byte, transfer.Object) {
+	t.Helper()
+	data := Data(name, int(3*s.PartSize+5))
+	obj := pinned(s.Object(t, name, data, when))
+	f := create(t, tg.Sink(t), obj)
+	j, ok := f.(transfer.Journal)
+	if !ok {
+		f.Abort()
+		t.Skip("the sink's files keep no journal")
+	}
+	s.writeParts(t, f, obj, data, done)
+	for i, off := range s.offsets(obj.Size) {
+		if done(i) {
+			if err := j.PartDone(off, s.partLen(obj.Size, off), fmt.Sprint("sum-", i)); err != nil {
+				t.Fatalf("PartDone: %v", err)
+			}
+		}
+	}
+	if err := j.Suspend(); err != nil {
+		t.Fatalf("Suspend: %v", err)
+	}
+	return data, obj
+}
+
 func pinned(obj transfer.Object) transfer.Object {
 	if obj.ETag == "" && obj.VersionID == "" {
 		obj.ETag = fmt.Sprintf(`"%d-%d"`, obj.Size, obj.ModTime.UnixNano())
