@@ -72,17 +72,11 @@ func TestBenchServeServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, stop := runServe(t, "--listen", "127.0.0.1:0", "--dataset", "d:2:1KiB", "--ttfb", "50ms", "--conn-rate", "90MB", "--faults", faults)
-	t0 := time.Now()
-	resp, err := http.Get(ep + "/bench/d/00000000")
-	if err != nil {
-		t.Fatal(err)
+	resp, body, took := timedGet(t, ep+"/bench/d/00000000")
+	if resp.StatusCode != 200 || len(body) != 1024 || took < 50*time.Millisecond {
+		t.Errorf("GET: status %d, %d bytes in %v; want 200, 1024 bytes, after the 50ms TTFB", resp.StatusCode, len(body), took)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || len(body) != 1024 || time.Since(t0) < 50*time.Millisecond {
-		t.Errorf("GET: status %d, %d bytes in %v; want 200, 1024 bytes, after the 50ms TTFB", resp.StatusCode, len(body), time.Since(t0))
-	}
-	resp, err = http.Get(ep + "/bench/d/00000001")
+	resp, err := http.Get(ep + "/bench/d/00000001")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,24 +127,13 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 func TestBenchServeThrottlesAndStalls(t *testing.T) {
 	ep, stop := runServe(t, "--listen", "127.0.0.1:0", "--dataset", "d:2:64KiB", "--prefix-rate", "1",
 		"--stall-fraction", "1", "--stall-for", "300ms", "--stall-seed", "7")
-	t0 := time.Now()
-	resp, err := http.Get(ep + "/bench/d/00000000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if took := time.Since(t0); resp.StatusCode != 200 || len(body) != 64<<10 || took < 300*time.Millisecond {
+	resp, body, took := timedGet(t, ep+"/bench/d/00000000")
+	if resp.StatusCode != 200 || len(body) != 64<<10 || took < 300*time.Millisecond {
 		t.Errorf("first GET: status %d, %d bytes in %v; want 200, 65536 bytes, stalled at least 300ms", resp.StatusCode, len(body), took)
 	}
 	// One token a second, one held: the next GET of the prefix, well
 	// within that second of the first one's end, finds none.
-	resp, err = http.Get(ep + "/bench/d/00000001")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, _ = timedGet(t, ep+"/bench/d/00000001")
 	if resp.StatusCode != 503 || !strings.Contains(string(body), "<Code>SlowDown</Code>") {
 		t.Errorf("second GET: status %d, body %q; want 503 SlowDown", resp.StatusCode, body)
 	}
@@ -189,4 +172,18 @@ func TestParseConnRate(t *testing.T) {
 	if _, err := parseConnRate("fast"); err == nil {
 		t.Error(`parseConnRate("fast") succeeded`)
 	}
+}
+
+// timedGet GETs url and returns the response, its body and how long
+// the whole took.
+func timedGet(t *testing.T, url string) (*http.Response, []byte, time.Duration) {
+	t.Helper()
+	t0 := time.Now()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body, time.Since(t0)
 }
