@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -126,10 +127,13 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if err != nil {
 		return err
 	}
-	lanes := sourceLanes(clients, s3store.Target{Bucket: u.Bucket, Prefix: u.Key, Verify: verify != transfer.VerifyOff,
-		StallTimeout: opts.output.stall, OnRetry: f.logListRetry})
+	src, err := job.ResolveS3(ctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true, Target: s3store.Target{Bucket: u.Bucket,
+		Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}})
+	if err != nil {
+		return startError(ctx, err)
+	}
 	return benchRounds(ctx, f, opts.repeat, func(out outputFlags) error {
-		return runEngine(ctx, f, engineRun{lanes: lanes, sink: sink.Discard{}, settings: settings, out: out, rules: opts.rules.rules, latency: true})
+		return runEngine(ctx, f, engineRun{lanes: src.Lanes, sink: sink.Discard{}, settings: settings, out: out, rules: opts.rules.rules, latency: true})
 	}, opts.output)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/configs"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
@@ -122,8 +123,12 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		lanes := sourceLanes(clients, s3store.Target{Bucket: u.Bucket, Prefix: u.Key, OnRetry: f.logListRetry})
-		eng, err := transfer.New(lanes, sink.Discard{}, engineOptions(cs))
+		src, err := job.ResolveS3(cctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true,
+			Target: s3store.Target{Bucket: u.Bucket, OnRetry: f.logListRetry}})
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		eng, err := transfer.New(src.Lanes, sink.Discard{}, engineOptions(cs))
 		if err != nil {
 			return transfer.Summary{}, err
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // newS3Lanes builds one S3 client per network card named by --nics (one
@@ -52,13 +51,4 @@ func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, tls s3store.T
 		out = append(out, job.S3Lane{Name: l.name, Base: s3store.NewSource(client, s3store.Target{Bucket: bucket})})
 	}
 	return out, nil
-}
-
-// sourceLanes gives every lane a source that reads t.
-func sourceLanes(lanes []job.S3Lane, t s3store.Target) []transfer.Lane {
-	out := make([]transfer.Lane, len(lanes))
-	for i, l := range lanes {
-		out[i] = transfer.Lane{Name: l.Name, Source: l.Base.With(t)}
-	}
-	return out
 }
