@@ -26,8 +26,9 @@ var layers = map[string][]string{
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},
 	// The job: what to transfer and where, from the adapters and the
-	// engine; no command line.
-	"internal/job": {"pkg/transfer", "pkg/checksum", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/config"},
+	// engine; no command line and no configuration (cmd turns settings
+	// into the job's specs).
+	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard"},
 }
 
 // TestImportRules holds the dependency rules of docs/ARCHITECTURE.md:
