@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -104,15 +105,17 @@ func TestSingleObjectFirstRangeOnce(t *testing.T) {
 		name      string
 		threshold int64
 		ranges    []string // the Range of every GET, sorted
+		first     int64    // the probe's range (default 256 KiB)
 	}{
-		{"in parts", 256 << 10, []string{"bytes=0-262143", "bytes=262144-524287", "bytes=524288-786431", "bytes=786432-1048575"}},
-		{"whole", 2 << 20, []string{"bytes=0-262143", "bytes=262144-1048575"}},
+		{"in parts", 256 << 10, []string{"bytes=0-262143", "bytes=262144-524287", "bytes=524288-786431", "bytes=786432-1048575"}, 0},
+		{"whole", 2 << 20, []string{"bytes=0-262143", "bytes=262144-1048575"}, 0},
+		{"whole in the first range", 2 << 20, []string{"bytes=0-2097151"}, 2 << 20},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lanes, ts := emuLanes(t)
 			ts.ResetStats()
 			g, err := NewGet(context.Background(), GetSpec{
-				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: 256 << 10,
+				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: cmp.Or(tt.first, 256<<10),
 					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
 				URL: "s3://bench/p/00000000", Dest: "",
 			})

@@ -17,8 +17,10 @@ import (
 // object of more than MaxParts parts). A shorter range is served from
 // the body's first bytes; a longer one reads the body's bytes, then
 // the rest from the wrapped source in one request. Every other Open
-// goes to the wrapped source. Close closes the body if it was never
-// served, at the latest when the run ends.
+// goes to the wrapped source. Served as a whole-object response, the
+// body carries the object's checksums (which the probe's HEAD gave the
+// object), as S3's whole-object response does. Close closes the body if
+// it was never served, at the latest when the run ends.
 type Prefetch struct {
 	mu   sync.Mutex
 	key  string
@@ -86,6 +88,13 @@ func (s *prefetched) Open(ctx context.Context, obj *Object, off, n int64) (*Body
 	if n < 0 {
 		n = b.Size - off // the whole object
 	}
+	if off == 0 && n == b.Size && b.Checksums == nil && obj.Checksums != nil {
+		// A whole-object response carries the object's checksums; the
+		// ranged probe's did not, so they come from its HEAD.
+		whole := *b
+		whole.Checksums = obj.Checksums
+		b = &whole
+	}
 	switch {
 	case n == b.Len:
 		return b, nil
@@ -102,11 +111,6 @@ func (s *prefetched) Open(ctx context.Context, obj *Object, off, n int64) (*Body
 	long := *b
 	long.ReadCloser = &spliced{ctx: ctx, src: s.Source, obj: obj, held: b, off: b.Off + b.Len, n: n - b.Len}
 	long.Len = n
-	if off == 0 && n == b.Size && long.Checksums == nil {
-		// A whole-object response carries the object's checksums; the
-		// ranged probe's did not, so they come from its HEAD.
-		long.Checksums = obj.Checksums
-	}
 	return &long, nil
 }
 
