@@ -140,10 +140,15 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	out.localTo = c.LocalTo
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
 		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
-	switch {
-	case err == nil && failures.Load() > 0:
+	if err == nil && failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
-	case err != nil || c.Listed == nil:
+	}
+	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
+}
+
+// copyDelete is --delete's step after a copy that ended with err.
+func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, rules transfer.Rules, err error) error {
+	if err != nil || c.Listed == nil {
 		return err
 	}
 	what := "objects"
@@ -151,7 +156,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		what = "files"
 	}
 	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
-		return c.Delete(ctx, opts.rules.rules.Match, out.dryRun, report)
+		return c.Delete(ctx, rules.Match, out.dryRun, report)
 	})
 }
 
