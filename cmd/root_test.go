@@ -157,3 +157,24 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestErrorLineFollowsTheRoute: once a run has opened where its JSON
+// lines go, the error line of a run that fails before any transfer goes
+// there too, --json-file included, and the human line to stderr.
+func TestErrorLineFollowsTheRoute(t *testing.T) {
+	copyEnv(t)
+	lines := filepath.Join(t.TempDir(), "lines.json")
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test",
+		[]string{"get", "--json-file", lines, "--log-level", "loud", "s3://bucket/k", t.TempDir()})
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, errOut.String())
+	}
+	b, err := os.ReadFile(lines)
+	if err != nil || !strings.Contains(string(b), `"type":"error"`) || !strings.Contains(string(b), "loud") {
+		t.Errorf("--json-file holds %q (%v), want the error line; stderr %q", b, err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "s3pd: ") || out.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q; want only the error line on stderr", out.String(), errOut.String())
+	}
+}
