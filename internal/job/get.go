@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/s3pd/s3pd/pkg/local"
@@ -152,14 +151,4 @@ func (g *Get) Close() {
 		g.local.Close()
 	}
 	g.Source.Close()
-}
-
-// IsDir reports whether dest names a directory to put objects in: it
-// ends in "/" or is an existing directory.
-func IsDir(dest string) bool {
-	if strings.HasSuffix(dest, "/") {
-		return true
-	}
-	st, err := os.Stat(dest)
-	return err == nil && st.IsDir()
 }
