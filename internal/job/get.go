@@ -87,37 +87,54 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	case !single:
 		root = dest
 	}
-	switch {
-	case dest == "":
-		g.Sink = sink.Discard{}
-	case dest == "-":
-		g.Sink = sink.NewOrdered(spec.Stdout, spec.OrderWindow)
-	default:
-		opts := spec.Sink
-		if single {
-			// One object locks only its own name: downloads of other
-			// objects into the same directory run together.
-			opts.LockID = local.ObjectLockID(s.Name)
-		} else {
-			opts.LockID = ShardLockID(spec.Scale.Shard)
-		}
-		if g.local, err = local.NewSink(root, opts); err != nil {
-			return nil, &SpecError{Err: err}
-		}
-		g.Sink = g.local
+	if err := g.openSink(spec, root, s.Name); err != nil {
+		return nil, err
 	}
 	if spec.Delete && !single {
 		g.Listed = NewListed()
 	}
 	if !s.Prefix && !single {
-		key := strings.TrimSuffix(g.Source.Key, "/")
-		g.MustExist = &transfer.Object{Key: key, Name: s.Name, Size: -1}
-		g.Missing = &s3store.StatusError{Status: 404, Code: "NoSuchKey",
-			Message: fmt.Sprintf("%s: no object %q and nothing under %q", spec.URL, key, g.Source.Key)}
+		g.MustExist, g.Missing = missing(spec.URL, g.Source.Key, s.Name)
 	}
 	g.Scaled = spec.Scale.scale(g.Source.Source, s.Target.Bucket, s.Key, g.Source.Source)
 	ok = true
 	return g, nil
+}
+
+// missing is the object a URL that named no object must find under
+// prefix, the key it named plus "/", and the error of finding nothing.
+func missing(url, prefix, name string) (*transfer.Object, error) {
+	key := strings.TrimSuffix(prefix, "/")
+	return &transfer.Object{Key: key, Name: name, Size: -1}, &s3store.StatusError{Status: 404, Code: "NoSuchKey",
+		Message: fmt.Sprintf("%s: no object %q and nothing under %q", url, key, prefix)}
+}
+
+// openSink opens where the download's objects go: nothing (a
+// benchmark), stdout in order, or local files under root (a single
+// object at name).
+func (g *Get) openSink(spec GetSpec, root, name string) error {
+	switch spec.Dest {
+	case "":
+		g.Sink = sink.Discard{}
+		return nil
+	case "-":
+		g.Sink = sink.NewOrdered(spec.Stdout, spec.OrderWindow)
+		return nil
+	}
+	opts := spec.Sink
+	if g.Source.Single {
+		// One object locks only its own name: downloads of other
+		// objects into the same directory run together.
+		opts.LockID = local.ObjectLockID(name)
+	} else {
+		opts.LockID = ShardLockID(spec.Scale.Shard)
+	}
+	var err error
+	if g.local, err = local.NewSink(root, opts); err != nil {
+		return &SpecError{Err: err}
+	}
+	g.Sink = g.local
+	return nil
 }
 
 // Listing is what observes the listing for the job (nil: nothing).
