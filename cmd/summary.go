@@ -42,6 +42,7 @@ type summaryLine struct {
 	Requests          int64            `json:"requests"`
 	Retries           int64            `json:"retries"`
 	Hedged            int64            `json:"hedged"`
+	Splits            int64            `json:"splits"`
 	TTFB50ms          float64          `json:"ttfb_p50_ms"`
 	TTFB99ms          float64          `json:"ttfb_p99_ms"`
 	PeakRSS           int64            `json:"peak_rss_kib"`
@@ -75,7 +76,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		UnverifiedObjects: t.unverified, UnverifiedBytes: t.unverifiedBytes,
 		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
-		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged,
+		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
 		EmulatorInProcess: out.embedded}
 	if r.dry {

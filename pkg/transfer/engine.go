@@ -137,6 +137,9 @@ type Summary struct {
 	// Hedged counts the ranges taken over as stragglers: asked for again
 	// on a new connection from the byte they reached (not in Retries).
 	Hedged int64
+	// Splits counts the ranges split at the end of a run: their second
+	// half went to an idle slot as a range of its own.
+	Splits int64
 	// InFlightMean and InFlightPeak are the requests in flight over the
 	// run: their time-weighted mean and their most at once.
 	InFlightMean float64
@@ -179,6 +182,7 @@ type Engine struct {
 	objects, failed, skipped atomic.Int64
 	bytes, requests, retries atomic.Int64
 	slowdowns, hedged        atomic.Int64
+	splits                   atomic.Int64 // ranges split at the end of a run
 	// listed: the listing ended (a takeover may come sooner at the end).
 	listed atomic.Bool
 	// reqNanos and writeNanos sum the requests' time and the part of it
@@ -281,6 +285,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			}
 		})
 		e.listed.Store(true)
+		e.sched.wake() // ranges may split now
 		listMu.Lock()
 		defer listMu.Unlock()
 		if abandoned {
@@ -383,6 +388,7 @@ func (e *Engine) summary() Summary {
 
 		SlowDowns:   e.slowdowns.Load(),
 		Hedged:      e.hedged.Load(),
+		Splits:      e.splits.Load(),
 		TTFB:        e.ttfb.snapshot(),
 		Request:     e.reqs.snapshot(),
 		RequestTime: time.Duration(e.reqNanos.Load()),

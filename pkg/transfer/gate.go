@@ -10,14 +10,14 @@ import (
 // server (closed-loop concurrency).
 //
 // The window starts at min(32, the budget) and, while it is full, grows
-// by a quarter a step up to the budget. A step goes out only once the
-// server answered (with data or an error) every request sent under the
-// step before, up to the moment that step filled, and at least a median
-// time to first byte after it: so the window never sends a step before
-// the server had its say on the last, and it crosses a server's limit
-// once, by one step (a quarter). A request still waiting for its answer
-// after max(250 ms, 4 median times to first byte) no longer holds the
-// next step. With no SlowDown it reaches a budget of 256 in ten round
+// a step at a time up to the budget: by half up to 64, then by a
+// quarter. A step goes out only once the server answered (with data or
+// an error) every request sent under the step before, up to the moment
+// that step filled, and at least a median time to first byte after it:
+// so the window never sends a step before the server had its say on the
+// last, and it crosses a server's limit once, by one step (a quarter,
+// above 64). A request still waiting for its answer after max(250 ms, 4
+// median times to first byte) no longer holds the next step. With no SlowDown it reaches a budget of 256 in eight round
 // trips, under a second at 30 ms.
 //
 // When the server answers SlowDown to a request sent under the current
@@ -91,8 +91,16 @@ type slot struct {
 // startWindow is where an adaptive window starts.
 const startWindow = 32
 
-// growStep is the window's growth per step, in quarters: 5 grows it by a quarter.
-const growStep = 5
+// stepUp is the window after one step up from w: by half up to twice
+// the start (a single object's ranges reach 64 in two steps), then by a
+// quarter (so a step that crosses a server's limit overshoots it by a
+// quarter at most).
+func stepUp(w int) int {
+	if w < 2*startWindow {
+		return max(w+1, w*3/2)
+	}
+	return max(w+1, w*5/4)
+}
 
 // probeEvery is how often the window grows by one after a cut.
 const probeEvery = time.Second
@@ -136,12 +144,8 @@ func (g *gate) acquire(ctx context.Context) (slot, error) {
 		if err := ctx.Err(); err != nil {
 			return slot{}, err
 		}
-		g.full = true
 		now := time.Now()
-		if !g.stepFilled {
-			g.stepFilled, g.stepTo = true, g.seq
-			g.stepLate = now.Add(max(lateAnswers, lateAnswersTTFB*g.growInterval()))
-		}
+		g.fill(now)
 		g.grow(now)
 		if g.inFlight < g.allowed {
 			break
@@ -152,6 +156,27 @@ func (g *gate) acquire(ctx context.Context) (slot, error) {
 		return slot{}, err
 	}
 	return g.take(), nil
+}
+
+// fill records that the window is full: a request waits for room.
+// Under the lock.
+func (g *gate) fill(now time.Time) {
+	g.full = true
+	if !g.stepFilled {
+		g.stepFilled, g.stepTo = true, g.seq
+		g.stepLate = now.Add(max(lateAnswers, lateAnswersTTFB*g.growInterval()))
+	}
+}
+
+// demand says that more requests could go out than the window allows,
+// though none waits for it (ranges that could split at the end of a
+// run), with promised of them about to: the window is full and may grow.
+func (g *gate) demand(promised int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inFlight+promised >= g.allowed {
+		g.fill(time.Now())
+	}
 }
 
 // take counts one more request in flight; under the lock.
@@ -273,7 +298,7 @@ func (g *gate) run(ctx context.Context) {
 }
 
 // grow widens a full window once the server answered the requests of
-// its last step: by a quarter (at most once every median time to first
+// its last step: by stepUp (at most once every median time to first
 // byte) at first, by one a second after a SlowDown. Under the lock.
 func (g *gate) grow(now time.Time) {
 	if !g.adaptive || !g.full || g.allowed >= g.max {
@@ -287,7 +312,7 @@ func (g *gate) grow(now time.Time) {
 		g.allowed++
 		g.nextGrow = now.Add(probeEvery)
 	} else {
-		g.allowed = min(g.max, max(g.allowed+1, g.allowed*growStep/4))
+		g.allowed = min(g.max, stepUp(g.allowed))
 		g.nextGrow = now.Add(g.growInterval())
 	}
 	g.newStep()

@@ -18,8 +18,7 @@ func answerAfter(g *gate, s slot, d time.Duration) {
 	}()
 }
 
-// step is the window after one step up from w.
-func step(w int) int { return max(w+1, w*growStep/4) }
+func step(w int) int { return stepUp(w) }
 
 func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
 	for _, budget := range []int{48, 100, 256} {

@@ -117,10 +117,19 @@ func checkSize(o *Object) error {
 // request slot for its first attempt, and tells the scheduler it ended.
 func (t *object) runRange(r span, s slot) {
 	var err error
-	if r.whole {
+	switch {
+	case r.whole:
 		err = t.fetchWhole(s)
-	} else {
-		err = t.part(r.off, r.n, s)
+	case t.splittable():
+		sp := &piece{t: t, from: r.off, began: int64(time.Since(t.e.start))}
+		sp.end.Store(r.off + r.n)
+		sp.pos.Store(r.off)
+		t.e.sched.register(sp)
+		err = t.part(r.off, r.n, s, sp)
+		t.e.sched.unregister(sp)
+		r.n = sp.end.Load() - r.off // its second half, if split off, is a range of its own
+	default:
+		err = t.part(r.off, r.n, s, nil)
 	}
 	t.e.sched.ended(t, r, err)
 }
@@ -128,7 +137,7 @@ func (t *object) runRange(r span, s slot) {
 // fetchWhole fetches the object in one request, without a Range.
 func (t *object) fetchWhole(s slot) error {
 	t.whole = t.verify.partSum()
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s, nil)
 	t.moved.Add(got)
 	return err
 }
@@ -141,7 +150,7 @@ func (t *object) fetchWhole(s slot) error {
 // A part this run is interrupted in journals the prefix it wrote, with its
 // running CRC, so that an early Ctrl-C on large parts does not start them
 // over.
-func (t *object) part(off, n int64, s slot) error {
+func (t *object) part(off, n int64, s slot, sp *piece) error {
 	journal, _ := t.f.(Journal)
 	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
@@ -160,8 +169,11 @@ func (t *object) part(off, n int64, s slot) error {
 			}
 		}
 	}
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s, sp)
 	t.moved.Add(got)
+	if sp != nil {
+		n = sp.end.Load() - off // split: this range now ends there
+	}
 	if err != nil {
 		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
 			// Interrupted: keep the prefix. Its sum covers all of it,

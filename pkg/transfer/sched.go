@@ -13,14 +13,22 @@ import (
 // drain together instead of one after another. An object's ranges are
 // held back by Options.Threads (a per-object cap, when set) and by its
 // file's order window (OrderWindow), never by the number of objects open.
+// At the end of a run, idle slots take the second halves of the ranges
+// in flight with the most bytes left (split.go).
 // The lock is taken a few times per range, never per buffer of data.
 type scheduler struct {
 	e    *Engine
 	mu   sync.Mutex
 	cond *sync.Cond
 	open []*object // objects with ranges still to plan, in the order they opened
-	// closed: no object will be added.
-	closed bool
+	// closed: no object will be added; stopped: the run was interrupted.
+	closed, stopped bool
+	// Splits at the end of a run (split.go): the ranges in flight that
+	// may split, the splits asked for and not yet answered, and the
+	// second halves waiting for a slot.
+	live   map[*piece]struct{}
+	asking int
+	tails  []tail
 }
 
 // OrderWindow is implemented by files that take their bytes in order
@@ -40,7 +48,7 @@ type span struct {
 }
 
 func newScheduler(e *Engine) *scheduler {
-	s := &scheduler{e: e}
+	s := &scheduler{e: e, live: map[*piece]struct{}{}}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -74,6 +82,9 @@ func (s *scheduler) run(ctx context.Context) {
 		s.mu.Unlock()
 	})
 	defer stop()
+	tick, ticking := context.WithCancel(ctx)
+	defer ticking()
+	go s.tick(tick)
 	for {
 		t, r, ok := s.next(ctx)
 		if !ok {
@@ -99,7 +110,21 @@ func (s *scheduler) next(ctx context.Context) (*object, span, bool) {
 				t.stopPlanning()
 			}
 			s.open = nil
+			s.stopped = true
+			for _, tl := range s.tails {
+				s.endedLocked(tl.t, tl.r, ctx.Err())
+			}
+			s.tails = nil
 			return nil, span{}, false
+		}
+		if len(s.tails) > 0 {
+			tl := s.tails[0]
+			s.tails = s.tails[1:]
+			if err := tl.t.pctx.Err(); err != nil {
+				s.endedLocked(tl.t, tl.r, err)
+				continue
+			}
+			return tl.t, tl.r, true // counted in running when it was split off
 		}
 		if t := s.pick(); t != nil {
 			r := t.plan()
@@ -112,6 +137,7 @@ func (s *scheduler) next(ctx context.Context) (*object, span, bool) {
 		if s.closed && len(s.open) == 0 {
 			return nil, span{}, false
 		}
+		s.askSplits()
 		s.cond.Wait()
 	}
 }
@@ -160,6 +186,10 @@ func (s *scheduler) drop(t *object) {
 func (s *scheduler) ended(t *object, r span, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endedLocked(t, r, err)
+}
+
+func (s *scheduler) endedLocked(t *object, r span, err error) {
 	t.running--
 	if err != nil {
 		if t.err == nil {
