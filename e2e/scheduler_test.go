@@ -75,11 +75,13 @@ func TestWindowFindsTheServersLimitWithFewSlowDowns(t *testing.T) {
 	if sum.Objects != objects || st.GetRequests-st.ThrottledGets != objects {
 		t.Fatalf("%d objects, %d GETs served, want %d (stats %+v)", sum.Objects, st.GetRequests-st.ThrottledGets, objects, st)
 	}
-	// One step over 40 throttles about 10; the probe (one a second)
-	// and a loaded machine's jitter add a few. Twice the limit's worth
-	// means the window kept overshooting.
-	if st.ThrottledGets > objects/8 || sum.Peak > 2*limit {
-		t.Errorf("%d of %d GETs throttled, peak %d in flight: want at most %d and %d", st.ThrottledGets, st.GetRequests, sum.Peak, objects/8, 2*limit)
+	// One step over 40 throttles about 10, and the requests sent to
+	// replace those that ended before the first SlowDown came back are
+	// throttled too (the server counts the throttled ones in flight):
+	// 25-45 here. A fifth of the GETs, or a peak twice the limit, means
+	// the window kept overshooting.
+	if st.ThrottledGets > objects/5 || sum.Peak > 2*limit {
+		t.Errorf("%d of %d GETs throttled, peak %d in flight: want at most %d and %d", st.ThrottledGets, st.GetRequests, sum.Peak, objects/5, 2*limit)
 	}
 }
 
