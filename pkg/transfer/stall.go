@@ -22,7 +22,7 @@ import (
 //     its remaining bytes asked for on a new connection from the byte it
 //     reached (errTakenOver, retried at once and not counted as an
 //     attempt). At the end of a run, when nothing is left to plan and
-//     slots are idle, the bound is max(minStraggle, 2 x the p99 gap),
+//     slots are idle, the bound is max(endStraggle, 2 x the p99 gap),
 //     or at least lonelyStraggle when no other range progresses. Takeovers are at most about 5% of the requests. A range the sink's order window or the
 //     bandwidth cap may hold back is never taken over.
 //   - A stalled range delivered nothing for the stall timeout, whatever
@@ -62,6 +62,10 @@ const (
 	watchTick = 50 * time.Millisecond
 	// minStraggle is the least silence that makes a straggler.
 	minStraggle = 250 * time.Millisecond
+	// endStraggle is the least silence that makes a straggler at the end
+	// of a run, when slots are idle: a takeover then costs no other
+	// range a slot.
+	endStraggle = 100 * time.Millisecond
 	// lonelyStraggle is the least silence that makes a straggler at the
 	// end of a run when no other range progresses (a busy machine may
 	// leave every range silent that long).
@@ -121,7 +125,7 @@ func (w *stallWatch) run(ctx context.Context) {
 				progressed++
 			case now-c.changed > int64(w.timeout):
 				c.cancel(errStalled)
-			case c.hedge && now-c.changed > int64(minStraggle):
+			case c.hedge && now-c.changed > int64(endStraggle):
 				idle = append(idle, c)
 			}
 		}
@@ -145,7 +149,7 @@ func (w *stallWatch) takeOver(idle []*rangeClock, now int64, peers bool) {
 		}
 		bound := max(int64(minStraggle), 4*p99)
 		if end {
-			bound = max(int64(minStraggle), 2*p99)
+			bound = max(int64(endStraggle), 2*p99)
 		}
 		if !peers {
 			bound = max(bound, int64(lonelyStraggle))
