@@ -240,19 +240,21 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 // checked options and loaded settings, runs it, and deletes after it
 // with --delete.
 func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
-	dest := opts.dest
-	opts.output.report.origins = origins
-	opts.output.report.command, opts.output.report.source, opts.output.report.dest = "get", opts.src, dest
-	opts.output.report.lines = opts.flags != nil && opts.flags.Changed("interval")
-	planNICs(f, &settings, opts.output.dryRun)
+	// The options stay as the flags set them: the run's output and sink
+	// settings are copies completed here.
+	dest, out, sink := opts.dest, opts.output, opts.sink
+	out.report.origins = origins
+	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
+	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
+	planNICs(f, &settings, out.dryRun)
 	lanes, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
-	verify, _ := opts.output.verifyMode() // checked
-	opts.sink.DryRun = opts.output.dryRun
-	opts.sink.ResumeMin = settings.MultipartThreshold
-	opts.sink.Warn = sinkWarn(f)
+	verify, _ := out.verifyMode() // checked
+	sink.DryRun = out.dryRun
+	sink.ResumeMin = settings.MultipartThreshold
+	sink.Warn = sinkWarn(f)
 	if opts.benchmark {
 		dest = ""
 	}
@@ -260,25 +262,25 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
 			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
 			Target: s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
-				Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}},
+				Verify: verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
 		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        opts.sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, spec, opts.rules.rules),
+		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, spec, opts.rules.rules),
 	})
 	if err != nil {
 		return jobError(ctx, err)
 	}
 	defer g.Close()
-	opts.output.mustExist, opts.output.missing = g.MustExist, g.Missing
+	out.mustExist, out.missing = g.MustExist, g.Missing
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: opts.output, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled})
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled})
 	if g.Listed == nil || err != nil {
 		return err
 	}
-	return runDelete(f, opts.output, "files", g.Listed, func(report func(string, int64)) error {
-		return g.Delete(opts.rules.rules.Match, opts.output.dryRun, report)
+	return runDelete(f, out, "files", g.Listed, func(report func(string, int64)) error {
+		return g.Delete(opts.rules.rules.Match, out.dryRun, report)
 	})
 }
 
