@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -318,5 +319,29 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) succeeded, want an error", o)
 		}
+	}
+}
+
+// A paced GET counts as in flight until its body is nearly delivered, as
+// S3 counts it, not only until the body fits in a send buffer: halfway
+// through a one-second body, the server still serves it.
+func TestConnRateHoldsTheRequestInFlight(t *testing.T) {
+	const rate, size = 4 << 20, 4 << 20 // one second at the cap
+	s, ep := start(t, Options{Dataset: fmt.Sprintf("o:1:%d", size), ConnRate: rate})
+	resp, err := http.Get(ep + "/bench/o/00000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadFull(resp.Body, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond) // the client reads slowly: no buffer hides the rate
+	if got := s.Stats().InFlight; got != 1 {
+		t.Errorf("in flight halfway through the body: %d, want 1", got)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n != size-1<<20 {
+		t.Fatalf("rest of the body: %d bytes, %v", n, err)
 	}
 }
