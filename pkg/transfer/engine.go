@@ -172,8 +172,8 @@ type Engine struct {
 
 	gate   *gate      // the budget: requests in flight overall
 	sched  *scheduler // which range takes the next request slot
-	bufs   sync.Pool  // BufferSize buffers
-	small  sync.Pool  // buffers for ranges of at most smallBuffer bytes
+	bufs   *bufPool   // BufferSize buffers
+	small  *bufPool   // buffers for ranges of at most smallBuffer bytes
 	start  time.Time
 	ttfb   latencyBuckets
 	reqs   latencyBuckets // whole-request time
@@ -218,8 +218,8 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}
 	size := opts.BufferSize
-	e.bufs.New = func() any { b := make([]byte, size); return &b }
-	e.small.New = func() any { b := make([]byte, min(size, smallBuffer)); return &b }
+	e.bufs = newBufPool(size, opts.MaxRequests)
+	e.small = newBufPool(min(size, smallBuffer), opts.MaxRequests)
 	return e, nil
 }
 

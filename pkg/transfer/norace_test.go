@@ -1,5 +1,0 @@
-//go:build !race
-
-package transfer
-
-const raceEnabled = false
