@@ -23,8 +23,11 @@ import (
 //     reached (errTakenOver, retried at once and not counted as an
 //     attempt). At the end of a run, when nothing is left to plan and
 //     slots are idle, the bound is max(endStraggle, 2 x the p99 gap),
-//     or at least lonelyStraggle when no other range progresses. Takeovers are at most about 5% of the requests. A range the sink's order window or the
-//     bandwidth cap may hold back is never taken over.
+//     or at least lonelyStraggle when no range delivered anything since
+//     this one fell silent (the last ranges finishing count: a range
+//     left alone by its finished peers is singled out). Takeovers are
+//     at most about 5% of the requests. A range the sink's order window
+//     or the bandwidth cap may hold back is never taken over.
 //   - A stalled range delivered nothing for the stall timeout, whatever
 //     its peers do (a dead connection): it is abandoned and retried as an
 //     error (errStalled), between one timeout and one timeout plus a tick
@@ -44,6 +47,9 @@ type stallWatch struct {
 	// (ns), a ring; n counts the gaps seen.
 	gaps [512]int64
 	n    int
+	// lastMove is when some range last delivered bytes (ns since base):
+	// a range silent since before it was singled out.
+	lastMove int64
 }
 
 type rangeClock struct {
@@ -97,6 +103,9 @@ func (w *stallWatch) track(ctx context.Context, hedge bool) (context.Context, *r
 func (w *stallWatch) done(c *rangeClock) {
 	w.mu.Lock()
 	delete(w.live, c)
+	if c.progress.Load() != c.seen { // it delivered bytes since the last tick
+		w.lastMove = max(w.lastMove, int64(time.Since(w.base)))
+	}
 	w.mu.Unlock()
 	c.cancel(nil)
 }
@@ -113,7 +122,6 @@ func (w *stallWatch) run(ctx context.Context) {
 		}
 		now := int64(time.Since(w.base))
 		idle = idle[:0]
-		progressed := 0
 		w.mu.Lock()
 		for c := range w.live {
 			switch p := c.progress.Load(); {
@@ -122,7 +130,7 @@ func (w *stallWatch) run(ctx context.Context) {
 					w.addGap(now - c.changed) // between reads, not the wait for the response
 				}
 				c.seen, c.changed = p, now
-				progressed++
+				w.lastMove = now
 			case now-c.changed > int64(w.timeout):
 				c.cancel(errStalled)
 			case c.hedge && now-c.changed > int64(endStraggle):
@@ -130,19 +138,21 @@ func (w *stallWatch) run(ctx context.Context) {
 			}
 		}
 		if len(idle) > 0 {
-			w.takeOver(idle, now, progressed > 0)
+			w.takeOver(idle, now)
 		}
 		w.mu.Unlock()
 	}
 }
 
 // takeOver cancels the stragglers among the idle ranges, the longest
-// silent first, while the budget allows: while peers progress, or at the
-// end of the run. Under the lock.
-func (w *stallWatch) takeOver(idle []*rangeClock, now int64, peers bool) {
+// silent first, while the budget allows: when peers delivered bytes
+// since the range fell silent (others progressing, or the last ones
+// finishing), or at the end of the run. Under the lock.
+func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 	p99, ttfb99 := w.p99(), int64(w.ttfb99())
 	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
 	for _, c := range idle {
+		peers := w.lastMove > c.changed
 		ok, end := w.mayTakeOver()
 		if !ok || !peers && !end {
 			return
