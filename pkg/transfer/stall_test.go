@@ -14,7 +14,7 @@ func TestEndOfRunTakesStragglersOverSooner(t *testing.T) {
 		var w stallWatch
 		w.init(30*time.Second, func() (bool, bool) { return true, end }, func() time.Duration { return 0 })
 		ctx, c := w.track(context.Background(), true)
-		c.seen, c.changed = 1, 0 // it had bytes, then nothing
+		c.seen, c.changed = 1, 0                   // it had bytes, then nothing
 		w.lastMove = int64(100 * time.Millisecond) // while others had more
 		w.mu.Lock()
 		w.takeOver([]*rangeClock{c}, int64(150*time.Millisecond))
