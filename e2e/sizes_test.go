@@ -57,10 +57,13 @@ func TestTinyPartSize(t *testing.T) {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	checkSynthetic(t, filepath.Join(dest, "00000000"), "t/00000000", size)
-	if gets := s.emu.Stats().GetRequests; gets > 10_000 {
-		t.Errorf("%d GETs for one object, want at most 10,000 parts", gets)
-	}
 	sum := summaryOf(t, r.stdout)
+	// Parts are planned, at most 10,000; a straggler taken over, a tail
+	// range split or a retry each add a GET to one of them.
+	extra := int64(sum["hedged"].(float64) + sum["splits"].(float64) + sum["retries"].(float64))
+	if gets := s.emu.Stats().GetRequests; gets > 10_000+extra {
+		t.Errorf("%d GETs for one object (%d takeovers, splits and retries), want at most 10,000 parts", gets, extra)
+	}
 	if kib := sum["peak_rss_kib"].(float64); kib > 256<<10 {
 		t.Errorf("peak RSS %.0f MiB for --partsize 1 on a 48 MiB object", kib/1024)
 	}
