@@ -173,7 +173,7 @@ type Engine struct {
 	gate   *gate      // the budget: requests in flight overall
 	sched  *scheduler // which range takes the next request slot
 	bufs   *bufPool   // BufferSize buffers
-	small  *bufPool   // buffers for ranges of at most smallBuffer bytes
+	small  *bufPool   // buffers for ranges of at most smallRange bytes
 	start  time.Time
 	ttfb   latencyBuckets
 	reqs   latencyBuckets // whole-request time
