@@ -9,22 +9,23 @@ import (
 // gate bounds the requests in flight by a window that follows the
 // server (closed-loop concurrency).
 //
-// The window starts at min(32, the budget) and, while it is full, grows
-// a step at a time up to the budget: by half up to 64, then by a
-// quarter. A step goes out only once the server answered (with data or
-// an error) every request sent under the step before, up to the moment
-// that step filled, and at least a median time to first byte after it:
-// so the window never sends a step before the server had its say on the
-// last, and it crosses a server's limit once, by one step (a quarter,
-// above 64). A request still waiting for its answer after max(250 ms, 4
-// median times to first byte) no longer holds the next step. With no SlowDown it reaches a budget of 256 in eight round
-// trips, under a second at 30 ms.
+// The window starts at min(32, the budget) and, while it is full,
+// doubles a step at a time up to the budget. A step goes out only once
+// the server answered (with data or an error) every request sent under
+// the step before, up to the moment that step filled, and at least a
+// median time to first byte after it: so the window never sends a step
+// before the server had its say on the last, and it crosses a server's
+// limit once, by one step. A request still waiting for its answer after
+// max(250 ms, 4 median times to first byte) no longer holds the next
+// step. With no SlowDown it reaches a budget of 256 in three round
+// trips. Each round trip of the climb leaves slots idle, so a run of
+// under a second pays for it: about three times to first byte under
+// load, against a window that starts at the budget.
 //
 // When the server answers SlowDown to a request sent under the current
 // window, the window drops to what the server was serving when it
-// refused it: the requests in flight when that request was sent, or
-// those answered successfully and streaming now if more, always below
-// the window it was sent under. A SlowDown to another request of the same
+// refused it (see concurrent), always below the window it was sent
+// under. A SlowDown to another request of the same
 // burst (sent before the cut, under the window just cut) may lower it
 // further the same way, never raise it; a success of that burst raises
 // it to the requests answered and streaming at once, up to the window
@@ -70,6 +71,14 @@ type gate struct {
 	nextGrow  time.Time            // when a full window may grow next
 	growEvery func() time.Duration // the median time to first byte (0: none yet)
 
+	// answers is a ring of the times (since since) of the latest
+	// successful answers, newest at answers[last]: how many the server
+	// answered within a time to first byte is what it serves at once
+	// under a rate limit.
+	answers []time.Duration
+	last    int
+	kept    int // how many of answers hold a time
+
 	// The in-flight time integral and peak, for Summary.
 	since   time.Time
 	area    time.Duration // sum of inFlight x time
@@ -91,15 +100,14 @@ type slot struct {
 // startWindow is where an adaptive window starts.
 const startWindow = 32
 
-// stepUp is the window after one step up from w: by half up to twice
-// the start (a single object's ranges reach 64 in two steps), then by a
-// quarter (so a step that crosses a server's limit overshoots it by a
-// quarter at most).
+// stepUp is the window after one step up from w: twice w. A step that
+// crosses a server's limit overshoots it by less than the step: from 32
+// to 64 against a limit of 48 in flight, 16 requests are refused, once.
+// A faster climb (tripling) would have 48 refused there; a slower one
+// (by half, then a quarter) takes eight round trips to 256, and on runs
+// of under a second cost a quarter of the speed.
 func stepUp(w int) int {
-	if w < 2*startWindow {
-		return max(w+1, w*3/2)
-	}
-	return max(w+1, w*5/4)
+	return max(w+1, 2*w)
 }
 
 // probeEvery is how often the window grows by one after a cut.
@@ -115,6 +123,9 @@ const (
 func newGate(max int, adaptive bool, growEvery func() time.Duration) *gate {
 	now := time.Now()
 	g := &gate{max: max, adaptive: adaptive, allowed: max, growEvery: growEvery, since: now, lastAdd: now}
+	if adaptive {
+		g.answers = make([]time.Duration, min(max, maxAnswers))
+	}
 	g.nextGrow = now
 	if adaptive {
 		g.allowed = min(startWindow, max)
@@ -221,6 +232,11 @@ func (g *gate) answered(s *slot) {
 		g.grow(time.Now()) // the step's last answer: the next may go
 	}
 	g.streaming++
+	if len(g.answers) > 0 {
+		g.last = (g.last + 1) % len(g.answers)
+		g.answers[g.last] = time.Since(g.since)
+		g.kept = min(g.kept+1, len(g.answers))
+	}
 	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
 		// It succeeded alongside those the cut counted: the window is
 		// what is answered and streaming at once, not every success
@@ -247,14 +263,14 @@ func (g *gate) release(s slot, throttled bool) {
 	switch {
 	case throttled && g.adaptive && s.epoch == g.epoch:
 		g.ceiling = g.allowed
-		g.allowed = max(1, min(g.allowed-1, g.concurrent(s)))
+		g.allowed = max(1, min(g.allowed-1, g.concurrent(s, now)))
 		g.epoch++
 		g.newStep()
 		g.probing, g.nextGrow = true, now.Add(probeEvery)
 	case throttled && g.adaptive && s.epoch == g.epoch-1:
 		// Sent with the request that cut the window: it may say the
 		// server held fewer.
-		g.allowed = max(1, min(g.allowed, g.concurrent(s)))
+		g.allowed = max(1, min(g.allowed, g.concurrent(s, now)))
 	default:
 		g.grow(now)
 	}
@@ -265,10 +281,37 @@ func (g *gate) release(s slot, throttled bool) {
 
 // concurrent is what the server served alongside the throttled request
 // of s: the requests in flight when it was sent (which the server was
-// serving, or about to, when it refused it), or those answered
-// successfully and streaming now if more. Under the lock.
-func (g *gate) concurrent(s slot) int {
-	return max(s.load, g.streaming)
+// serving, or about to, when it refused it), but no more than it is
+// serving successfully now: those streaming, and as many as it answered
+// successfully within the last median time to first byte (waiting for
+// their first byte then). Under a limit on requests in flight the first
+// is the limit; under a limit on requests per second the load counts
+// every request the window let out, the second what the rate lets
+// through. Never fewer than those streaming; the load alone while
+// nothing was answered. Under the lock.
+func (g *gate) concurrent(s slot, now time.Time) int {
+	serving := g.streaming + g.answeredWithin(now.Sub(g.since), g.growInterval())
+	if serving == 0 {
+		return s.load // nothing answered yet: the load is all there is
+	}
+	return max(g.streaming, min(s.load, serving))
+}
+
+// maxAnswers bounds the ring of answer times.
+const maxAnswers = 4096
+
+// answeredWithin counts the successful answers in the d before now (both
+// since the gate's start); 0 if d is 0. Under the lock.
+func (g *gate) answeredWithin(now, d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	n, i := 0, g.last
+	for n < g.kept && g.answers[i] >= now-d {
+		n++
+		i = (i - 1 + len(g.answers)) % len(g.answers)
+	}
+	return n
 }
 
 // growInterval is the least time between two steps of a full window:

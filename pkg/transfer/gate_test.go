@@ -42,10 +42,11 @@ func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
 			if got := g.bound(); got != budget {
 				t.Fatalf("window %d, want the budget %d", got, budget)
 			}
-			// From 32 by a quarter per 30 ms round trip: under a second
-			// of the bubble's time.
-			if d := time.Since(g.since); d > time.Second {
-				t.Errorf("budget %d: the window took %s to reach it, want under 1s", budget, d)
+			// From 32, doubling once per 30 ms round trip: three round
+			// trips to 256 (a climb by half, then by a quarter, took
+			// eight).
+			if d, most := time.Since(g.since), 5*30*time.Millisecond; d > most {
+				t.Errorf("budget %d: the window took %s to reach it, want at most %s", budget, d, most)
 			}
 			time.Sleep(time.Second) // the last answers arrive
 		})
@@ -232,4 +233,41 @@ func TestGateBlocksAtBoundAndHonoursContext(t *testing.T) {
 	if _, err := g.acquire(context.Background()); err != nil {
 		t.Fatalf("acquire after release: %v", err)
 	}
+}
+
+// TestGateCutsToWhatARateLets: under a limit on requests per second the
+// requests in flight when the refused one was sent count every request
+// the window let out; the window drops instead to what the server
+// answered successfully within a time to first byte, plus those
+// streaming.
+func TestGateCutsToWhatARateLets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := newGate(256, true, ttfb30ms)
+		var slots []slot
+		for range startWindow {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots = append(slots, s)
+		}
+		// Small objects: each is answered and done at once. Long ago,
+		// then 10 within the last time to first byte.
+		for i := range slots[:20] {
+			g.answered(&slots[i])
+			g.release(slots[i], false)
+			if i == 9 {
+				time.Sleep(time.Second)
+			}
+		}
+		// Two stream on; request 30 went out with 29 ahead of it.
+		g.answered(&slots[20])
+		g.answered(&slots[21])
+		g.release(slots[30], true)
+		if got, want := g.bound(), 2+12; got != want {
+			t.Fatalf("window after a SlowDown %d, want %d: 12 answered within a time to first byte and 2 streaming", got, want)
+		}
+	})
 }
