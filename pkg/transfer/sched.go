@@ -85,23 +85,26 @@ func (s *scheduler) run(ctx context.Context) {
 	tick, ticking := context.WithCancel(ctx)
 	defer ticking()
 	go s.tick(tick)
-	for {
-		t, r, ok := s.next(ctx)
-		if !ok {
-			return
-		}
-		slot, err := s.e.gate.acquire(t.pctx)
+	// A range is chosen once its slot is free, not before it waits for
+	// one: so the largest object is the one with the most bytes left when
+	// the slot frees, counting objects opened while the window was full.
+	for s.ready(ctx) {
+		slot, err := s.e.gate.acquire(ctx)
 		if err != nil {
-			s.ended(t, r, err)
+			continue // the run ended: ready stops planning
+		}
+		t, r, ok := s.next()
+		if !ok {
+			s.e.gate.release(slot, false) // its range went away (an object failed)
 			continue
 		}
 		go t.runRange(r, slot)
 	}
 }
 
-// next waits for a range that may start and plans it; false when there
-// will be none.
-func (s *scheduler) next(ctx context.Context) (*object, span, bool) {
+// ready waits until a range may start; false when there will be none
+// (every object was planned to its end, or ctx ended).
+func (s *scheduler) ready(ctx context.Context) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -115,31 +118,43 @@ func (s *scheduler) next(ctx context.Context) (*object, span, bool) {
 				s.endedLocked(tl.t, tl.r, ctx.Err())
 			}
 			s.tails = nil
-			return nil, span{}, false
+			return false
 		}
-		if len(s.tails) > 0 {
-			tl := s.tails[0]
-			s.tails = s.tails[1:]
-			if err := tl.t.pctx.Err(); err != nil {
-				s.endedLocked(tl.t, tl.r, err)
-				continue
-			}
-			return tl.t, tl.r, true // counted in running when it was split off
-		}
-		if t := s.pick(); t != nil {
-			r := t.plan()
-			t.running++
-			if t.next >= t.o.Size {
-				s.drop(t)
-			}
-			return t, r, true
+		if len(s.tails) > 0 || s.pick() != nil {
+			return true
 		}
 		if s.closed && len(s.open) == 0 {
-			return nil, span{}, false
+			return false
 		}
 		s.askSplits()
 		s.cond.Wait()
 	}
+}
+
+// next plans the range that starts now: a split's second half first,
+// else the next range of the open object with the most bytes left;
+// false if there is none.
+func (s *scheduler) next() (*object, span, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.tails) > 0 {
+		tl := s.tails[0]
+		s.tails = s.tails[1:]
+		if err := tl.t.pctx.Err(); err != nil {
+			s.endedLocked(tl.t, tl.r, err)
+			continue
+		}
+		return tl.t, tl.r, true // counted in running when it was split off
+	}
+	if t := s.pick(); t != nil {
+		r := t.plan()
+		t.running++
+		if t.next >= t.o.Size {
+			s.drop(t)
+		}
+		return t, r, true
+	}
+	return nil, span{}, false
 }
 
 // pick returns the open object whose next range may start and that has

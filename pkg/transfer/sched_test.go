@@ -188,9 +188,16 @@ func (s *countingSink) Create(ctx context.Context, o Object) (File, error) {
 	return s.memSink.Create(ctx, o)
 }
 
+// Open holds every request until n files were created, and the first
+// one 50 ms longer: the object joins the scheduler just after its file
+// is created, and the next range is chosen once this request's slot is
+// free.
 func (s *gatedSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
-	for deadline := time.Now().Add(2 * time.Second); s.sink.creates.Load() < s.n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	if s.sink.creates.Load() < s.n {
+		for deadline := time.Now().Add(2 * time.Second); s.sink.creates.Load() < s.n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	s.mu.Lock()
 	s.order = append(s.order, fmt.Sprint(o.Key, "@", off))
