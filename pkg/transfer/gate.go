@@ -269,8 +269,10 @@ func (g *gate) release(s slot, throttled bool) {
 		g.probing, g.nextGrow = true, now.Add(probeEvery)
 	case throttled && g.adaptive && s.epoch == g.epoch-1:
 		// Sent with the request that cut the window: it may say the
-		// server held fewer.
-		g.allowed = max(1, min(g.allowed, g.concurrent(s, now)))
+		// server held fewer when it was sent. Not what it serves now:
+		// the cut counted that already, and in a storm few answers
+		// come back, so a second count would cut far below the rate.
+		g.allowed = max(1, min(g.allowed, max(s.load, g.streaming)))
 	default:
 		g.grow(now)
 	}
