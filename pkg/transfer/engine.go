@@ -39,7 +39,9 @@ type Options struct {
 	// 1000), so a listing of millions of keys runs in fixed memory.
 	QueueSize int
 	// BufferSize is the size of the pooled buffer each range streams
-	// through (default 128 KiB). Memory does not grow with part size.
+	// through (default: bufferMemory shared by MaxRequests, a power of
+	// two from 32 to 128 KiB: 128 KiB up to 128 requests, 64 KiB for
+	// 256). Memory does not grow with part size.
 	BufferSize int
 	// Backoff paces retries (default DefaultBackoff).
 	Backoff Backoff
@@ -88,6 +90,23 @@ const (
 	AdaptiveOff
 )
 
+// bufferMemory is what the copy buffers of a run may hold at most by
+// default: 256 requests in flight with 128 KiB each held 32 MiB and put
+// the peak RSS above 64 MiB. A read rarely fills more than 64 KiB from a
+// connection paced as S3's; unpaced loopback ranges, few in flight, keep
+// 128 KiB.
+const bufferMemory = 16 << 20
+
+// defaultBuffer is the copy buffer for up to budget requests in flight:
+// bufferMemory shared by them, a power of two from 32 to 128 KiB.
+func defaultBuffer(budget int) int {
+	size := 128 << 10
+	for size > 32<<10 && size*budget > bufferMemory {
+		size /= 2
+	}
+	return size
+}
+
 // WithDefaults returns o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
 	if o.Workers <= 0 {
@@ -109,7 +128,7 @@ func (o Options) WithDefaults() Options {
 		o.QueueSize = 1000
 	}
 	if o.BufferSize <= 0 {
-		o.BufferSize = 128 << 10
+		o.BufferSize = defaultBuffer(o.MaxRequests)
 	}
 	if o.Backoff.MaxAttempts <= 0 {
 		o.Backoff = DefaultBackoff

@@ -442,3 +442,16 @@ func TestEngineBuffersOnlyRequestsInFlight(t *testing.T) {
 		t.Errorf("%d buffers made for %d requests in flight, want at most %d", made.Load(), maxRequests, maxRequests)
 	}
 }
+
+// TestDefaultBufferSharesAFixedMemory: the copy buffers of a run hold at
+// most 16 MiB by default, each between 32 and 128 KiB.
+func TestDefaultBufferSharesAFixedMemory(t *testing.T) {
+	for budget, want := range map[int]int{1: 128 << 10, 16: 128 << 10, 128: 128 << 10, 256: 64 << 10, 512: 32 << 10, 4096: 32 << 10} {
+		if got := (Options{MaxRequests: budget}).WithDefaults().BufferSize; got != want {
+			t.Errorf("budget %d: buffer %d KiB, want %d KiB", budget, got>>10, want>>10)
+		}
+	}
+	if got := (Options{MaxRequests: 256, BufferSize: 1 << 20}).WithDefaults().BufferSize; got != 1<<20 {
+		t.Errorf("a buffer size set was changed to %d", got)
+	}
+}
