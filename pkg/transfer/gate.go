@@ -25,9 +25,10 @@ import (
 // When the server answers SlowDown to a request sent under the current
 // window, the window drops to what the server was serving when it
 // refused it (see concurrent), always below the window it was sent
-// under. A SlowDown to another request of the same
-// burst (sent before the cut, under the window just cut) may lower it
-// further the same way, never raise it; a success of that burst raises
+// under. A SlowDown to another request of the same burst (sent before
+// the cut, under the window just cut) may lower it further, to the
+// requests in flight when that one was sent, never raise it; a success
+// of that burst raises
 // it to the requests answered and streaming at once, up to the window
 // before the cut. A SlowDown to an older request says nothing new. A
 // slot freed by a SlowDown is not reused until the window allows, and
