@@ -3,10 +3,11 @@ package transfer
 // bufPool lends the copy buffers of one size. A range takes one only
 // while it holds a request slot, so no more than the budget are ever out
 // at once, and the pool keeps up to that many: its memory is the most
-// buffers of its size the run held at once, and a buffer is made once. (A sync.Pool drops what it holds
-// at every garbage collection: a run of small objects made a buffer
-// every few requests, and that garbage drove the heap, and the peak RSS
-// with 256 requests in flight, to twice what the buffers in use need.)
+// buffers of its size the run held at once, and a buffer is made once.
+// (A sync.Pool drops what it holds at every garbage collection: a run of
+// small objects made a buffer every few requests, and that garbage drove
+// the heap, and the peak RSS with 256 requests in flight, to twice what
+// the buffers in use need.)
 // Taking and returning one is a channel operation per request, never
 // per buffer of data.
 type bufPool struct {

@@ -20,6 +20,20 @@ func answerAfter(g *gate, s slot, d time.Duration) {
 
 func step(w int) int { return stepUp(w) }
 
+// acquireN takes n slots of g, none of which may wait.
+func acquireN(ctx context.Context, t *testing.T, g *gate, n int) []slot {
+	t.Helper()
+	var slots []slot
+	for range n {
+		s, err := g.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots = append(slots, s)
+	}
+	return slots
+}
+
 func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
 	for _, budget := range []int{48, 100, 256} {
 		// In a synctest bubble the clock is the test's: the window grows
@@ -62,14 +76,7 @@ func TestGateStepWaitsForTheLastStepsAnswers(t *testing.T) {
 		defer cancel()
 		g := newGate(256, true, ttfb30ms)
 		go g.run(ctx)
-		var slots []slot
-		for range startWindow {
-			s, err := g.acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slots = append(slots, s)
-		}
+		slots := acquireN(ctx, t, g, startWindow)
 		waiter := make(chan slot)
 		go func() {
 			s, err := g.acquire(ctx) // the window is full
@@ -132,14 +139,7 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		g := newGate(100, true, ttfb30ms)
-		var slots []slot
-		for range startWindow {
-			s, err := g.acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slots = append(slots, s)
-		}
+		slots := acquireN(ctx, t, g, startWindow)
 		for i := range slots[:20] {
 			g.answered(&slots[i]) // 20 answered at once; the rest wait
 		}
@@ -245,14 +245,7 @@ func TestGateCutsToWhatARateLets(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		g := newGate(256, true, ttfb30ms)
-		var slots []slot
-		for range startWindow {
-			s, err := g.acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slots = append(slots, s)
-		}
+		slots := acquireN(ctx, t, g, startWindow)
 		// Small objects: each is answered and done at once. Long ago,
 		// then 10 within the last time to first byte.
 		for i := range slots[:20] {
