@@ -317,24 +317,20 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 			listErr = err
 		}
 	}()
-	// Workers open objects (the skip check, the file) and hand them to
-	// the scheduler, which starts their ranges; each open object holds
-	// one of Workers places until it is finished, so Workers bounds the
-	// files and plans held at once, not the requests.
+	// Workers open objects (the skip check, the file), hand them to the
+	// scheduler, which starts their ranges, and finish them: each worker
+	// holds one object from its start until it is committed, so Workers
+	// bounds the files and plans held at once, not the requests. A worker
+	// lives for the run: a goroutine per object grew its stack anew
+	// through the finish (verify, commit, report) of every object.
 	dispatched := make(chan struct{})
 	go func() {
 		defer close(dispatched)
 		e.sched.run(gctx)
 	}()
-	open := make(chan struct{}, e.opts.Workers)
 	for range e.opts.Workers {
 		g.Go(func() error {
 			for {
-				select {
-				case open <- struct{}{}:
-				case <-gctx.Done():
-					return nil
-				}
 				var o Object
 				ok := false
 				select {
@@ -342,21 +338,15 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 				case <-gctx.Done():
 				}
 				if !ok || gctx.Err() != nil {
-					<-open
 					return nil // interrupted: objects not started stay untouched
 				}
 				t := e.newObject(gctx, o)
 				if err := t.start(); err != nil {
 					t.finish(Result{Err: err})
-					<-open
 					continue
 				}
 				e.sched.add(t)
-				g.Go(func() error {
-					defer func() { <-open }()
-					t.finish(t.wait())
-					return nil
-				})
+				t.finish(t.wait())
 			}
 		})
 	}
