@@ -341,12 +341,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 					return nil // interrupted: objects not started stay untouched
 				}
 				t := e.newObject(gctx, o)
-				if err := t.start(); err != nil {
-					t.finish(Result{Err: err})
-					continue
-				}
-				e.sched.add(t)
-				t.finish(t.wait())
+				t.finish(t.run())
 			}
 		})
 	}

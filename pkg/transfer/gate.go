@@ -25,12 +25,13 @@ import (
 // When the server answers SlowDown to a request sent under the current
 // window, the window drops to what the server was serving when it
 // refused it (see concurrent), always below the window it was sent
-// under. A SlowDown to another request of the same burst (sent before
+// under; a cut after the climb's first lowers it by an eighth at most
+// (floor). A SlowDown to another request of the same burst (sent before
 // the cut, under the window just cut) may lower it further, to the
-// requests in flight when that one was sent, never raise it; a success
-// of that burst raises
-// it to the requests answered and streaming at once, up to the window
-// before the cut. A SlowDown to an older request says nothing new. A
+// requests in flight when that one was sent (no lower than the floor),
+// never raise it; a success of that burst raises it to the requests
+// answered and streaming at once, up to the window before the cut. A
+// SlowDown to an older request says nothing new. A
 // slot freed by a SlowDown is not reused until the window allows, and
 // from then on the window grows by one a second while it stays full and
 // unthrottled. Not adaptive, the window is the budget. The gate is taken
@@ -53,6 +54,15 @@ type gate struct {
 	// it and answered successfully after it may raise the window up to
 	// it.
 	ceiling int
+	// floor is the least the window may drop to until the next cut: 1
+	// at the climb's first cut, which must find the server's level from
+	// far above it; an eighth below the window at a later cut. Those
+	// come while the window probes near the level, where the measure of
+	// what a rate serves is noisy (answers bunch behind a rate
+	// limiter's bucket, and slots spent on refused requests lower it),
+	// and a cut a quarter too deep took as many seconds to probe back
+	// as the window lost.
+	floor int
 	// full: a request waited for the window since it last grew.
 	full bool
 	// The current step, the requests taken since the window last grew
@@ -123,9 +133,9 @@ const (
 
 func newGate(max int, adaptive bool, growEvery func() time.Duration) *gate {
 	now := time.Now()
-	g := &gate{max: max, adaptive: adaptive, allowed: max, growEvery: growEvery, since: now, lastAdd: now}
+	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, since: now, lastAdd: now}
 	if adaptive {
-		g.answers = make([]time.Duration, min(max, maxAnswers))
+		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
 	}
 	g.nextGrow = now
 	if adaptive {
@@ -263,8 +273,13 @@ func (g *gate) release(s slot, throttled bool) {
 	}
 	switch {
 	case throttled && g.adaptive && s.epoch == g.epoch:
-		g.ceiling = g.allowed
-		g.allowed = max(1, min(g.allowed-1, g.concurrent(s, now)))
+		g.ceiling, g.floor = g.allowed, 1
+		if g.probing {
+			// Not the climb's first cut: a refinement, by an eighth at
+			// most (see floor).
+			g.floor = max(1, g.allowed-max(1, g.allowed/8))
+		}
+		g.allowed = max(g.floor, min(g.allowed-1, g.concurrent(s, now)))
 		g.epoch++
 		g.newStep()
 		g.probing, g.nextGrow = true, now.Add(probeEvery)
@@ -273,7 +288,7 @@ func (g *gate) release(s slot, throttled bool) {
 		// server held fewer when it was sent. Not what it serves now:
 		// the cut counted that already, and in a storm few answers
 		// come back, so a second count would cut far below the rate.
-		g.allowed = max(1, min(g.allowed, max(s.load, g.streaming)))
+		g.allowed = max(g.floor, min(g.allowed, max(s.load, g.streaming)))
 	default:
 		g.grow(now)
 	}
@@ -286,19 +301,28 @@ func (g *gate) release(s slot, throttled bool) {
 // of s: the requests in flight when it was sent (which the server was
 // serving, or about to, when it refused it), but no more than it is
 // serving successfully now: those streaming, and as many as it answered
-// successfully within the last median time to first byte (waiting for
-// their first byte then). Under a limit on requests in flight the first
-// is the limit; under a limit on requests per second the load counts
-// every request the window let out, the second what the rate lets
-// through. Never fewer than those streaming; the load alone while
-// nothing was answered. Under the lock.
+// successfully per median time to first byte over the last rateSpan of
+// them (waiting for their first byte then). Under a limit on requests
+// in flight the first is the limit; under a limit on requests per second
+// the load counts every request the window let out, the second what the
+// rate lets through. Never fewer than those streaming; the load alone
+// while nothing was answered. Under the lock.
 func (g *gate) concurrent(s slot, now time.Time) int {
-	serving := g.streaming + g.answeredWithin(now.Sub(g.since), g.growInterval())
+	d := g.growInterval()
+	within := g.answeredWithin(now.Sub(g.since), rateSpan*d)
+	serving := g.streaming + (within+rateSpan-1)/rateSpan
 	if serving == 0 {
 		return s.load // nothing answered yet: the load is all there is
 	}
 	return max(g.streaming, min(s.load, serving))
 }
+
+// rateSpan is how many median times to first byte the answers that
+// measure a rate are counted over (their mean per time to first byte is
+// what the rate serves at once): answers bunch behind a rate limiter, and
+// one time to first byte alone caught as few as 19 where the rate
+// sustains 33.
+const rateSpan = 4
 
 // maxAnswers bounds the ring of answer times.
 const maxAnswers = 4096

@@ -246,21 +246,86 @@ func TestGateCutsToWhatARateLets(t *testing.T) {
 		defer cancel()
 		g := newGate(256, true, ttfb30ms)
 		slots := acquireN(ctx, t, g, startWindow)
-		// Small objects: each is answered and done at once. Long ago,
-		// then 10 within the last time to first byte.
+		// Small objects: each is answered and done at once. Ten long
+		// ago, then ten over the last four times to first byte.
 		for i := range slots[:20] {
 			g.answered(&slots[i])
 			g.release(slots[i], false)
-			if i == 9 {
+			switch i {
+			case 9:
 				time.Sleep(time.Second)
+			case 12, 15, 17, 19:
+				time.Sleep(30 * time.Millisecond)
 			}
 		}
-		// Two stream on; request 30 went out with 29 ahead of it.
+		// Two more are answered now and stream on: twelve answers in
+		// four times to first byte, three in each. Request 30 went out
+		// with 29 ahead of it.
 		g.answered(&slots[20])
 		g.answered(&slots[21])
 		g.release(slots[30], true)
-		if got, want := g.bound(), 2+12; got != want {
-			t.Fatalf("window after a SlowDown %d, want %d: 12 answered within a time to first byte and 2 streaming", got, want)
+		if got, want := g.bound(), 2+3; got != want {
+			t.Fatalf("window after a SlowDown %d, want %d: 3 answered per time to first byte and 2 streaming", got, want)
+		}
+	})
+}
+
+func TestGateLaterCutsLowerByAnEighthAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := newGate(256, true, ttfb30ms)
+		slots := acquireN(ctx, t, g, startWindow)
+		// The climb's first cut finds the level from far above: 16 in
+		// flight when request 16 was sent, nothing answered.
+		g.release(slots[16], true)
+		if got := g.bound(); got != 16 {
+			t.Fatalf("window after the first SlowDown %d, want 16", got)
+		}
+		for _, s := range slots[17:] {
+			g.release(s, false)
+		}
+		// Two requests sent under the cut window are refused, with 8 and
+		// 9 in flight ahead of them: a later cut lowers the window by an
+		// eighth at most, and the other SlowDown of its burst may not
+		// take it below that either.
+		for _, s := range slots[8:16] {
+			g.release(s, false)
+		}
+		burst := acquireN(ctx, t, g, 2)
+		g.release(burst[0], true)
+		if got := g.bound(); got != 14 {
+			t.Fatalf("window after a later SlowDown %d, want 14: 16 less an eighth", got)
+		}
+		g.release(burst[1], true)
+		if got := g.bound(); got != 14 {
+			t.Fatalf("window after a SlowDown of the same burst %d, want 14", got)
+		}
+	})
+}
+
+func TestGateWindowNeverDropsBelowOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := newGate(256, true, ttfb30ms)
+		slots := acquireN(ctx, t, g, startWindow)
+		g.release(slots[0], true) // refused with nothing ahead of it
+		for _, s := range slots[1:] {
+			g.release(s, true) // the rest of the burst
+		}
+		for range 3 { // later cuts, each from a window of one
+			if got := g.bound(); got != 1 {
+				t.Fatalf("window %d after a storm, want 1", got)
+			}
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.release(s, true)
+		}
+		if got := g.bound(); got != 1 {
+			t.Fatalf("window %d after later cuts, want 1", got)
 		}
 	})
 }
