@@ -146,15 +146,26 @@ func (b Backoff) Delay(retry int) time.Duration {
 
 // Retry calls do until it succeeds, fails with an error Retriable calls
 // final, MaxAttempts calls were made, or ctx ends, waiting Delay between
-// calls. It returns do's last error. Adapters use it for requests outside
-// a range's own retry loop (listing pages, checksum HEADs).
+// calls. It returns do's last error. A SlowDown counts against a budget
+// of its own, three times larger, as in a range's own retry loop: a
+// listing page asked for while the ranges keep a server at its limit
+// is refused again and again, and a run must not fail for it. Adapters
+// use it for requests outside that loop (listing pages, checksum HEADs).
 func (b Backoff) Retry(ctx context.Context, do func() error) error {
+	throttles := 0
 	for attempt := 1; ; attempt++ {
 		err := do()
-		if err == nil || !Retriable(err) || attempt >= b.MaxAttempts || ctx.Err() != nil {
+		if err == nil || !Retriable(err) || ctx.Err() != nil {
 			return err
 		}
-		if sleep(ctx, b.Delay(attempt)) != nil {
+		if throttled(err) {
+			throttles++
+			attempt--
+		}
+		if attempt >= b.MaxAttempts || throttles >= 3*b.MaxAttempts {
+			return err
+		}
+		if sleep(ctx, b.Delay(max(attempt, throttles))) != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,7 +26,7 @@ var (
 )
 
 func TestBackoffRetry(t *testing.T) {
-	retriable := errSlowDown
+	retriable := &behaviourError{msg: "reset", retry: true}
 	final := errDenied
 	b := Backoff{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 4}
 	tests := []struct {
@@ -38,6 +39,8 @@ func TestBackoffRetry(t *testing.T) {
 		{"succeeds after two retriable errors", []error{retriable, retriable}, 3, nil},
 		{"final error is not retried", []error{final, retriable}, 1, final},
 		{"gives up after MaxAttempts", []error{retriable, retriable, retriable, retriable, retriable}, 4, retriable},
+		{"SlowDown has a budget three times larger", slices.Repeat([]error{errSlowDown}, 13), 12, errSlowDown},
+		{"SlowDowns do not use up the attempts", append(slices.Repeat([]error{errSlowDown}, 11), retriable, retriable, retriable), 15, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
