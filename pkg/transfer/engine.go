@@ -320,9 +320,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	// Workers open objects (the skip check, the file), hand them to the
 	// scheduler, which starts their ranges, and finish them: each worker
 	// holds one object from its start until it is committed, so Workers
-	// bounds the files and plans held at once, not the requests. A worker
-	// lives for the run: a goroutine per object grew its stack anew
-	// through the finish (verify, commit, report) of every object.
+	// bounds the files and plans held at once, not the requests.
 	dispatched := make(chan struct{})
 	go func() {
 		defer close(dispatched)

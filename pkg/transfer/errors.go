@@ -144,13 +144,20 @@ func (b Backoff) Delay(retry int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
+// spent reports whether a request that made attempt attempts and was
+// refused with SlowDown throttles times may not try again: SlowDown has
+// a budget of its own, three times larger than MaxAttempts.
+func (b Backoff) spent(attempt, throttles int) bool {
+	return attempt >= b.MaxAttempts || throttles >= 3*b.MaxAttempts
+}
+
 // Retry calls do until it succeeds, fails with an error Retriable calls
 // final, MaxAttempts calls were made, or ctx ends, waiting Delay between
-// calls. It returns do's last error. A SlowDown counts against a budget
-// of its own, three times larger, as in a range's own retry loop: a
-// listing page asked for while the ranges keep a server at its limit
-// is refused again and again, and a run must not fail for it. Adapters
-// use it for requests outside that loop (listing pages, checksum HEADs).
+// calls. It returns do's last error. A SlowDown counts against its own
+// budget (spent), as in a range's own retry loop: a listing page asked
+// for while the ranges keep a server at its limit is refused again and
+// again, and a run must not fail for it. Adapters use it for requests
+// outside that loop (listing pages, checksum HEADs).
 func (b Backoff) Retry(ctx context.Context, do func() error) error {
 	throttles := 0
 	for attempt := 1; ; attempt++ {
@@ -162,7 +169,7 @@ func (b Backoff) Retry(ctx context.Context, do func() error) error {
 			throttles++
 			attempt--
 		}
-		if attempt >= b.MaxAttempts || throttles >= 3*b.MaxAttempts {
+		if b.spent(attempt, throttles) {
 			return err
 		}
 		if sleep(ctx, b.Delay(max(attempt, throttles))) != nil {

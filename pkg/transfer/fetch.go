@@ -144,7 +144,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 			throttles++
 			attempt--
 		}
-		if !Retriable(err) || attempt >= e.opts.Backoff.MaxAttempts || throttles >= 3*e.opts.Backoff.MaxAttempts || ctx.Err() != nil {
+		if !Retriable(err) || e.opts.Backoff.spent(attempt, throttles) || ctx.Err() != nil {
 			if tries := attempt + throttles; tries > 1 {
 				err = fmt.Errorf("%w (after %d attempts)", err, tries)
 			}

@@ -238,8 +238,8 @@ func TestGateBlocksAtBoundAndHonoursContext(t *testing.T) {
 // TestGateCutsToWhatARateLets: under a limit on requests per second the
 // requests in flight when the refused one was sent count every request
 // the window let out; the window drops instead to what the server
-// answered successfully within a time to first byte, plus those
-// streaming.
+// answered successfully per time to first byte over the last four of
+// them, plus those streaming.
 func TestGateCutsToWhatARateLets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
