@@ -211,3 +211,42 @@ func TestDirectResumesAnInterruptedPart(t *testing.T) {
 	}
 	wantLanded(t, src, dir, "k")
 }
+
+// Staging a range through a direct file allocates nothing once the
+// pool holds a buffer: no allocation per chunk, nor per range.
+func TestDirectStageAllocatesNothing(t *testing.T) {
+	s, err := NewSink(t.TempDir(), Options{DirectIO: DirectOn, StageSize: 64 << 10, ResumeMin: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 1<<20 + 100
+	f, err := s.Create(context.Background(), transfer.Object{Name: "k", Key: "k", Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Abort()
+	st, ok := f.(transfer.Stager)
+	if !ok {
+		t.Fatalf("a file with direct I/O on is %T, not a Stager", f)
+	}
+	write := func() {
+		w, err := st.Stage(7, size-7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for left := size - 7; left > 0; {
+			k := min(len(w.Next()), 16<<10, left)
+			if err := w.Wrote(k); err != nil {
+				t.Fatal(err)
+			}
+			left -= k
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := testing.AllocsPerRun(20, write); n != 0 {
+		t.Errorf("%.1f allocations per staged range, want 0", n)
+	}
+}
