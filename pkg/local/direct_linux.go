@@ -39,6 +39,9 @@ const DirectAutoMin = 64 << 20
 // StageSize gives the requests in flight that much in all.
 const DirectBudget = 64 << 20
 
+// maxAlign bounds the alignment taken from the file system's block size.
+const maxAlign = 1 << 20
+
 // minStage is the smallest staging buffer StageSize gives.
 const minStage = 64 << 10
 
@@ -64,8 +67,9 @@ type DirectStatus struct {
 }
 
 // direct is a sink's direct I/O: how to align, and the staging buffers.
-// Writes are aligned to align (the file system's direct I/O alignment,
-// at least a page): whole blocks go through the O_DIRECT descriptor, and
+// Writes are aligned to align (the largest of the file system's direct
+// I/O alignment, its block size and a page): whole blocks go through
+// the O_DIRECT descriptor, and
 // the bytes of a block a range only partly covers (a range that starts
 // or ends off a block, the object's last block) through the buffered
 // one. A page is so written one way only: a direct write never meets a
@@ -119,20 +123,31 @@ func (s *Sink) probeDirect() (*direct, bool, error) {
 	}
 	defer unix.Close(fd)
 	var fs unix.Statfs_t
-	tmpfs := unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.TMPFS_MAGIC
+	statfs := unix.Fstatfs(fd, &fs) == nil
+	tmpfs := statfs && fs.Type == unix.TMPFS_MAGIC
 	dfd, err := s.openDirect(name)
 	if err != nil {
 		return nil, tmpfs, err
 	}
 	defer unix.Close(dfd)
+	// Blocks of at least a page and of the file system's block: a direct
+	// write never covers part of a page or block that another range
+	// writes through the cache (xfs zeroes around a write that covers
+	// part of a block).
 	page := int64(os.Getpagesize())
 	align, memAlign := page, page
+	if statfs && fs.Bsize > 0 && fs.Bsize <= maxAlign && fs.Bsize&(fs.Bsize-1) == 0 {
+		align = max(align, fs.Bsize)
+	}
 	var stx unix.Statx_t
 	if unix.Statx(dfd, "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 {
 		if stx.Dio_offset_align == 0 {
 			return nil, tmpfs, errors.New("the file system does not support O_DIRECT on this file")
 		}
 		align, memAlign = max(align, int64(stx.Dio_offset_align)), max(memAlign, int64(stx.Dio_mem_align))
+	}
+	if align > maxAlign || align&(align-1) != 0 || memAlign&(memAlign-1) != 0 {
+		return nil, tmpfs, fmt.Errorf("direct I/O alignment %d (memory %d) is not a power of two up to 1 MiB", align, memAlign)
 	}
 	d := &direct{align: align, memAlign: int(memAlign)}
 	d.size = int(roundUp(int64(max(s.opts.StageSize, minStage)), align))
