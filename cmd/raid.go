@@ -174,9 +174,8 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 // printRaidParts says which part size fills whole stripes of the volume
 // and the get line that lands on it with those parts.
 func printRaidParts(w io.Writer, p *raid.Plan) {
-	unit := p.Stripe() / int64(len(p.Members))
 	fmt.Fprintf(w, "parts: %s fill whole stripes of %s (%s x %d devices); download onto it with:\n  %s\n",
-		raid.HumanBytes(p.PartSize()), raid.HumanBytes(p.Stripe()), raid.HumanBytes(unit), len(p.Members), raidGetLine(p))
+		raid.HumanBytes(p.PartSize()), raid.HumanBytes(p.Stripe()), raid.HumanBytes(p.Unit()), len(p.Members), raidGetLine(p))
 }
 
 // raidGetLine is the get command that matches the volume's stripe.

@@ -6,15 +6,18 @@ const btrfsStripe = 64 << 10
 // minPartSize is the smallest part PartSize suggests: s3pd's default.
 const minPartSize = 8 << 20
 
-// Stripe is the bytes of one full stripe of the volume: the chunk (md)
-// or btrfs's 64 KiB unit, times the members.
-func (p *Plan) Stripe() int64 {
-	unit := p.Spec.Chunk
+// Unit is what one member takes before the next: the chunk (md) or
+// btrfs's fixed 64 KiB.
+func (p *Plan) Unit() int64 {
 	if p.Spec.Striping == StripingBtrfs {
-		unit = btrfsStripe
+		return btrfsStripe
 	}
-	return unit * int64(len(p.Members))
+	return p.Spec.Chunk
 }
+
+// Stripe is the bytes of one full stripe of the volume: the unit times
+// the members.
+func (p *Plan) Stripe() int64 { return p.Unit() * int64(len(p.Members)) }
 
 // PartSize is the part size that matches the stripe: the smallest
 // multiple of a full stripe of at least 8 MiB. Every part then starts
