@@ -251,3 +251,48 @@ func TestDirectStageAllocatesNothing(t *testing.T) {
 		t.Errorf("%.1f allocations per staged range, want 0", n)
 	}
 }
+
+// A direct write the file system refuses mid-run (EINVAL: here a buffer
+// off its alignment) lands through the page cache instead, and the sink
+// falls back for the rest of the run, saying so once.
+func TestDirectRefusedMidRunFallsBack(t *testing.T) {
+	var warned []string
+	dir := t.TempDir()
+	s, err := NewSink(dir, Options{DirectIO: DirectOn, StageSize: 64 << 10, Warn: func(m string) { warned = append(warned, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	obj := transfer.Object{Name: "k", Key: "k", Size: 2 * s.direct.align}
+	f, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := f.(*directFile)
+	buf := alignedBuffer(int(3*s.direct.align), s.direct.memAlign)
+	for i := range buf {
+		buf[i] = byte(i % 251)
+	}
+	for i, off := range []int64{0, s.direct.align} {
+		// One byte past an aligned address: O_DIRECT refuses it.
+		if err := df.writeDirect(buf[1+int(off):1+int(off+s.direct.align)], off); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "k"))
+	if !bytes.Equal(got, buf[1:1+2*s.direct.align]) {
+		t.Errorf("the file holds other bytes than were written")
+	}
+	if st := s.DirectIO(); st.State != DirectStateFallback || !strings.Contains(st.Reason, "invalid argument") {
+		t.Errorf("direct I/O %+v, want fallback with the refusal", st)
+	}
+	if len(warned) != 1 {
+		t.Errorf("warnings %q, want one", warned)
+	}
+	if s.wantsDirect(obj) {
+		t.Errorf("after the refusal the next object would still be written with O_DIRECT")
+	}
+}
