@@ -255,6 +255,8 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	sink.DryRun = out.dryRun
 	sink.ResumeMin = settings.MultipartThreshold
 	sink.Warn = sinkWarn(f)
+	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), local.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
+	sink.RefuseDirect = f.Getenv(envRefuseDirect) == "1"
 	if opts.benchmark {
 		dest = ""
 	}
@@ -302,6 +304,22 @@ func jobError(ctx context.Context, err error) error {
 		return usageError(se.Err)
 	}
 	return startError(ctx, err)
+}
+
+// envRefuseDirect, set to 1, makes a local destination act as if its
+// file system refused O_DIRECT: the tests of the fallback set it (tmpfs
+// and the usual disks all take O_DIRECT).
+const envRefuseDirect = "S3PD_TEST_REFUSE_DIRECT_IO"
+
+// directMode turns the direct_io setting into the local sink's mode.
+func directMode(v string) local.DirectMode {
+	switch v {
+	case config.DirectIOOn:
+		return local.DirectOn
+	case config.DirectIOAuto:
+		return local.DirectAuto
+	}
+	return local.DirectOff
 }
 
 // sinkWarn logs what a local sink warns of.
@@ -371,6 +389,9 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
 	rep.destination = r.destination
+	if d, ok := sk.(interface{ DirectIO() local.DirectStatus }); ok {
+		rep.direct = d.DirectIO
+	}
 	if d, ok := sk.(interface{ Destination(string) string }); ok && rep.destination == nil {
 		rep.destination = d.Destination
 	}

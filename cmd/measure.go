@@ -122,16 +122,19 @@ func (m *measurement) ended(sum transfer.Summary) {
 // intervalLine is one --json line per sampling interval.
 type intervalLine struct {
 	header
-	At        float64       `json:"t_s"`
-	Seconds   float64       `json:"seconds"`
-	Bytes     int64         `json:"bytes"`
-	BytesPS   float64       `json:"bytes_per_second"`
-	Gibps     float64       `json:"gibps"`
-	Requests  int64         `json:"requests"`
-	InFlight  int           `json:"in_flight"`
-	Retries   int64         `json:"retries"`
-	SlowDowns int64         `json:"slowdowns"`
-	Objects   int64         `json:"objects"`
+	At        float64 `json:"t_s"`
+	Seconds   float64 `json:"seconds"`
+	Bytes     int64   `json:"bytes"`
+	BytesPS   float64 `json:"bytes_per_second"`
+	Gibps     float64 `json:"gibps"`
+	Requests  int64   `json:"requests"`
+	InFlight  int     `json:"in_flight"`
+	Retries   int64   `json:"retries"`
+	SlowDowns int64   `json:"slowdowns"`
+	Objects   int64   `json:"objects"`
+	// WriteWait is the share of the request time of the ranges that
+	// ended in the interval spent writing (0 when none ended).
+	WriteWait float64       `json:"write_wait_share"`
 	Lanes     []laneSummary `json:"nics,omitempty"`
 }
 
@@ -139,6 +142,9 @@ func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
 	secs := s.Length.Seconds()
 	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs),
 		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
+	if s.RequestTime > 0 {
+		l.WriteWait = float64(s.WriteTime) / float64(s.RequestTime)
+	}
 	if len(s.Lanes) > 1 {
 		for i, n := range s.Lanes {
 			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/raid"
 )
 
@@ -134,6 +135,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		if opts.asJSON {
 			return writeRaidJSON(f.IO.Out, raidPlanJSON(plan, nil))
 		}
+		printRaidParts(f.IO.Out, plan)
 		return nil
 	}
 	if err := confirmRaid(f, opts, "This erases all data on "+strings.Join(raidMembers(plan), " ")+"."); err != nil {
@@ -161,10 +163,24 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	}
 	if !res.Changed() {
 		fmt.Fprintf(f.IO.Out, "already in place, nothing changed: %s (%s, UUID %s) at %s\n", plan.Target, spec.FS, res.UUID, spec.Mount)
+		printRaidParts(f.IO.Out, plan)
 		return nil
 	}
 	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %d devices, UUID %s) mounted at %s\n", plan.Target, spec.FS, len(plan.Members), res.UUID, spec.Mount)
+	printRaidParts(f.IO.Out, plan)
 	return nil
+}
+
+// printRaidParts says which part size fills whole stripes of the volume
+// and the get line that lands on it with those parts.
+func printRaidParts(w io.Writer, p *raid.Plan) {
+	fmt.Fprintf(w, "parts: %s fill whole stripes of %s (%s x %d devices); download onto it with:\n  %s\n",
+		raid.HumanBytes(p.PartSize()), raid.HumanBytes(p.Stripe()), raid.HumanBytes(p.Unit()), len(p.Members), raidGetLine(p))
+}
+
+// raidGetLine is the get command that matches the volume's stripe.
+func raidGetLine(p *raid.Plan) string {
+	return fmt.Sprintf("s3pd get --partsize %s --direct-io auto s3://BUCKET/PREFIX/ %s/", config.FormatSize(p.PartSize()), strings.TrimSuffix(p.Spec.Mount, "/"))
 }
 
 // check rejects flag combinations that make no sense.
@@ -386,6 +402,7 @@ func raidPlanJSON(p *raid.Plan, res *raid.Result) map[string]any {
 	out := map[string]any{
 		"engine": p.Spec.Striping, "target": p.Target, "members": raidMembers(p), "mount": p.Spec.Mount,
 		"fs": p.Spec.FS, "in_place": p.InPlace, "steps": p.Steps(), "commands": cmds, "warnings": p.Warnings,
+		"stripe_bytes": p.Stripe(), "part_size": p.PartSize(), "get": raidGetLine(p),
 	}
 	if res != nil {
 		out["result"] = res

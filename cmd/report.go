@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -34,6 +35,9 @@ type reporter struct {
 
 	// destination, when set, names where an object lands (--json).
 	destination func(name string) string
+	// direct, when set, says what a local destination did about direct
+	// I/O (the summary).
+	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
 

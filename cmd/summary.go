@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -49,6 +50,10 @@ type summaryLine struct {
 	// EmulatorInProcess: the peak includes the embedded emulator's memory.
 	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
 	Lanes             []laneSummary `json:"nics,omitempty"`
+	// DirectIO is what a local destination did about direct I/O (on,
+	// off, fallback), DirectIOReason why it is off or fell back.
+	DirectIO       string `json:"direct_io,omitempty"`
+	DirectIOReason string `json:"direct_io_reason,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
 	Shard       *shard.Report `json:"shard,omitempty"`
 	runMeasures               // percentiles, CPU, time series, verdict (measure.go)
@@ -84,6 +89,10 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		line.WouldTransfer, line.WouldTransferBytes = r.wouldFetch, r.fetchBytes
 	}
 	r.mu.Unlock()
+	if r.direct != nil {
+		st := r.direct()
+		line.DirectIO, line.DirectIOReason = st.State, st.Reason
+	}
 	if len(s.Lanes) > 1 {
 		for _, l := range s.Lanes {
 			line.Lanes = append(line.Lanes, laneSummary{Name: l.Name, Bytes: l.Bytes,
@@ -140,6 +149,13 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
 	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
 	r.printVerification(w, line)
+	if line.DirectIO != "" && (line.DirectIO != local.DirectStateOff || line.DirectIOReason != "") {
+		direct := "direct I/O: " + line.DirectIO
+		if line.DirectIOReason != "" {
+			direct += " (" + line.DirectIOReason + ")"
+		}
+		fmt.Fprintln(w, direct)
+	}
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %d objects, %s kept from an earlier run\n", line.ResumedObjects, humanBytes(line.ResumedBytes))
 	}

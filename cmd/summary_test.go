@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -106,6 +107,36 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	for _, want := range []string{"1/4 objects", "12/32 MiB", "MiB/s", "37%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress bar lacks %q: %q", want, out)
+		}
+	}
+}
+
+// The summary says what a local destination did about direct I/O: on,
+// or off or fallback with the reason; plain off says nothing.
+func TestHumanSummaryDirectIO(t *testing.T) {
+	for _, tt := range []struct {
+		st   local.DirectStatus
+		want string
+	}{
+		{local.DirectStatus{State: local.DirectStateOn}, "direct I/O: on\n"},
+		{local.DirectStatus{State: local.DirectStateFallback, Reason: "open with O_DIRECT: invalid argument"}, "direct I/O: fallback (open with O_DIRECT: invalid argument)\n"},
+		{local.DirectStatus{State: local.DirectStateOff, Reason: "auto: no object of 64 MiB or more"}, "direct I/O: off (auto: no object of 64 MiB or more)\n"},
+		{local.DirectStatus{State: local.DirectStateOff}, ""},
+	} {
+		r := &reporter{log: zap.NewNop(), direct: func() local.DirectStatus { return tt.st }}
+		var b strings.Builder
+		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+		got := ""
+		for _, l := range strings.SplitAfter(b.String(), "\n") {
+			if strings.HasPrefix(l, "direct I/O") {
+				got += l
+			}
+		}
+		if got != tt.want {
+			t.Errorf("%+v: summary says %q, want %q", tt.st, got, tt.want)
+		}
+		if line := r.summary(transfer.Summary{}, outputFlags{}); line.DirectIO != tt.st.State || line.DirectIOReason != tt.st.Reason {
+			t.Errorf("%+v: --json says %q, %q", tt.st, line.DirectIO, line.DirectIOReason)
 		}
 	}
 }

@@ -150,7 +150,7 @@ func TestBenchReportInBrowser(t *testing.T) {
 
 	dom := browse(t, exe, page, "--dump-dom")
 	charts := regexp.MustCompile(`<svg class="chart" id="(chart-[a-z]+)" data-points="(\d+)"`).FindAllStringSubmatch(dom, -1)
-	want := []string{"chart-throughput", "chart-inflight", "chart-ttfb", "chart-request", "chart-lanes", "chart-retries"}
+	want := []string{"chart-throughput", "chart-inflight", "chart-ttfb", "chart-request", "chart-lanes", "chart-retries", "chart-writes"}
 	if len(charts) != len(want) {
 		t.Fatalf("%d charts in the DOM, want %d: %v", len(charts), len(want), charts)
 	}
@@ -160,8 +160,8 @@ func TestBenchReportInBrowser(t *testing.T) {
 		}
 	}
 	// The page's script counts the charts with data once it ran.
-	if !strings.Contains(dom, `data-drawn="6"`) || !strings.Contains(dom, "6 charts, 6 with data") {
-		t.Errorf("the DOM after scripts ran does not count 6 charts with data:\n%s", grepLine(dom, "contents"))
+	if !strings.Contains(dom, `data-drawn="7"`) || !strings.Contains(dom, "7 charts, 7 with data") {
+		t.Errorf("the DOM after scripts ran does not count 7 charts with data:\n%s", grepLine(dom, "contents"))
 	}
 	for _, wantText := range []string{"Verdict:", "p99.9", "Throughput over time", `data-bottleneck="`} {
 		if !strings.Contains(dom, wantText) {

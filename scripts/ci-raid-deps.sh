@@ -1,12 +1,13 @@
 #!/bin/sh
 # Installs the tools the raid tests run for real (mkfs.xfs, mkfs.ext4,
 # mkfs.btrfs on loop devices) and mdadm (whose --create cannot run in a
-# kernel without md; the tests drive it through a fake runner), when they
+# kernel without md; the tests drive it through a fake runner), and
+# fincore (the direct I/O tests count cached pages with it), when they
 # are missing. Debian/Ubuntu only; does nothing when all are present.
 set -eu
 
 missing=""
-for pair in mdadm:mdadm mkfs.xfs:xfsprogs xfs_info:xfsprogs mkfs.btrfs:btrfs-progs mkfs.ext4:e2fsprogs dumpe2fs:e2fsprogs; do
+for pair in mdadm:mdadm mkfs.xfs:xfsprogs xfs_info:xfsprogs mkfs.btrfs:btrfs-progs mkfs.ext4:e2fsprogs dumpe2fs:e2fsprogs fincore:util-linux-extra; do
 	tool=${pair%%:*}
 	pkg=${pair#*:}
 	if ! command -v "$tool" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$tool" ] && [ ! -x "/sbin/$tool" ]; then

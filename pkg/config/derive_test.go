@@ -95,6 +95,7 @@ func TestSetRejects(t *testing.T) {
 		{"preferred_transfer_client", "turbo", "auto, crt, classic"},
 		{"log_level", "loud", "debug, info, warn, error"},
 		{"log_format", "xml", "console, json"},
+		{"direct_io", "yes", "auto, on, off"},
 		{"nics", "eth0,eth0", "twice"},
 		{"nics", "a/b", "invalid interface"},
 		{"endpoint_url", "localhost:9000", "http"},
@@ -121,6 +122,7 @@ func TestSetAndFormatEverySetting(t *testing.T) {
 		"max_bandwidth": "1GiB/s", "target_bandwidth": "50GiB/s", "preferred_transfer_client": "classic",
 		"nics": "eth0,eth1", "region": "us-west-2", "endpoint_url": "http://127.0.0.1:9000",
 		"addressing_style": "virtual", "no_sign_request": "true", "log_level": "debug", "log_format": "json",
+		"direct_io": "on",
 	}
 	s := Defaults()
 	for _, name := range Names() {

@@ -115,11 +115,15 @@ func charts(r Run) []template.HTML {
 	inflight := make([]float64, len(ss))
 	retries := make([]float64, len(ss))
 	slow := make([]float64, len(ss))
+	wait := make([]float64, len(ss))
 	for i, x := range ss {
 		gibps[i] = Gibps(x.Bytes, x.Length)
 		inflight[i] = float64(x.InFlight)
 		retries[i] = float64(x.Retries - x.SlowDowns)
 		slow[i] = float64(x.SlowDowns)
+		if x.RequestTime > 0 {
+			wait[i] = 100 * float64(x.WriteTime) / float64(x.RequestTime)
+		}
 	}
 	var lanes []line
 	for li, l := range r.Summary.Lanes {
@@ -144,6 +148,7 @@ func charts(r Run) []template.HTML {
 		histogramChart("chart-request", "Request time (request sent to last byte written)", r.Summary.Request, marks(r.Summary.Request)),
 		timeChart("chart-lanes", "Throughput per NIC (lane)", "Gibps", ss, lanes),
 		timeChart("chart-retries", "Retries and SlowDowns", "per interval", ss, []line{{name: "other retries", ys: retries, bars: true}, {name: "SlowDown", ys: slow, bars: true}}),
+		timeChart("chart-writes", "Write wait: the share of the requests' time spent writing to the destination", "%", ss, []line{{name: "write wait", ys: wait}}),
 	}
 }
 

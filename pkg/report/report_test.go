@@ -156,3 +156,32 @@ func TestWriteFileLeavesOnlyTheReport(t *testing.T) {
 		t.Fatal("a report in a missing directory was written")
 	}
 }
+
+// The write wait chart plots, per interval, the share of the requests'
+// time that went into writing: its axis reaches the worst interval's.
+func TestWriteWaitOverTime(t *testing.T) {
+	r := steady(128)
+	for i := range r.Samples {
+		r.Samples[i].RequestTime = 10 * time.Second
+		r.Samples[i].WriteTime = time.Second // 10%
+	}
+	r.Samples[4].WriteTime = 6 * time.Second // 60% in the fifth second
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	chart := regexp.MustCompile(`(?s)<svg class="chart" id="chart-writes".*?</svg>`).FindString(b.String())
+	if chart == "" {
+		t.Fatal("no write wait chart")
+	}
+	// Axis 0 to 60 in quarters; the line goes through 10% and 60%.
+	for _, want := range []string{">60.0</text>", ">15.0</text>", "write wait"} {
+		if !strings.Contains(chart, want) {
+			t.Errorf("the write wait chart lacks %q:\n%s", want, chart)
+		}
+	}
+	merged := merge(r.Samples[3], r.Samples[4])
+	if merged.RequestTime != 20*time.Second || merged.WriteTime != 7*time.Second {
+		t.Errorf("merged samples: request %v, write %v; want 20s and 7s", merged.RequestTime, merged.WriteTime)
+	}
+}
