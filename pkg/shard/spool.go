@@ -35,10 +35,12 @@ func newSpool(dir string) (*spool, error) {
 
 func (s *spool) Close() error { return s.f.Close() }
 
-// put appends one object. The name is stored as a suffix length when it
-// is the tail of the key, as it is for a prefix listing.
-func (s *spool) put(o transfer.Object) error {
-	b := s.buf[:0]
+// put appends one object and its entry hash. The name is stored as a
+// suffix length when it is the tail of the key, as it is for a prefix
+// listing.
+func (s *spool) put(o transfer.Object, h Hash) error {
+	b := binary.BigEndian.AppendUint64(s.buf[:0], h.hi)
+	b = binary.BigEndian.AppendUint64(b, h.lo)
 	b = appendString(b, o.Key)
 	if strings.HasSuffix(o.Key, o.Name) {
 		b = binary.AppendUvarint(b, uint64(len(o.Name))<<1)
@@ -78,12 +80,26 @@ func (s *spool) rewind() error {
 	return nil
 }
 
-// get reads the next object; io.EOF after the last.
-func (s *spool) get() (transfer.Object, error) {
+// get reads the next object and its entry hash; io.EOF after the last.
+func (s *spool) get() (transfer.Object, Hash, error) {
+	var hb [16]byte
+	if _, err := io.ReadFull(s.r, hb[:]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return transfer.Object{}, Hash{}, io.EOF // a clean end
+		}
+		return transfer.Object{}, Hash{}, corrupt(err)
+	}
+	h := Hash{binary.BigEndian.Uint64(hb[:8]), binary.BigEndian.Uint64(hb[8:])}
+	o, err := s.object()
+	return o, h, err
+}
+
+// object reads the rest of a record: the object.
+func (s *spool) object() (transfer.Object, error) {
 	var o transfer.Object
 	key, err := s.string()
 	if err != nil {
-		return o, err // io.EOF at a clean end
+		return o, corrupt(err)
 	}
 	o.Key = key
 	n, err := binary.ReadUvarint(s.r)
