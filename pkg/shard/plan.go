@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"math/big"
 	"slices"
-	"strings"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -18,28 +17,22 @@ const (
 	largeShare = 64
 	// bucketBits: the first pass sums the weight of the small objects
 	// in 2^bucketBits ranges of their entry hash, the order the small
-	// objects are laid out in.
-	bucketBits = 16
+	// objects are laid out in (few enough to stay in a CPU cache; a
+	// process holds the objects of at most two buckets in memory).
+	bucketBits = 12
 	buckets    = 1 << bucketBits
 )
 
 func bucketOf(h Hash) int { return int(h.hi >> (64 - bucketBits)) }
 
 // candidate is an object that may be placed whole: one at least as
-// large as the threshold at the time it was listed.
+// large as the threshold at the time it was listed. Its entry hash
+// names it (two objects share one only if they share key, size and
+// ETag, and then either may go where the other would).
 type candidate struct {
-	id   objectID
 	size int64
 	h    Hash
 }
-
-// objectID names an object placed whole.
-type objectID struct {
-	key, etag string
-	size      int64
-}
-
-func idOf(o transfer.Object) objectID { return objectID{o.Key, o.ETag, o.Size} }
 
 // candidates is a min-heap by size, so the ones that fall under a
 // rising threshold leave first.
@@ -48,13 +41,8 @@ type candidates []candidate
 func (c candidates) Len() int           { return len(c) }
 func (c candidates) Less(i, j int) bool { return c[i].size < c[j].size }
 func (c candidates) Swap(i, j int)      { c[i], c[j] = c[j], c[i] }
-func (c *candidates) Push(x any)        { *c = append(*c, x.(candidate)) }
-func (c *candidates) Pop() any {
-	old := *c
-	x := old[len(old)-1]
-	*c = old[:len(old)-1]
-	return x
-}
+func (c *candidates) Push(any)          { panic("candidates grow by append and heap.Fix") }
+func (c *candidates) Pop() any          { panic("candidates shrink by hand and heap.Fix") }
 
 // tally is what the first pass counts of the listing: every total the
 // split needs, by bucket of entry hash, and the objects that may be
@@ -63,14 +51,15 @@ type tally struct {
 	n                     int
 	count, known, unsized int64
 	listing               Hash
-	countB, knownB        []int64 // objects and given bytes, by bucket
-	unsizedB              []int64 // objects without a size, by bucket
+	bucket                []bucketTally
 	cands                 candidates
 }
 
-func newTally(n int) *tally {
-	return &tally{n: n, countB: make([]int64, buckets), knownB: make([]int64, buckets), unsizedB: make([]int64, buckets)}
-}
+// bucketTally counts the objects of one bucket: all of them, their
+// given bytes, those without a size.
+type bucketTally struct{ count, known, unsized int64 }
+
+func newTally(n int) *tally { return &tally{n: n, bucket: make([]bucketTally, buckets)} }
 
 // add counts one object of the listing. An object at least as large as
 // known/(largeShare*N), the bytes so far, stays a candidate until the
@@ -81,21 +70,27 @@ func newTally(n int) *tally {
 func (t *tally) add(o transfer.Object, h Hash) {
 	t.count++
 	t.listing = t.listing.Plus(h)
-	b := bucketOf(h)
-	t.countB[b]++
+	b := &t.bucket[bucketOf(h)]
+	b.count++
 	if o.Size < 0 {
 		t.unsized++
-		t.unsizedB[b]++
+		b.unsized++
 		return
 	}
 	t.known += o.Size
-	t.knownB[b] += o.Size
+	b.known += o.Size
 	floor := max(1, t.known/(largeShare*int64(t.n)))
 	if o.Size >= floor {
-		heap.Push(&t.cands, candidate{idOf(o), o.Size, h})
+		t.cands = append(t.cands, candidate{o.Size, h})
+		heap.Fix(&t.cands, len(t.cands)-1)
 	}
 	for len(t.cands) > 0 && t.cands[0].size < floor {
-		heap.Pop(&t.cands)
+		last := len(t.cands) - 1
+		t.cands[0] = t.cands[last]
+		t.cands = t.cands[:last]
+		if last > 0 {
+			heap.Fix(&t.cands, 0)
+		}
 	}
 }
 
@@ -108,9 +103,9 @@ type plan struct {
 	large int64 // objects of at least this many bytes are placed whole
 	// load is each shard's bytes placed whole.
 	load []int64
-	// owner holds the shards of the objects placed whole (one per copy
-	// of an object listed twice).
-	owner map[objectID][]int
+	// owner holds the shards of the objects placed whole, by entry hash
+	// (one per copy of an object listed twice).
+	owner map[Hash][]int
 	// byCount: the small objects hold no bytes, so they are split by
 	// count, each weighing 1.
 	byCount bool
@@ -123,28 +118,28 @@ type plan struct {
 }
 
 // newPlan splits what t counted over t.n shards: the objects of at
-// least large bytes largest first (ties by key, ETag) each to the
+// least large bytes largest first (ties by entry hash) each to the
 // shard that holds the fewest bytes so far (ties to the lowest K); then
 // the small ones by the midpoint rule over the stretches, one per
 // shard, each as long as what the shard still lacks of an even share
 // (scaled to the small objects' weight when the whole objects overfill
 // some shards).
 func newPlan(t *tally) *plan {
-	p := &plan{n: t.n, mean: unsizedWeight(t.count-t.unsized, t.known), owner: map[objectID][]int{}}
+	p := &plan{n: t.n, mean: unsizedWeight(t.count-t.unsized, t.known), owner: map[Hash][]int{}}
 	p.total = t.known + t.unsized*p.mean
 	n64 := int64(largeShare * t.n)
 	p.large = max(1, p.total/n64+min(1, p.total%n64))
 	p.load = p.placeWhole(t)
 	weight := make([]int64, buckets)
 	var small int64
-	for b := range buckets {
-		weight[b] = t.knownB[b] + t.unsizedB[b]*p.mean
+	for b, bt := range t.bucket {
+		weight[b] = bt.known + bt.unsized*p.mean
 		small += weight[b]
 	}
 	if small == 0 {
 		p.byCount = true
-		for b := range buckets {
-			weight[b] = t.countB[b]
+		for b, bt := range t.bucket {
+			weight[b] = bt.count
 			small += weight[b]
 		}
 	}
@@ -167,7 +162,7 @@ func (p *plan) placeWhole(t *tally) []int64 {
 		}
 	}
 	slices.SortFunc(whole, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(b.size, a.size), strings.Compare(a.id.key, b.id.key), strings.Compare(a.id.etag, b.id.etag))
+		return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.h.hi, b.h.hi), cmp.Compare(a.h.lo, b.h.lo))
 	})
 	lightest := make(shardLoads, t.n)
 	for k := range lightest {
@@ -175,12 +170,12 @@ func (p *plan) placeWhole(t *tally) []int64 {
 	}
 	for _, c := range whole {
 		s := &lightest[0]
-		p.owner[c.id] = append(p.owner[c.id], s.k)
+		p.owner[c.h] = append(p.owner[c.h], s.k)
 		s.bytes += c.size
 		heap.Fix(&lightest, 0)
-		b := bucketOf(c.h)
-		t.countB[b]--
-		t.knownB[b] -= c.size
+		b := &t.bucket[bucketOf(c.h)]
+		b.count--
+		b.known -= c.size
 	}
 	load := make([]int64, t.n)
 	for _, s := range lightest {
@@ -237,8 +232,19 @@ func (s shardLoads) Swap(i, j int) { s[i], s[j] = s[j], s[i] }
 func (s *shardLoads) Push(any)     { panic("shardLoads has a fixed length") }
 func (s *shardLoads) Pop() any     { panic("shardLoads has a fixed length") }
 
-// whole says whether o is placed whole.
-func (p *plan) whole(o transfer.Object) bool { return o.Size >= p.large }
+// whole says whether an object of size bytes is placed whole.
+func (p *plan) whole(size int64) bool { return size >= p.large }
+
+// ownerOf returns the shard of the object placed whole with entry hash
+// h, once for each time it was listed.
+func (p *plan) ownerOf(h Hash) (int, bool) {
+	owners := p.owner[h]
+	if len(owners) == 0 {
+		return 0, false
+	}
+	p.owner[h] = owners[1:]
+	return owners[0], true
+}
 
 // weight is what a small object weighs on the line.
 func (p *plan) weight(o transfer.Object) int64 {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -134,27 +133,36 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	class := p.classify(l.spec.K)
 	var split []held
 	for range t.count {
-		o, h, err := sp.get()
+		h, size, err := sp.head()
 		if err != nil {
 			return err
 		}
-		if p.whole(o) {
-			if err := e.whole(o, h); err != nil {
-				return err
+		c := class[bucketOf(h)]
+		if p.whole(size) {
+			k, ok := p.ownerOf(h)
+			if !ok {
+				return errors.New("shard: an object placed whole is in no shard (the spooled listing differs from the listing)")
 			}
-			continue
+			if k != l.spec.K {
+				continue
+			}
+			e.r.Whole++
+		} else if c == bucketOthers {
+			continue // read no further
 		}
-		switch class[bucketOf(h)] {
-		case bucketMine:
+		o, err := sp.object(size)
+		switch {
+		case err != nil:
+		case p.whole(size) || c == bucketMine:
 			err = e.small(o, h)
-		case bucketSplit:
+		default:
 			split = append(split, held{o, h})
 		}
 		if err != nil {
 			return err
 		}
 	}
-	if _, _, err := sp.get(); !errors.Is(err, io.EOF) {
+	if _, _, err := sp.head(); !errors.Is(err, io.EOF) {
 		return errors.New("shard: the spooled listing is longer than the listing")
 	}
 	if err := e.split(split); err != nil {
@@ -176,21 +184,6 @@ type emitter struct {
 	r      *Report
 	emit   func(transfer.Object) error
 	weight int64
-}
-
-// whole emits o, placed whole, when it is shard k's.
-func (e *emitter) whole(o transfer.Object, h Hash) error {
-	id := idOf(o)
-	owners := e.p.owner[id]
-	if len(owners) == 0 {
-		return fmt.Errorf("shard: %s is placed whole but in no shard (the spooled listing differs from the listing)", o.Key)
-	}
-	e.p.owner[id] = owners[1:]
-	if owners[0] != e.k {
-		return nil
-	}
-	e.r.Whole++
-	return e.small(o, h)
 }
 
 // small emits o, shard k's.
