@@ -77,30 +77,41 @@ func TestShardsBalanceTheMixByBytes(t *testing.T) {
 	}
 }
 
-// TestShardsSplitTheSameFromAnyOrder: a manifest in key order, shuffled
-// and reversed gives every shard the same objects and the same report.
+// TestShardsSplitTheSameFromAnyOrder: the same objects listed (by one
+// stream or by a fan-out over sub-prefixes) or named by a manifest with
+// sizes, in key order, shuffled or reversed, give every shard the same
+// objects and the same report.
 func TestShardsSplitTheSameFromAnyOrder(t *testing.T) {
-	s := emuStore(t, s3emu.Options{Dataset: "d:1:1"})
-	r := rand.New(rand.NewPCG(31, 1))
-	sizes := []int64{0, 64 << 10, 1 << 20, 3 << 20, 40 << 20}
+	const dataset = "s/a:200:64KiB,s/b:100:1MiB,s/c:30:3MiB,s/d:6:40MiB,s/e:20:0"
+	s := emuStore(t, s3emu.Options{Dataset: dataset})
+	ds, _ := s3emu.ParseDataset(dataset)
 	var lines []string
-	for i := range 400 {
-		lines = append(lines, fmt.Sprintf("s/%04d\t%d", i, sizes[r.IntN(len(sizes))]))
+	for _, g := range ds.Groups {
+		for i := range g.Count {
+			lines = append(lines, fmt.Sprintf("%s\t%d", g.Key(i), g.Size))
+		}
 	}
+	slices.Sort(lines)
 	shuffled := slices.Clone(lines)
-	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	rand.New(rand.NewPCG(31, 1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	reversed := slices.Clone(lines)
 	slices.Reverse(reversed)
 	const n = 5
 	var first []shardLine
 	var firstKeys []map[string]string
-	for _, order := range []struct {
+	for _, src := range []struct {
 		name  string
-		lines []string
-	}{{"in key order", lines}, {"shuffled", shuffled}, {"reversed", reversed}} {
-		man := writeFile(t, strings.Join(order.lines, "\n")+"\n")
+		flags []string
+	}{
+		{"listed by a fan-out", nil},
+		{"listed by one stream", []string{"--list-concurrency", "1"}},
+		{"a manifest in key order", []string{"--manifest", writeFile(t, strings.Join(lines, "\n")+"\n")}},
+		{"a manifest shuffled", []string{"--manifest", writeFile(t, strings.Join(shuffled, "\n")+"\n")}},
+		{"a manifest reversed", []string{"--manifest", writeFile(t, strings.Join(reversed, "\n")+"\n")}},
+	} {
 		got, keys := dryShards(t, n, func(k int) []string {
-			return append(s.cmd("get", "--json", "--dry-run", "--manifest", man, "--shard", fmt.Sprintf("%d/%d", k, n)), s.url("s/"), t.TempDir())
+			args := append([]string{"--json", "--dry-run", "--shard", fmt.Sprintf("%d/%d", k, n)}, src.flags...)
+			return append(s.cmd("get", args...), s.url("s/"), t.TempDir())
 		})
 		if first == nil {
 			first, firstKeys = got, keys
@@ -108,7 +119,7 @@ func TestShardsSplitTheSameFromAnyOrder(t *testing.T) {
 		}
 		for k := range n {
 			if *got[k].Shard != *first[k].Shard || !maps.Equal(keys[k], firstKeys[k]) {
-				t.Errorf("shard %d/%d of the manifest %s: %+v (%d keys), in key order %+v (%d keys)", k, n, order.name, *got[k].Shard, len(keys[k]), *first[k].Shard, len(firstKeys[k]))
+				t.Errorf("shard %d/%d of %s: %+v (%d keys), %s: %+v (%d keys)", k, n, src.name, *got[k].Shard, len(keys[k]), "listed by a fan-out", *first[k].Shard, len(firstKeys[k]))
 			}
 		}
 	}

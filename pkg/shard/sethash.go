@@ -12,7 +12,9 @@ import (
 
 // Hash identifies a multiset of objects whatever order they come in:
 // the sum, modulo 2^128, of the entry hash of each object (the first 16
-// bytes of the SHA-256 of its key, size and ETag). The hash of a union
+// bytes of the SHA-256 of its key and size). ETags are left out: a
+// listing, an Inventory and a manifest with sizes name the same objects
+// alike, and so split them alike. The hash of a union
 // of parts is the sum of the parts' hashes, so a fleet proves that its
 // shards together make one listing, each object once, by adding the
 // shards' hashes: an object in two shards or in none changes the sum.
@@ -20,15 +22,12 @@ import (
 type Hash struct{ hi, lo uint64 }
 
 // entryHash is one object's Hash: SHA-256 over the uvarint length and
-// bytes of its key, its size as a varint (-1 when the listing gives
-// none) and the uvarint length and bytes of its ETag. buf is scratch
-// space, returned for reuse.
+// bytes of its key and its size as a varint (-1 when the listing gives
+// none). buf is scratch space, returned for reuse.
 func entryHash(o transfer.Object, buf []byte) (Hash, []byte) {
 	b := binary.AppendUvarint(buf[:0], uint64(len(o.Key)))
 	b = append(b, o.Key...)
 	b = binary.AppendVarint(b, o.Size)
-	b = binary.AppendUvarint(b, uint64(len(o.ETag)))
-	b = append(b, o.ETag...)
 	sum := sha256.Sum256(b)
 	return Hash{binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16])}, b
 }

@@ -65,8 +65,8 @@ func (r *Report) Done() bool { return r.done }
 // inner's whole listing once (spooled to disk) before emitting anything:
 // the split needs the total. It is a transfer.Refresher when inner is.
 //
-// The split depends on nothing but the set of objects listed (keys,
-// sizes and ETags), never on their order nor on a request, so every node
+// The split depends on nothing but the set of objects listed (keys and
+// sizes), never on their order nor on a request, so every node
 // that lists the same objects computes the same split, whether from a
 // listing, a fan-out of listings, an unordered listing or a manifest in
 // any order: an object whose size the listing does not give (Size < 0,
