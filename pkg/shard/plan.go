@@ -95,16 +95,17 @@ func (t *tally) add(o transfer.Object, h Hash) {
 }
 
 // plan is the split of one listing, the same in every process that
-// counted the same objects.
+// counted the same objects, and what shard k of it takes.
 type plan struct {
-	n     int
+	n, k  int
 	mean  int64 // the weight of an object without a size
 	total int64 // the listing's weight: given sizes, and mean for each unsized object
 	large int64 // objects of at least this many bytes are placed whole
 	// load is each shard's bytes placed whole.
 	load []int64
-	// owner holds the shards of the objects placed whole, by entry hash
-	// (one per copy of an object listed twice).
+	// owner holds, by entry hash, the shards of the copies (one unless
+	// the object is listed twice) of each object placed whole that has
+	// a copy in shard k: a process keeps only its own.
 	owner map[Hash][]int
 	// byCount: the small objects hold no bytes, so they are split by
 	// count, each weighing 1.
@@ -124,8 +125,8 @@ type plan struct {
 // shard, each as long as what the shard still lacks of an even share
 // (scaled to the small objects' weight when the whole objects overfill
 // some shards).
-func newPlan(t *tally) *plan {
-	p := &plan{n: t.n, mean: unsizedWeight(t.count-t.unsized, t.known), owner: map[Hash][]int{}}
+func newPlan(t *tally, k int) *plan {
+	p := &plan{n: t.n, k: k, mean: unsizedWeight(t.count-t.unsized, t.known), owner: map[Hash][]int{}}
 	p.total = t.known + t.unsized*p.mean
 	n64 := int64(largeShare * t.n)
 	p.large = max(1, p.total/n64+min(1, p.total%n64))
@@ -168,14 +169,25 @@ func (p *plan) placeWhole(t *tally) []int64 {
 	for k := range lightest {
 		lightest[k].k = k
 	}
-	for _, c := range whole {
+	shard := make([]int, len(whole))
+	for i, c := range whole {
 		s := &lightest[0]
-		p.owner[c.h] = append(p.owner[c.h], s.k)
+		shard[i] = s.k
 		s.bytes += c.size
 		heap.Fix(&lightest, 0)
 		b := &t.bucket[bucketOf(c.h)]
 		b.count--
 		b.known -= c.size
+	}
+	for i := 0; i < len(whole); {
+		j := i + 1
+		for j < len(whole) && whole[j].h == whole[i].h {
+			j++
+		}
+		if slices.Contains(shard[i:j], p.k) {
+			p.owner[whole[i].h] = shard[i:j]
+		}
+		i = j
 	}
 	load := make([]int64, t.n)
 	for _, s := range lightest {
@@ -235,15 +247,15 @@ func (s *shardLoads) Pop() any     { panic("shardLoads has a fixed length") }
 // whole says whether an object of size bytes is placed whole.
 func (p *plan) whole(size int64) bool { return size >= p.large }
 
-// ownerOf returns the shard of the object placed whole with entry hash
-// h, once for each time it was listed.
-func (p *plan) ownerOf(h Hash) (int, bool) {
+// mineWhole says whether the next copy of the object placed whole with
+// entry hash h is shard k's.
+func (p *plan) mineWhole(h Hash) bool {
 	owners := p.owner[h]
 	if len(owners) == 0 {
-		return 0, false
+		return false
 	}
 	p.owner[h] = owners[1:]
-	return owners[0], true
+	return owners[0] == p.k
 }
 
 // weight is what a small object weighs on the line.

@@ -126,7 +126,7 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	if err := sp.rewind(); err != nil {
 		return err
 	}
-	p := newPlan(t)
+	p := newPlan(t, l.spec.K)
 	r := l.report
 	r.ListingObjects, r.ListingBytes, r.ListingUnsized, r.ListingHash = t.count, t.known, t.unsized, t.listing
 	e := &emitter{p: p, k: l.spec.K, r: r, emit: emit}
@@ -139,11 +139,7 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		}
 		c := class[bucketOf(h)]
 		if p.whole(size) {
-			k, ok := p.ownerOf(h)
-			if !ok {
-				return errors.New("shard: an object placed whole is in no shard (the spooled listing differs from the listing)")
-			}
-			if k != l.spec.K {
+			if !p.mineWhole(h) {
 				continue
 			}
 			e.r.Whole++

@@ -151,6 +151,10 @@ func TestSplitCoversTheListingOnceInBalance(t *testing.T) {
 		{"more shards than objects", listing(4, 3, 10, 20), 5, -1},
 		{"empty objects only", listing(5, 10, 0), 3, -1},
 		{"one large object and empty ones", append(listing(11, 5, 0), transfer.Object{Key: "z", Name: "z", Size: 100 * MiB}), 3, -1},
+		{"objects listed twice", func() sliceLister {
+			l := listing(13, 60, 1*MiB, 64*MiB)
+			return append(l, l[0], l[1], l[2])
+		}(), 3, -1},
 		{"nothing", nil, 4, -1},
 		{"one shard", listing(6, 50, 1, 1000, 1e6), 1, 0},
 	} {
@@ -223,7 +227,7 @@ func TestSplitBound(t *testing.T) {
 				h, buf = entryHash(o, buf)
 				tl.add(o, h)
 			}
-			p := newPlan(tl)
+			p := newPlan(tl, 0)
 			fits := true
 			for _, ld := range p.load {
 				fits = fits && ld*int64(n) <= p.total
