@@ -285,7 +285,7 @@ func (p *plan) midpoint(at uint64, w int64) uint64 {
 }
 
 // in says whether the doubled midpoint m lies in shard k's stretch.
-func (p *plan) in(m uint64, k int) bool { return p.cuts[k] <= m && m < p.cuts[k+1] }
+func (p *plan) in(m uint64) bool { return p.cuts[p.k] <= m && m < p.cuts[p.k+1] }
 
 // Where the small objects of a bucket go, for one shard.
 const (
@@ -297,7 +297,8 @@ const (
 // classify says, for shard k, where each bucket's small objects go. A
 // bucket's objects have their midpoints between its start and end, so
 // at most the two buckets that hold shard k's cuts are split.
-func (p *plan) classify(k int) []uint8 {
+func (p *plan) classify() []uint8 {
+	k := p.k
 	out := make([]uint8, buckets)
 	if p.line == 0 {
 		return out

@@ -129,8 +129,8 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	p := newPlan(t, l.spec.K)
 	r := l.report
 	r.ListingObjects, r.ListingBytes, r.ListingUnsized, r.ListingHash = t.count, t.known, t.unsized, t.listing
-	e := &emitter{p: p, k: l.spec.K, r: r, emit: emit}
-	class := p.classify(l.spec.K)
+	e := &emitter{p: p, r: r, emit: emit}
+	class := p.classify()
 	var split []held
 	for range t.count {
 		h, size, err := sp.head()
@@ -173,16 +173,16 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	return nil
 }
 
-// emitter hands on shard k's objects and counts them in its report.
+// emitter hands on the plan's shard's objects and counts them in its
+// report.
 type emitter struct {
 	p      *plan
-	k      int
 	r      *Report
 	emit   func(transfer.Object) error
 	weight int64
 }
 
-// small emits o, shard k's.
+// small emits o, the shard's.
 func (e *emitter) small(o transfer.Object, h Hash) error {
 	r := e.r
 	r.Objects++
@@ -198,7 +198,7 @@ func (e *emitter) small(o transfer.Object, h Hash) error {
 
 // split places the small objects of the buckets that a cut falls in one
 // by one, in the order of their entry hash (then key, ETag and size, so
-// that the order is total), and emits shard k's.
+// that the order is total), and emits the shard's.
 func (e *emitter) split(objs []held) error {
 	slices.SortFunc(objs, func(a, b held) int {
 		switch {
@@ -215,7 +215,7 @@ func (e *emitter) split(objs []held) error {
 		at := p.starts[b]
 		for ; i < len(objs) && bucketOf(objs[i].h) == b; i++ {
 			w := p.weight(objs[i].o)
-			if p.in(p.midpoint(at, w), e.k) {
+			if p.in(p.midpoint(at, w)) {
 				if err := e.small(objs[i].o, objs[i].h); err != nil {
 					return err
 				}
