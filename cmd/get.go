@@ -426,7 +426,7 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		rep.ObjectDone(transfer.Result{Object: *out.mustExist, Err: out.missing})
 		sum.Failed++
 	}
-	if shardReport != nil && shardReport.ListingHash == "" {
+	if shardReport != nil && !shardReport.Done() {
 		shardReport = nil // the listing did not complete
 	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, latency, shardReport, meas.measures())
