@@ -46,6 +46,7 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 	)
 	addExamples(root)
 	registerCompletions(root, enumFlags(f))
+	refuseUnknownSubcommands(root)
 	return root
 }
 

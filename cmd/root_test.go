@@ -68,6 +68,13 @@ func TestCommandSurface(t *testing.T) {
 		{[]string{"./a", "./b"}, 2, "", "s3pd copy SRC DEST"},
 		{[]string{"get", "--worker", "3", "s3://b/k", "d"}, 2, "", "did you mean --workers?"},
 		{[]string{"frob"}, 2, "", "s3pd --help"},
+		{[]string{"config", "list"}, 2, "", `unknown command "list" for "s3pd config": did you mean "s3pd config show"?`},
+		{[]string{"config", "file"}, 2, "", `did you mean "s3pd config show"?`},
+		{[]string{"config"}, 0, "Inspect s3pd's configuration", ""},
+		{[]string{"shards", "frob"}, 2, "", `unknown command "frob" for "s3pd shards"`},
+		{[]string{"sync", "./a", "s3://b/a/"}, 2, "", `"s3pd copy --delete ./a s3://b/a/"`},
+		{[]string{"mv", "s3://b/k", "d"}, 2, "", `s3pd has no mv command: "s3pd copy s3://b/k d" copies`},
+		{[]string{"rm", "s3://b/k"}, 2, "", "s3pd has no rm command"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
