@@ -60,7 +60,7 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	}
 	changes := report.Compare(a, b)
 	w := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "FIGURE\tA (%d rounds)\tB (%d rounds)\tCHANGE\tVERDICT\n", len(a), len(b))
+	fmt.Fprintf(w, "FIGURE\tA (%s)\tB (%s)\tCHANGE\tVERDICT\n", plural(int64(len(a)), "round"), plural(int64(len(b)), "round"))
 	worse := 0
 	for _, c := range changes {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%+.1f%%\t%s\n", c.Name, meanText(c.A, c.SDA, c.NA), meanText(c.B, c.SDB, c.NB), c.Percent, c.Verdict)

@@ -136,7 +136,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		if err == nil && sum.Failed > 0 {
 			// Objects cut off by the cell's deadline are not failures;
 			// these failed on their own.
-			err = fmt.Errorf("%d objects failed", sum.Failed)
+			err = fmt.Errorf("%s failed", plural(sum.Failed, "object"))
 		}
 		return sum, err
 	}

@@ -151,9 +151,9 @@ func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, ru
 	if err != nil || c.Listed == nil {
 		return err
 	}
-	what := "objects"
+	what := "object"
 	if c.LocalTo == "local" {
-		what = "files"
+		what = "file"
 	}
 	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
 		return c.Delete(ctx, rules.Match, out.dryRun, report)

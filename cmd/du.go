@@ -101,6 +101,6 @@ func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions
 	if opts.bytes {
 		size = fmt.Sprint(usage.Bytes)
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "%d objects, %s\t%s\n", usage.Objects, size, arg)
+	_, err = fmt.Fprintf(f.IO.Out, "%s, %s\t%s\n", plural(usage.Objects, "object"), size, arg)
 	return err
 }

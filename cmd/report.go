@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +44,11 @@ type reporter struct {
 	archived atomic.Int64 // skipped because they must be restored first
 	ended    atomic.Int64 // objects that reached a verdict (the bar)
 	retries  atomic.Int64
-	// what a dry run would do, under mu
+	// what a dry run would do, under mu: the objects it would fetch
+	// (plan, listed at the end) and skip (skipsBy, by reason)
 	wouldFetch, wouldSkip, fetchBytes int64
+	plan                              []plannedFetch
+	skipsBy                           map[string]int64
 	tally                             tally // under mu
 	lastRetry                         time.Time
 }
@@ -144,6 +150,7 @@ type tally struct {
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
 	interrupted                 int64 // kept for resume by an interruption
+	intact                      int64 // skipped, read and found intact (--verify-existing)
 	failed                      []failure
 	failedCount                 int64
 }
@@ -213,6 +220,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 		t.resumed++
 		t.resumedBytes += res.Resumed
 	}
+	if res.Intact {
+		t.intact++
+	}
 	switch status {
 	case statusInterrupted:
 		t.interrupted++
@@ -251,20 +261,64 @@ func (r *reporter) count(res transfer.Result, status string) {
 func (r *reporter) dryRun(res transfer.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fetch := res.Skipped == transfer.DryRunReason
-	if fetch {
+	switch fetch := res.Skipped == transfer.DryRunReason; {
+	case fetch:
 		r.wouldFetch++
 		r.fetchBytes += max(res.Object.Size, 0)
-	} else if res.Skipped != "" {
+		if r.out != nil {
+			r.plan = append(r.plan, plannedFetch{key: res.Object.Key, dest: r.destinationOf(res.Object), size: res.Object.Size})
+		}
+	case res.Skipped != "":
 		r.wouldSkip++
+		if r.skipsBy == nil {
+			r.skipsBy = map[string]int64{}
+		}
+		r.skipsBy[res.Skipped]++
 	}
-	if r.out == nil {
+}
+
+// plannedFetch is one object a dry run would fetch, for its listing.
+type plannedFetch struct {
+	key, dest string
+	size      int64
+}
+
+// destinationOf is where o lands, "" when the run keeps nothing.
+func (r *reporter) destinationOf(o transfer.Object) string {
+	if r.destination == nil {
+		return ""
+	}
+	return r.destination(o.Name)
+}
+
+// printDryRun lists what a dry run would fetch, sorted by where each
+// object lands, then what it would skip in one line, by reason.
+func (r *reporter) printDryRun(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slices.SortFunc(r.plan, func(a, b plannedFetch) int { return cmp.Or(cmp.Compare(a.dest, b.dest), cmp.Compare(a.key, b.key)) })
+	for _, p := range r.plan {
+		to := ""
+		if p.dest != "" {
+			to = " -> " + printable(p.dest)
+		}
+		fmt.Fprintf(w, "would fetch: %s%s (%s)\n", printable(p.key), to, plural(p.size, "byte"))
+	}
+	if r.wouldSkip == 0 {
 		return
 	}
-	switch {
-	case fetch:
-		fmt.Fprintf(r.out, "would fetch: %s (%d bytes)\n", printable(res.Object.Key), res.Object.Size)
-	case res.Skipped != "":
-		fmt.Fprintf(r.out, "would skip: %s (%s)\n", printable(res.Object.Key), printable(res.Skipped))
+	var why []string
+	for _, reason := range slices.Sorted(maps.Keys(r.skipsBy)) {
+		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printable(reason)))
 	}
+	fmt.Fprintf(w, "would skip: %s: %s\n", plural(r.wouldSkip, "object"), strings.Join(why, ", "))
+}
+
+// plural is n with its noun, which takes an s unless n is one: "1
+// object", "2 objects".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

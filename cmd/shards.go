@@ -67,7 +67,7 @@ func runShardsCheck(f *Factory, files []string) error {
 		case s.Type == "dry-run":
 			problems = append(problems, fmt.Sprintf("shard %s (%s): a dry run transferred nothing", s.Shard.Shard, name))
 		case s.Failed > 0:
-			problems = append(problems, fmt.Sprintf("shard %s (%s): %d objects failed", s.Shard.Shard, name, s.Failed))
+			problems = append(problems, fmt.Sprintf("shard %s (%s): %s failed", s.Shard.Shard, name, plural(s.Failed, "object")))
 		}
 		reports = append(reports, *s.Shard)
 	}
@@ -76,10 +76,10 @@ func runShardsCheck(f *Factory, files []string) error {
 		for _, p := range problems {
 			fmt.Fprintln(f.IO.Out, p)
 		}
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d problems in %d shard summaries", len(problems), len(files))}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s in %d shard summaries", plural(int64(len(problems)), "problem"), len(files))}
 	}
 	r := reports[0]
-	fmt.Fprintf(f.IO.Out, "ok: %d shards cover listing %s exactly once: %d objects, %d bytes\n", r.Shard.N, r.ListingHash, r.ListingObjects, r.ListingBytes)
+	fmt.Fprintf(f.IO.Out, "ok: %s cover listing %s exactly once: %s, %s\n", plural(int64(r.Shard.N), "shard"), r.ListingHash, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"))
 	return nil
 }
 

@@ -130,10 +130,14 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		}
 	}()
 	if line.DryRun {
-		fmt.Fprintf(w, "dry run: would fetch %d objects (%s), skip %d\n", line.WouldTransfer, humanBytes(line.WouldTransferBytes), line.Skipped)
+		r.printDryRun(w)
+		fmt.Fprintf(w, "dry run: would fetch %s (%s), skip %d\n", plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
 		return
 	}
 	objects := fmt.Sprintf("objects: %d transferred, %d skipped, %d failed", line.Objects, line.Skipped, line.Failed)
+	if intact := r.intact(); intact > 0 {
+		objects = fmt.Sprintf("objects: %d transferred, %d checked intact, %d skipped, %d failed", line.Objects, intact, line.Skipped-intact, line.Failed)
+	}
 	if line.Interrupted > 0 {
 		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
 	}
@@ -141,10 +145,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
 	r.printVerification(w, line)
 	if line.ResumedObjects > 0 {
-		fmt.Fprintf(w, "resumed: %d objects, %s kept from an earlier run\n", line.ResumedObjects, humanBytes(line.ResumedBytes))
+		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))
 	}
 	if line.Interrupted > 0 {
-		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
+		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.Interrupted, "object"))
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
@@ -161,6 +165,13 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
 	r.printFailures(w)
+}
+
+// intact is how many skipped objects were read and found intact.
+func (r *reporter) intact() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tally.intact
 }
 
 // unverifiedHints say, for each reason, what would check the objects.
@@ -196,7 +207,7 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	for _, a := range slices.Sorted(maps.Keys(line.Checksums)) {
 		algs = append(algs, fmt.Sprintf("%s %d", a, line.Checksums[a]))
 	}
-	v := fmt.Sprintf("verified: %d objects (%s)", line.VerifiedObjects, humanBytes(line.VerifiedBytes))
+	v := fmt.Sprintf("verified: %s (%s)", plural(line.VerifiedObjects, "object"), humanBytes(line.VerifiedBytes))
 	if len(algs) > 0 {
 		v += " by " + strings.Join(algs, ", ")
 	}
@@ -204,7 +215,7 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if len(line.UnverifiedReasons) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "unverified: %d objects (%s)\n", line.UnverifiedObjects, humanBytes(line.UnverifiedBytes))
+	fmt.Fprintf(w, "unverified: %s (%s)\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
 	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
 		hint := r.hint(why)
 		if hint != "" {
@@ -222,7 +233,7 @@ func (r *reporter) printFailures(w io.Writer) {
 	if t.failedCount == 0 {
 		return
 	}
-	fmt.Fprintf(w, "failed: %d objects\n", t.failedCount)
+	fmt.Fprintf(w, "failed: %s\n", plural(t.failedCount, "object"))
 	for _, f := range t.failed {
 		fmt.Fprintf(w, "  %s: %s\n", printable(f.key), f.reason)
 	}

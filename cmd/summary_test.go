@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -52,10 +53,10 @@ func TestHumanSummary(t *testing.T) {
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
 		"bytes: 2.00 MiB in 2.00 s, 1.00 MiB/s (0.01 Gbit/s)",
-		"verified: 1 objects (2.00 MiB) by crc64nvme 1",
+		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
 		"requests: 5, retries: 3",
-		"failed: 1 objects\n  c: 404 NoSuchKey",
+		"failed: 1 object\n  c: 404 NoSuchKey",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -63,6 +64,74 @@ func TestHumanSummary(t *testing.T) {
 	}
 	if strings.Contains(out, "0.000") {
 		t.Errorf("summary has a zero with three decimals:\n%s", out)
+	}
+}
+
+// TestDryRunListing: a dry run lists what it would fetch sorted by
+// where each object lands, whatever order the objects end in, and what
+// it would skip in one line by reason, counts singular when one.
+func TestDryRunListing(t *testing.T) {
+	var out strings.Builder
+	f := &Factory{IO: &IOStreams{Out: &out, ErrOut: &strings.Builder{}}}
+	r := newReporter(f, zap.NewNop(), outputFlags{dryRun: true}, nil)
+	r.destination = func(name string) string { return "/data/" + name }
+	fetch := func(name string, size int64) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: "p/" + name, Name: name, Size: size}, Skipped: transfer.DryRunReason}
+	}
+	skip := func(name, why string) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: "p/" + name, Name: name, Size: 1}, Skipped: why}
+	}
+	for _, res := range []transfer.Result{fetch("c", 3), skip("s1", "unchanged (size and mtime)"), fetch("a", 1),
+		skip("s2", "unchanged (size and mtime)"), fetch("b/x", 2<<20), skip("m/", "directory marker: would create directory")} {
+		r.ObjectDone(res)
+	}
+	r.printSummary(&out, transfer.Summary{}, outputFlags{dryRun: true}, false, nil, runMeasures{})
+	want := `would fetch: p/a -> /data/a (1 byte)
+would fetch: p/b/x -> /data/b/x (2097152 bytes)
+would fetch: p/c -> /data/c (3 bytes)
+would skip: 3 objects: 1 directory marker: would create directory, 2 unchanged (size and mtime)
+dry run: would fetch 3 objects (2.00 MiB), skip 3
+`
+	if out.String() != want {
+		t.Errorf("dry run printed\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestSingularCounts: a count of one takes the singular.
+func TestSingularCounts(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 5}, Bytes: 5, Verification: transfer.Verification{Checksums: []string{"crc64nvme"}}})
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "b", Size: 5}, Err: errors.New("403 AccessDenied")})
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "partial: 1 object kept for resume"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0 objects"}, {1, "1 object"}, {2, "2 objects"}} {
+		if got := plural(tt.n, "object"); got != tt.want {
+			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestIntactCountedApart: --verify-existing's files found intact are
+// counted as such, not as skipped.
+func TestIntactCountedApart(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	for _, k := range []string{"a", "b"} {
+		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 5}, Skipped: "unchanged (size and mtime); verified crc64nvme", Intact: true})
+	}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Skipped: "exists (--no-clobber)"})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	if want := "objects: 0 transferred, 2 checked intact, 1 skipped, 0 failed"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }
 
