@@ -75,6 +75,10 @@ func TestCommandSurface(t *testing.T) {
 		{[]string{"sync", "./a", "s3://b/a/"}, 2, "", `"s3pd copy --delete ./a s3://b/a/"`},
 		{[]string{"mv", "s3://b/k", "d"}, 2, "", `s3pd has no mv command: "s3pd copy s3://b/k d" copies`},
 		{[]string{"rm", "s3://b/k"}, 2, "", "s3pd has no rm command"},
+		{[]string{"get", "--partsize", "16M", "s3://bucket/p/", "d"}, 2, "", "did you mean 16MiB?"},
+		{[]string{"bench", "disk", "--partsize", "16M", "."}, 2, "", "--partsize: invalid size \"16M\""},
+		{[]string{"bench", "disk", "--network-rate", "12.5GB", "."}, 2, "", "want a rate such as 100Gb/s"},
+		{[]string{"bench", "serve", "--dataset", "x:1:16M"}, 2, "", "did you mean 16MiB?"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
