@@ -89,7 +89,7 @@ usable. --teardown unmounts, stops the array and removes the fstab line;
 	fl.StringVar(&opts.owner, "owner", "", "chown the mount point to USER or USER:GROUP")
 	fl.BoolVar(&opts.fstab, "fstab", false, "add an fstab line (by UUID, nofail) so the volume mounts at boot")
 	fl.StringVar(&opts.fstabFile, "fstab-file", "/etc/fstab", "the fstab file --fstab and --teardown edit")
-	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); the filesystem label for --engine btrfs (default striped)")
+	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); with --engine btrfs the filesystem label, striped unless given")
 	fl.BoolVar(&opts.force, "force", false, "erase devices that hold a filesystem or partition table (never the root device)")
 	fl.BoolVarP(&opts.yes, "yes", "y", false, "run the plan without asking")
 	fl.BoolVar(&opts.dryRun, "dry-run", false, "print the plan and exit")

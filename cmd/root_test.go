@@ -101,6 +101,12 @@ func TestResolveVersion(t *testing.T) {
 		}
 	}
 	none := func() (*debug.BuildInfo, bool) { return nil, false }
+	vcs := func(rev, modified string) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/s3pd/s3pd", Version: "(devel)"},
+				Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}}, true
+		}
+	}
 	tests := []struct {
 		ldflags string
 		info    func() (*debug.BuildInfo, bool)
@@ -111,12 +117,34 @@ func TestResolveVersion(t *testing.T) {
 		{"dev", info("v1.2.3"), "v1.2.3"},
 		{"", info("(devel)"), "dev"},
 		{"", none, "dev"},
+		{"", vcs("0123456789abcdef0123", "false"), "dev-0123456789ab"},
+		{"dev", vcs("0123456789abcdef0123", "true"), "dev-0123456789ab-dirty"},
+		{"", vcs("", "true"), "dev"},
+		{"1.4.0", vcs("0123456789abcdef0123", "true"), "1.4.0"},
 	}
 	for _, tt := range tests {
 		if got := resolveVersion(tt.ldflags, tt.info); got != tt.want {
 			t.Errorf("resolveVersion(%q): got %q, want %q", tt.ldflags, got, tt.want)
 		}
 	}
+}
+
+// TestHelpShowsOneDefault: no flag's help line says two defaults (its
+// usage text giving one and pflag adding another).
+func TestHelpShowsOneDefault(t *testing.T) {
+	root := NewCmdRoot(&Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, l := range strings.Split(c.LocalFlags().FlagUsages(), "\n") {
+			if strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: %s", c.CommandPath(), strings.TrimSpace(l))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // TestManPages: the hidden man command writes one page per command.
