@@ -139,3 +139,27 @@ func TestCat(t *testing.T) {
 		t.Errorf("cat of a missing key: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
+
+// TestBrowseErrorsRenderLikeGet: ls, du and cat say S3's answer as get
+// does ("404 NoSuchBucket: ..."), in one line, not the SDK's chain of
+// operation, status and request ID; on the emulator and on moto.
+func TestBrowseErrorsRenderLikeGet(t *testing.T) {
+	for _, s := range []*store{emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory}), motoStore(t)} {
+		t.Run(s.name, func(t *testing.T) {
+			const missing = "s3://no-such-bucket-s3pd/"
+			for _, args := range [][]string{
+				s.cmd("ls", missing),
+				s.cmd("ls", "--recursive", missing+"p/"),
+				s.cmd("du", missing),
+				s.cmd("cat", missing+"k"),
+				s.cmd("get", missing+"k", t.TempDir()),
+			} {
+				r := run(t, nil, args...)
+				line := strings.TrimSpace(r.stderr)
+				if r.code != 2 || strings.Count(line, "\n") > 0 || !strings.Contains(line, "404 NoSuchBucket: ") || strings.Contains(line, "operation error") {
+					t.Errorf("%s: exit %d, stderr %q; want 2 and one line with 404 NoSuchBucket", args[0], r.code, r.stderr)
+				}
+			}
+		})
+	}
+}
