@@ -63,6 +63,7 @@ Without a URL, ls lists the buckets the credentials own.`,
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
+	hideTransferSettings(fs)
 	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")

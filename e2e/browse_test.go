@@ -124,6 +124,11 @@ func TestDu(t *testing.T) {
 	if want := "3 objects, 2.0 MiB (2098659 bytes)\t" + s.url("m/"); strings.TrimSpace(r.stdout) != want {
 		t.Errorf("got %q, want %q", r.stdout, want)
 	}
+	// s5cmd's du -H: binary units only.
+	r = run(t, nil, s.cmd("du", "-H", s.url("m/"))...)
+	if want := "3 objects, 2.0 MiB\t" + s.url("m/"); r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Errorf("du -H: exit %d, got %q, want %q", r.code, r.stdout, want)
+	}
 }
 
 func TestCat(t *testing.T) {
