@@ -38,7 +38,7 @@ ls --recursive --summarize does: every key that starts with the prefix as
 given. A key with "*" or "?" counts only the keys that match it, and
 --include/--exclude apply as in get.`,
 		Example: `  s3pd du s3://my-bucket/models/
-  s3pd du s3://my-bucket/models/*.safetensors
+  s3pd du 's3://my-bucket/models/*.safetensors'
   s3pd du --json s3://my-bucket/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {

@@ -189,6 +189,11 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "s3pd ") {
 				t.Errorf("%s: example %q is not an s3pd command line", c.CommandPath(), l)
 			}
+			for _, w := range strings.Fields(l) {
+				if strings.HasPrefix(w, "s3://") && strings.ContainsAny(w, "*?") {
+					t.Errorf("%s: example %q leaves %s to the shell: quote it", c.CommandPath(), l, w)
+				}
+			}
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
