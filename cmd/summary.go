@@ -203,6 +203,12 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if line.VerifiedObjects+line.UnverifiedObjects == 0 {
 		return
 	}
+	if r.localTo == "s3" && line.VerifiedObjects == 0 && line.UnverifiedReasons[transfer.UnverifiedNoChecksum] == line.UnverifiedObjects {
+		// Uploads of local files: nothing to compare with here, but
+		// every part carried a checksum that S3 checked on arrival.
+		fmt.Fprintf(w, "checked by S3: %s (%s), each part's checksum on arrival\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
+		return
+	}
 	var algs []string
 	for _, a := range slices.Sorted(maps.Keys(line.Checksums)) {
 		algs = append(algs, fmt.Sprintf("%s %d", a, line.Checksums[a]))
@@ -211,7 +217,9 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if len(algs) > 0 {
 		v += " by " + strings.Join(algs, ", ")
 	}
-	fmt.Fprintln(w, v)
+	if line.VerifiedObjects > 0 {
+		fmt.Fprintln(w, v)
+	}
 	if len(line.UnverifiedReasons) == 0 {
 		return
 	}

@@ -135,6 +135,25 @@ func TestIntactCountedApart(t *testing.T) {
 	}
 }
 
+// TestUploadSummaryIsNoWarning: an upload of local files says S3
+// checked every part's checksum, not "verified: 0", "unverified: N".
+func TestUploadSummaryIsNoWarning(t *testing.T) {
+	r := &reporter{log: zap.NewNop(), localTo: "s3"}
+	for _, k := range []string{"a", "b"} {
+		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 1 << 20}, Bytes: 1 << 20,
+			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
+	}
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, outputFlags{localTo: "s3"}, false, nil, runMeasures{})
+	out := b.String()
+	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
+		t.Errorf("summary lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "verified: 0") || strings.Contains(out, "unverified") {
+		t.Errorf("an upload's summary reads as a warning:\n%s", out)
+	}
+}
+
 // syncBuffer is a strings.Builder safe for the bar's goroutine.
 type syncBuffer struct {
 	mu sync.Mutex
