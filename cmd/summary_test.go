@@ -3,10 +3,12 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -195,5 +197,44 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress bar lacks %q: %q", want, out)
 		}
+	}
+}
+
+// TestProgressBarKeepsItsWidth: the bar's line keeps one width as its
+// figures change (bytes, rate, objects done), and it counts the objects
+// open, whose bytes it shows before they are done.
+func TestProgressBarKeepsItsWidth(t *testing.T) {
+	var errOut syncBuffer
+	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
+	listed := &listedBytes{}
+	for range 157 {
+		listed.Listed(transfer.Object{Size: 64 << 20})
+	}
+	listed.ListingDone()
+	r := newReporter(f, zap.NewNop(), outputFlags{}, listed)
+	for i := range 40 {
+		r.ObjectStarted(transfer.Object{})
+		r.Bytes(int64(i) * 3 << 20)
+		if i%7 == 0 {
+			r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: 64 << 20}, Bytes: 64 << 20})
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(errOut.String(), "6/157 objects,  34 open") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.close()
+	widths := map[int]string{}
+	for _, frame := range strings.Split(errOut.String(), "\r") {
+		if strings.TrimSpace(frame) != "" {
+			widths[utf8.RuneCountInString(frame)] = frame
+		}
+	}
+	if len(widths) != 1 {
+		t.Errorf("the bar's line took %d widths, want one: %v", len(widths), widths)
+	}
+	if !strings.Contains(errOut.String(), "6/157 objects,  34 open") {
+		t.Errorf("the bar does not count the objects open: %q", errOut.String())
 	}
 }
