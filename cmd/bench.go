@@ -158,6 +158,12 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) 
 // check checks bench's flags against each other (they do not depend on
 // the settings) and returns --sweep's settings (nil without it).
 func (opts *benchOptions) check() ([]sweep.Cell, error) {
+	if _, err := opts.output.verifyMode(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return nil, err
+	}
 	if err := opts.output.report.check(""); err != nil {
 		return nil, err
 	}

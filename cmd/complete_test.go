@@ -82,3 +82,47 @@ func TestEnumFlagsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumFlagsRefuseOtherValues: a value that is none of an enum flag's
+// words is a usage error (exit 2) in one line naming the flag, found
+// before any request (nothing listens at the endpoint).
+func TestEnumFlagsRefuseOtherValues(t *testing.T) {
+	copyEnv(t)
+	src := t.TempDir()
+	off := []string{"--endpoint-url", "http://127.0.0.1:1", "--region", "us-east-1", "--no-sign-request"}
+	get := func(flag string) []string {
+		return append(append([]string{"get", "--" + flag, "bogus"}, off...), "s3://bucket/p/", t.TempDir())
+	}
+	upload := func(flag string) []string {
+		return append(append([]string{"copy", "--" + flag, "bogus"}, off...), src, "s3://bucket/p/")
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{get("verify"), "--verify"},
+		{get("adaptive"), "--adaptive"},
+		{get("log-level"), "log_level"},
+		{get("log-format"), "log_format"},
+		{get("addressing-style"), "addressing_style"},
+		{get("preferred-transfer-client"), "preferred_transfer_client"},
+		{get("preset"), "preset"},
+		{get("request-payer"), "--request-payer"},
+		{upload("storage-class"), "--storage-class"},
+		{upload("checksum-algorithm"), "--checksum-algorithm"},
+		{upload("sse"), "--sse"},
+		{upload("adaptive"), "--adaptive"},
+		{append(append([]string{"cat", "--verify", "bogus"}, off...), "s3://bucket/k"), "--verify"},
+		{[]string{"bench", "--adaptive", "bogus"}, "--adaptive"},
+		{[]string{"bench", "serve", "--backend", "bogus", "--listen", "127.0.0.1:0"}, "backend"},
+		{[]string{"raid-setup", "--engine", "bogus", "--devices", "/dev/null", "--mount", "/x"}, "engine"},
+		{[]string{"raid-setup", "--fs", "bogus", "--devices", "/dev/null", "--mount", "/x"}, "filesystem"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", tt.args)
+		line := strings.TrimSpace(errOut.String())
+		if code != ExitUsage || strings.Contains(line, "\n") || !strings.Contains(line, tt.want) || !strings.Contains(line, "bogus") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and one line naming %s", tt.args, code, errOut.String(), ExitUsage, tt.want)
+		}
+	}
+}

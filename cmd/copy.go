@@ -214,6 +214,12 @@ func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
 // the settings) and returns --copy-threshold.
 func (opts *copyOptions) check() (int64, error) {
 	dst := opts.dst
+	if _, err := opts.output.verifyMode(); err != nil {
+		return 0, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return 0, err
+	}
 	if opts.benchmark && dst != "" {
 		return 0, usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
 	}

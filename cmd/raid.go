@@ -121,7 +121,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	}
 	plan, err := raid.NewPlan(spec, inv)
 	if err != nil {
-		return usageError(fmt.Errorf("%w\nnothing was changed", err))
+		return usageError(fmt.Errorf("%w; nothing was changed", err))
 	}
 	spec = plan.Spec // with defaults filled in
 	if !opts.asJSON {
@@ -143,7 +143,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		return err
 	}
 	if err := plan.Checked(); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	res, err := raid.Apply(ctx, plan, raid.Env{Runner: deps.runner, MountInfo: deps.system.MountInfo, Report: raidReporter(f.IO.ErrOut)})
 	var pe *raid.PartialError
@@ -327,7 +327,7 @@ func raidPreflight(deps raidDeps, tools []string) error {
 		return errors.New("raid-setup changes disks and must run as root (try sudo); nothing was changed")
 	}
 	if err := raid.CheckTools(tools, deps.lookPath); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	return nil
 }
