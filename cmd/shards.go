@@ -76,7 +76,7 @@ func runShardsCheck(f *Factory, files []string) error {
 		for _, p := range problems {
 			fmt.Fprintln(f.IO.Out, p)
 		}
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s in %d shard summaries", plural(int64(len(problems)), "problem"), len(files))}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s in %s", plural(int64(len(problems)), "problem"), plural(int64(len(files)), "summary file"))}
 	}
 	r := reports[0]
 	fmt.Fprintf(f.IO.Out, "ok: %s cover listing %s exactly once: %s, %s\n", plural(int64(r.Shard.N), "shard"), r.ListingHash, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"))

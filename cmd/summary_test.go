@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +121,35 @@ func TestSingularCounts(t *testing.T) {
 	}{{0, "0 objects"}, {1, "1 object"}, {2, "2 objects"}} {
 		if got := plural(tt.n, "object"); got != tt.want {
 			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestSingularCountsInChecks: bench compare and shards check say one
+// round, one problem, one file.
+func TestSingularCountsInChecks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, line string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	round := write("a.json", `{"schema":"s3pd/1","type":"summary","bytes":100,"seconds":1,"gibps":1}`)
+	shard := write("s.json", `{"schema":"s3pd/1","type":"summary","failed":1,"shard":{"id":"0/1","objects":1,"bytes":1,"listing_objects":1,"listing_bytes":1,"listing_hash":"x","share":1}}`)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "compare", round, round}, "A (1 round)  B (1 round)"},
+		{[]string{"shards", "check", shard}, "1 object failed"},
+		{[]string{"shards", "check", shard}, "s3pd: 1 problem in 1 summary file\n"},
+	} {
+		var out, errOut bytes.Buffer
+		Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", tt.args)
+		if !strings.Contains(out.String()+errOut.String(), tt.want) {
+			t.Errorf("%q: got %q, want %q in it", tt.args, out.String()+errOut.String(), tt.want)
 		}
 	}
 }
