@@ -56,7 +56,7 @@ and a realistic network model (30 ms before each response, 90 MB/s per
 connection), so it runs on a fresh machine with no AWS account.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("bench takes at most one s3:// URL, got %d arguments", len(args))
+				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
 			}
 			return nil
 		},

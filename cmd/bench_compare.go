@@ -73,7 +73,7 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 		fmt.Fprintf(f.IO.Out, "fewer than %d rounds on a side: noise cannot be told from change (bench --repeat %d)\n", report.MinRounds, report.MinRounds)
 	}
 	if worse > 0 && opts.failOnRegression {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d figures are worse in %s than in %s", worse, pathB, pathA)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s worse in %s than in %s", plural(int64(worse), "figure"), pathB, pathA)}
 	}
 	return nil
 }

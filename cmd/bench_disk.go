@@ -121,7 +121,7 @@ func runBenchDisk(c *cobra.Command, f *Factory, o *diskOptions, dir string) erro
 	loop := diskbench.OnLoopDevice(dir)
 	out := f.IO.Out
 	if !o.asJSON {
-		fmt.Fprintf(out, "disk: %s, %d files of %s in %s parts, %d writers\n", dir, o.opts.Files, config.FormatSize(o.opts.FileSize), config.FormatSize(o.opts.PartSize), o.opts.Writers)
+		fmt.Fprintf(out, "disk: %s, %s of %s in %s parts, %s\n", dir, plural(int64(o.opts.Files), "file"), config.FormatSize(o.opts.FileSize), config.FormatSize(o.opts.PartSize), plural(int64(o.opts.Writers), "writer"))
 		if loop {
 			fmt.Fprintln(out, "note: on a loop device: this measures the backing file's page cache, not a disk")
 		}

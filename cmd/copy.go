@@ -141,7 +141,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
 		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
 	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
 	}
 	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
 }

@@ -43,7 +43,7 @@ Without a URL, ls lists the buckets the credentials own.`,
   s3pd ls --json s3://my-bucket/models/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d arguments", len(args))
+				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d", len(args))
 			}
 			return nil
 		},

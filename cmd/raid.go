@@ -163,7 +163,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		fmt.Fprintf(f.IO.Out, "already in place, nothing changed: %s (%s, UUID %s) at %s\n", plan.Target, spec.FS, res.UUID, spec.Mount)
 		return nil
 	}
-	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %d devices, UUID %s) mounted at %s\n", plan.Target, spec.FS, len(plan.Members), res.UUID, spec.Mount)
+	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %s, UUID %s) mounted at %s\n", plan.Target, spec.FS, plural(int64(len(plan.Members)), "device"), res.UUID, spec.Mount)
 	return nil
 }
 
