@@ -137,7 +137,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	}
 	defer c.Close()
 	out := opts.output
-	out.localTo = c.LocalTo
+	out.localTo, out.dryVerb = c.LocalTo, "copy"
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
 		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
 	if err == nil && failures.Load() > 0 {

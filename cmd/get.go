@@ -64,6 +64,9 @@ type outputFlags struct {
 	embedded bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
+	// dryVerb is what a dry run says it would do with each object:
+	// "fetch" (get, and copy from S3 to local) unless set ("copy").
+	dryVerb string
 	// localTo says where a copy from local files goes ("local" or "s3"),
 	// "" when the source is S3: local files carry no checksum, so the
 	// summary's advice on unverified objects fits the direction.

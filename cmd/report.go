@@ -39,6 +39,8 @@ type reporter struct {
 	destination func(name string) string
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
+	// verb is what a dry run would do with each object ("fetch").
+	verb string
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -57,7 +59,7 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, verb: cmp.Or(out.dryVerb, "fetch")}
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
@@ -317,7 +319,7 @@ func (r *reporter) printDryRun(w io.Writer) {
 		if p.dest != "" {
 			to = " -> " + printable(p.dest)
 		}
-		fmt.Fprintf(w, "would fetch: %s%s (%s)\n", printable(p.key), to, plural(p.size, "byte"))
+		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.verb, printable(p.key), to, plural(p.size, "byte"))
 	}
 	if r.wouldSkip == 0 {
 		return
