@@ -56,7 +56,7 @@ and a realistic network model (30 ms before each response, 90 MB/s per
 connection), so it runs on a fresh machine with no AWS account.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("bench takes at most one s3:// URL, got %d arguments", len(args))
+				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
 			}
 			return nil
 		},
@@ -158,6 +158,12 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) 
 // check checks bench's flags against each other (they do not depend on
 // the settings) and returns --sweep's settings (nil without it).
 func (opts *benchOptions) check() ([]sweep.Cell, error) {
+	if _, err := opts.output.verifyMode(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return nil, err
+	}
 	if err := opts.output.report.check(""); err != nil {
 		return nil, err
 	}

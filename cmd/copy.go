@@ -137,11 +137,11 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	}
 	defer c.Close()
 	out := opts.output
-	out.localTo = c.LocalTo
+	out.localTo, out.dryVerb = c.LocalTo, "copy"
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
 		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
 	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
 	}
 	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
 }
@@ -151,9 +151,9 @@ func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, ru
 	if err != nil || c.Listed == nil {
 		return err
 	}
-	what := "objects"
+	what := "object"
 	if c.LocalTo == "local" {
-		what = "files"
+		what = "file"
 	}
 	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
 		return c.Delete(ctx, rules.Match, out.dryRun, report)
@@ -214,6 +214,12 @@ func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
 // the settings) and returns --copy-threshold.
 func (opts *copyOptions) check() (int64, error) {
 	dst := opts.dst
+	if _, err := opts.output.verifyMode(); err != nil {
+		return 0, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return 0, err
+	}
 	if opts.benchmark && dst != "" {
 		return 0, usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
 	}

@@ -64,6 +64,9 @@ type outputFlags struct {
 	embedded bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
+	// dryVerb is what a dry run says it would do with each object:
+	// "fetch" (get, and copy from S3 to local) unless set ("copy").
+	dryVerb string
 	// localTo says where a copy from local files goes ("local" or "s3"),
 	// "" when the source is S3: local files carry no checksum, so the
 	// summary's advice on unverified objects fits the direction.
@@ -233,6 +236,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if _, err := opts.output.verifyMode(); err != nil {
 		return u, nil, err
 	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return u, nil, err
+	}
 	return u, spec, nil
 }
 
@@ -281,13 +287,13 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	if g.Listed == nil || err != nil {
 		return err
 	}
-	return runDelete(f, out, "files", g.Listed, func(report func(string, int64)) error {
+	return runDelete(f, out, "file", g.Listed, func(report func(string, int64)) error {
 		return g.Delete(opts.rules.rules.Match, out.dryRun, report)
 	})
 }
 
 // runDelete is --delete's step after a run without failures, given
-// what the run listed: it refuses after an incomplete listing, else
+// what the run listed (what: "file" or "object"): it refuses after an incomplete listing, else
 // removes (reportDeletes).
 func runDelete(f *runEnv, out outputFlags, what string, listed *job.Listed, remove func(report func(name string, size int64)) error) error {
 	if !listed.Complete() {
@@ -339,7 +345,7 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
 		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%d bytes)\n", printable(name), size)
+			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
 		}
 	})
 	if !out.asJSON && n > 0 {
@@ -347,7 +353,7 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f.Factory), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
+		fmt.Fprintf(out.humanOut(f.Factory), "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -436,9 +442,9 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	case err != nil:
 		return badManifest(err)
 	case sum.Failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d objects failed", sum.Failed, sum.Failed+sum.Objects+sum.Skipped)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
 	case rep.archived.Load() > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d objects are archived and were skipped: restore them first", rep.archived.Load())}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}
 	return nil
 }

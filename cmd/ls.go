@@ -43,7 +43,7 @@ Without a URL, ls lists the buckets the credentials own.`,
   s3pd ls --json s3://my-bucket/models/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d arguments", len(args))
+				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d", len(args))
 			}
 			return nil
 		},
@@ -63,6 +63,7 @@ Without a URL, ls lists the buckets the credentials own.`,
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
+	hideTransferSettings(fs)
 	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")

@@ -45,6 +45,8 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		NewCmdMan(f),
 	)
 	addExamples(root)
+	registerCompletions(root, enumFlags(f))
+	refuseUnknownSubcommands(root)
 	return root
 }
 

@@ -56,8 +56,8 @@ func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
 
 // printShard writes the human line about the shard.
 func printShard(w io.Writer, r *shard.Report) {
-	fmt.Fprintf(w, "shard %s: %d objects, %d bytes (%.1f%% of %d objects, %d bytes), objects %s of listing %s\n",
-		r.Shard, r.Objects, r.Bytes, r.Share*100, r.ListingObjects, r.ListingBytes, r.Hash, r.ListingHash)
+	fmt.Fprintf(w, "shard %s: %s, %s (%.1f%% of %s, %s), objects %s of listing %s\n",
+		r.Shard, plural(r.Objects, "object"), plural(r.Bytes, "byte"), r.Share*100, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"), r.Hash, r.ListingHash)
 }
 
 // badManifest turns a bad manifest entry into a usage error (exit 2).

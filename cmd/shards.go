@@ -87,10 +87,10 @@ func runShardsCheck(f *Factory, files []string) error {
 		for _, p := range problems {
 			fmt.Fprintln(f.IO.Out, p)
 		}
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d problems in %d shard summaries", len(problems), len(files))}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s in %s", plural(int64(len(problems)), "problem"), plural(int64(len(files)), "summary file"))}
 	}
 	r := reports[0]
-	fmt.Fprintf(f.IO.Out, "ok: %d shards cover listing %s exactly once: %d objects, %d bytes\n", r.Shard.N, r.ListingHash, r.ListingObjects, r.ListingBytes)
+	fmt.Fprintf(f.IO.Out, "ok: %s cover listing %s exactly once: %s, %s\n", plural(int64(r.Shard.N), "shard"), r.ListingHash, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"))
 	return nil
 }
 
@@ -114,10 +114,10 @@ func (r shardRun) problems() []string {
 		out = append(out, id+": a dry run, which transferred nothing")
 	}
 	if s.Interrupted > 0 {
-		out = append(out, fmt.Sprintf("%s: interrupted, %d objects not complete: run it again", id, s.Interrupted))
+		out = append(out, fmt.Sprintf("%s: interrupted, %s not complete: run it again", id, plural(s.Interrupted, "object")))
 	}
 	if s.Failed > 0 {
-		out = append(out, fmt.Sprintf("%s: %d objects failed", id, s.Failed))
+		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
 	}
 	switch done := s.Objects + s.Skipped; {
 	case len(out) > 0: // the error line after the summary says the same

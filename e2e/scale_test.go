@@ -213,7 +213,7 @@ func TestManifestShardsSurviveFailedLookups(t *testing.T) {
 	// that failed objects.
 	check := run(t, nil, append([]string{"shards", "check"}, saveOutputs(t, res)...)...)
 	for k, l := range healthy {
-		named := strings.Contains(check.stdout, fmt.Sprintf("shard %d/2 (", k)) && strings.Contains(check.stdout, "objects failed")
+		named := strings.Contains(check.stdout, fmt.Sprintf("shard %d/2 (", k)) && strings.Contains(check.stdout, "failed")
 		if check.code != 1 || named != (l.Failed > 0) {
 			t.Errorf("shards check of a fleet with %d failed in shard %d: exit %d\n%s", l.Failed, k, check.code, check.stdout)
 		}

@@ -66,6 +66,13 @@ func (e *StatusError) Throttle() bool {
 	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429
 }
 
+// NoSuchBucket reports whether err is S3's answer that the bucket does
+// not exist: a missing object under it is no prefix either.
+func NoSuchBucket(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == "NoSuchBucket"
+}
+
 // Unwrap maps the answers that mean "not there" to transfer.ErrNotFound
 // and a failed If-Match to transfer.ErrModified.
 func (e *StatusError) Unwrap() error {
