@@ -25,9 +25,6 @@ const (
 )
 
 type benchOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument ("": the embedded emulator).
 	url string
 	// flags are the command's flags, for the settings they set.
@@ -76,7 +73,6 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	opts.output.register(fs)
 	opts.output.report.register(fs)
 	opts.rules.register(fs)
-	registerTLSFlags(fs, &opts.tls)
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
 	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
@@ -119,7 +115,7 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if cells != nil {
 		return runSweep(ctx, f, settings, u, cells, opts)
 	}
-	clients, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
+	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}

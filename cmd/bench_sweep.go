@@ -119,7 +119,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		// The cell's requests are the budget; as many objects may be
 		// open, so small ones fill it too.
 		cs.Workers = max(s.Workers, c.Requests)
-		clients, err := newS3Lanes(cctx, f, cs, opts.tls, u.Bucket)
+		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
