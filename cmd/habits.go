@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-
 )
 
 // registerHabits adds the AWS CLI's names for what s3pd spells otherwise,
@@ -57,4 +56,3 @@ func (v *setsFlags) Set(s string) error {
 	}
 	return nil
 }
-
