@@ -46,7 +46,7 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, err)
+			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, statusError(err))
 		}
 		// S3 returns objects and prefixes in two lists, each in key
 		// order; merge them.
