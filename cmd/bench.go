@@ -87,6 +87,10 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if err != nil {
 		return err
 	}
+	if opts.sweep.savePreset != "" && userPresetDir(fac.getenv()) == "" {
+		// Refused now, not after the sweep has measured.
+		return usageErrorf("--save-preset: no config folder (set HOME or XDG_CONFIG_HOME)")
+	}
 	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, false)
 	defer f.end(&err)
 	if err != nil {
@@ -113,6 +117,15 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		u.Key += "/"
 	}
 	if cells != nil {
+		// The run's transport, with pools for the widest cell, is built
+		// (and its settings checked) before the first cell.
+		widest := settings
+		for _, c := range cells {
+			widest.MaxConcurrentRequests = max(widest.MaxConcurrentRequests, c.Requests)
+		}
+		if _, err := f.transport(ctx, widest); err != nil {
+			return err
+		}
 		return runSweep(ctx, f, settings, u, cells, opts)
 	}
 	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
@@ -166,6 +179,12 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 	}
 	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
 		return nil, usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
+	}
+	if _, err := opts.output.verifyMode(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return nil, err
 	}
 	return cells, nil
 }

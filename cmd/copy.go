@@ -261,6 +261,12 @@ func (opts *copyOptions) check() (int64, error) {
 	if opts.delete && (opts.benchmark || dst == "-") {
 		return 0, usageErrorf("--delete needs a directory or a prefix as DEST")
 	}
+	if _, err := opts.output.verifyMode(); err != nil {
+		return 0, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return 0, err
+	}
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
 	opts.upload.NoClobber = opts.noClobber
 	threshold, err := config.ParseSize(opts.copyThreshold)

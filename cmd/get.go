@@ -229,6 +229,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if _, err := opts.output.verifyMode(); err != nil {
 		return u, nil, err
 	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return u, nil, err
+	}
 	return u, spec, nil
 }
 
