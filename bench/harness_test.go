@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"io"
 	"os"
 	"os/exec"
@@ -235,4 +236,14 @@ func tmpfsRoot(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// transportOf is a transport of its own for a client of conns connections
+// (a run's one transport, as s3pd builds it, without settings).
+func transportOf(conns int) *s3store.Transport {
+	t, err := s3store.NewTransport(s3store.TransportOptions{Conns: conns})
+	if err != nil {
+		panic(err) // no CA bundle: no error
+	}
+	return t
 }
