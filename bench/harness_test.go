@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // startServer runs the emulator in a child process (so its CPU and
