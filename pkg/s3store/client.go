@@ -119,10 +119,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	}
 	// Every request of the client goes over the run's transport; the
 	// SDK's own default client served only the loading above.
-	cfg.HTTPClient = sdkHTTP{HTTPClient: hc, direct: hc}
-	if opts.EndpointURL == "" {
-		cfg.HTTPClient = sdkHTTP{HTTPClient: newRegionRedirect(hc, cfg.Credentials), direct: hc}
-	}
+	cfg.HTTPClient = sdkHTTP{HTTPClient: newRegionRedirect(hc, cfg.Credentials, opts.EndpointURL != ""), direct: hc}
 	configure := func(o *s3.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)

@@ -36,8 +36,6 @@ type getter struct {
 	pathStyle bool // the bucket is in the path
 	// placeFor returns the place of region.
 	placeFor func(region string) *place
-	// custom says the endpoint is not AWS's: requests stay on it.
-	custom bool
 }
 
 // place is a region and the URL prefix that reaches the bucket there.
@@ -65,10 +63,9 @@ func newGetter(client *s3.Client, bucket string) *getter {
 		} else {
 			prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
 		}
-		// A custom endpoint's URL names no region: a redirect is not
-		// followed.
+		// A custom endpoint's URL names no region: the bucket's region
+		// is signed for on the same endpoint.
 		g.placeFor = func(region string) *place { return &place{region, prefix} }
-		g.custom = true
 	} else {
 		g.pathStyle = strings.Contains(bucket, ".") || o.UsePathStyle
 		g.placeFor = func(region string) *place {
@@ -219,7 +216,7 @@ func (g *getter) sendTo(ctx context.Context, method, u, region string, req Reque
 	// else the Region or Endpoint of the error body (a 301, 307 or 400
 	// AuthorizationHeaderMalformed).
 	home := homeRegion(resp.Header, body)
-	if !g.custom && home != "" && home != region && (isRedirect(resp.StatusCode) || resp.StatusCode == http.StatusBadRequest) {
+	if home != "" && home != region && (isRedirect(resp.StatusCode) || resp.StatusCode == http.StatusBadRequest) {
 		return nil, &wrongRegion{region: home, err: err}
 	}
 	if isRedirect(resp.StatusCode) {

@@ -17,15 +17,18 @@ import (
 )
 
 // The redirect rules. The transport never follows a Location to another
-// host or port (stayHome); what the 3xx answer means is decided here:
-//   - with AWS's own endpoints, an answer that names the bucket's region
-//     (x-amz-bucket-region, or the Region or Endpoint of its body: a 301
-//     PermanentRedirect, the 307 TemporaryRedirect S3 sends for a new
-//     bucket, a 400 AuthorizationHeaderMalformed) re-derives the endpoint
-//     for that region, signs the request again for it and sends it once
-//     more; later requests go there at once;
-//   - with a custom endpoint, the request stays on it and fails with one
-//     line that names where the endpoint pointed (*RedirectError).
+// host or port (stayHome); what the 3xx answer means is decided here. An
+// answer that names the bucket's region (x-amz-bucket-region, or the
+// Region or Endpoint of its body: a 301 PermanentRedirect, the 307
+// TemporaryRedirect S3 sends for a new bucket, a 400
+// AuthorizationHeaderMalformed) is taken once:
+//   - with AWS's own endpoints, the endpoint is re-derived for that
+//     region (never the Location), the request signed again for it and
+//     sent once more; later requests go there at once;
+//   - with a custom endpoint, the request stays on it, signed for that
+//     region, as the AWS CLI does.
+// Any other redirect, or a second one, fails with one line that names
+// where the endpoint pointed (*RedirectError).
 
 // RedirectError is a redirect s3pd does not follow: from a custom
 // endpoint, or one that names no region.
@@ -152,14 +155,16 @@ type regionRedirect struct {
 	c      aws.HTTPClient
 	creds  aws.CredentialsProvider // nil: anonymous
 	signer *v4.Signer
+	custom bool                   // a custom endpoint: the host stays
 	moved  atomic.Pointer[string] // the region requests go to, once known
 }
 
-func newRegionRedirect(c aws.HTTPClient, creds aws.CredentialsProvider) *regionRedirect {
+func newRegionRedirect(c aws.HTTPClient, creds aws.CredentialsProvider, custom bool) *regionRedirect {
 	if creds != nil && aws.IsCredentialsProvider(creds, aws.AnonymousCredentials{}) {
 		creds = nil
 	}
-	return &regionRedirect{c: c, creds: creds, signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })}
+	return &regionRedirect{c: c, creds: creds, custom: custom,
+		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })}
 }
 
 func (rr *regionRedirect) Do(r *http.Request) (*http.Response, error) {
@@ -176,8 +181,11 @@ func (rr *regionRedirect) Do(r *http.Request) (*http.Response, error) {
 	if region == "" || region == signedRegion(r) {
 		return resp, nil
 	}
-	if _, ok := regionHost(r.URL.Host, region); !ok {
+	if _, ok := regionHost(r.URL.Host, region); !ok && !rr.custom {
 		return resp, nil
+	}
+	if rr.custom && rr.creds == nil {
+		return resp, nil // an unsigned request names no region to change
 	}
 	rr.moved.Store(&region)
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
@@ -196,11 +204,13 @@ func (rr *regionRedirect) Do(r *http.Request) (*http.Response, error) {
 
 // move points r at region and signs it again for it.
 func (rr *regionRedirect) move(r *http.Request, region string) error {
-	host, ok := regionHost(r.URL.Host, region)
-	if !ok {
-		return nil
+	if !rr.custom {
+		host, ok := regionHost(r.URL.Host, region)
+		if !ok {
+			return nil
+		}
+		r.URL.Host, r.Host = host, ""
 	}
-	r.URL.Host, r.Host = host, ""
 	if rr.creds == nil {
 		return nil
 	}
