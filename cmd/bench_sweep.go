@@ -123,6 +123,9 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		if err != nil {
 			return transfer.Summary{}, err
 		}
+		// Each cell starts from no connection, as a run would (over the
+		// run's transport, whose TLS sessions resume).
+		f.net.t.CloseIdle()
 		src, err := job.ResolveS3(cctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true,
 			Target: s3store.Target{Bucket: u.Bucket, OnRetry: f.logListRetry}})
 		if err != nil {

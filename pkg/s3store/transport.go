@@ -244,7 +244,15 @@ func (t *Transport) Probe(ctx context.Context, addr string, timeout time.Duratio
 	return failed
 }
 
-// Close closes every lane's idle connections.
+// CloseIdle closes every lane's idle connections: the next requests
+// open new ones (resuming their TLS sessions).
+func (t *Transport) CloseIdle() {
+	for _, l := range t.lanes {
+		l.tr.CloseIdleConnections()
+	}
+}
+
+// Close closes every lane's idle connections, once.
 func (t *Transport) Close() {
 	if t.closed.Swap(true) {
 		return
