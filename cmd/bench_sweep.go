@@ -162,7 +162,16 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 	}
 	best, ok := sweep.Best(results)
 	if !ok {
-		return &ExitError{Code: ExitFailed, Err: errors.New("sweep: no setting moved any data")}
+		err := errors.New("sweep: no setting moved any data")
+		for _, r := range results {
+			if r.Err != nil {
+				// Why the first cell failed: a certificate, an endpoint
+				// that does not answer, fail every cell alike.
+				err = fmt.Errorf("%w: %w", err, r.Err)
+				break
+			}
+		}
+		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	line := newSweepLine("sweep_best", best)
 	if name := opts.sweep.savePreset; name != "" {

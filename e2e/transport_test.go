@@ -43,6 +43,21 @@ func TestTLSSettingsEveryCommand(t *testing.T) {
 		{"du", func(t *testing.T) []string { return []string{"du", "s3://bench/t/"} }},
 		{"cat", func(t *testing.T) []string { return []string{"cat", "s3://bench/t/00000000"} }},
 		{"bench", func(t *testing.T) []string { return []string{"bench", "--quiet", "s3://bench/t/"} }},
+		{"bench --sweep", func(t *testing.T) []string {
+			return []string{"bench", "--sweep", "--sweep-time", "200ms", "--sweep-parts", "1MiB", "--sweep-requests", "2", "s3://bench/t/"}
+		}},
+		{"get --manifest in S3", func(t *testing.T) []string {
+			return []string{"get", "--quiet", "--manifest", "s3://e2e/manifest.txt", "s3://bench/t/", t.TempDir()}
+		}},
+		{"get --shard", func(t *testing.T) []string { return []string{"get", "--quiet", "--shard", "0/2", "s3://bench/t/", t.TempDir()} }},
+	}
+	// The manifest the manifest row reads, uploaded over HTTPS.
+	manifest := filepath.Join(t.TempDir(), "manifest.txt")
+	if err := os.WriteFile(manifest, []byte("t/00000000\nt/00000002\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, []string{"AWS_CA_BUNDLE=" + ts.CAFile}, append([]string{"copy", "--quiet", manifest, "s3://e2e/manifest.txt"}, base...)...); r.code != 0 {
+		t.Fatalf("upload the manifest: exit %d\n%s", r.code, r.stderr)
 	}
 	trust := []struct {
 		name string
