@@ -49,7 +49,9 @@ func TestTLSSettingsEveryCommand(t *testing.T) {
 		{"get --manifest in S3", func(t *testing.T) []string {
 			return []string{"get", "--quiet", "--manifest", "s3://e2e/manifest.txt", "s3://bench/t/", t.TempDir()}
 		}},
-		{"get --shard", func(t *testing.T) []string { return []string{"get", "--quiet", "--shard", "0/2", "s3://bench/t/", t.TempDir()} }},
+		{"get --shard", func(t *testing.T) []string {
+			return []string{"get", "--quiet", "--shard", "0/2", "s3://bench/t/", t.TempDir()}
+		}},
 	}
 	// The manifest the manifest row reads, uploaded over HTTPS.
 	manifest := filepath.Join(t.TempDir(), "manifest.txt")
