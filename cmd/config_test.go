@@ -159,6 +159,7 @@ func TestConfigShowTLSSettings(t *testing.T) {
 	tests := []struct {
 		name       string
 		aws, file  string // the AWS config's and the s3pd config file's text
+		preset     string // a saved preset "lab", given with --preset
 		vars       map[string]string
 		args       []string
 		wantCA     string
@@ -173,6 +174,8 @@ func TestConfigShowTLSSettings(t *testing.T) {
 			wantVerify: "true file"},
 		{name: "S3PD_CA_BUNDLE over AWS_CA_BUNDLE", vars: map[string]string{"AWS_CA_BUNDLE": "/env.pem", "S3PD_CA_BUNDLE": "/s3pd.pem",
 			"S3PD_NO_VERIFY_SSL": "true"}, wantCA: "/s3pd.pem", wantSource: "env S3PD_CA_BUNDLE", wantVerify: "true env S3PD_NO_VERIFY_SSL"},
+		{name: "a saved preset", preset: "no_verify_ssl: true\nca_bundle: /preset.pem\n", wantCA: "/preset.pem", wantSource: "preset lab",
+			wantVerify: "true preset lab"},
 		{name: "flags over all", file: "ca_bundle: /file.pem\n", vars: map[string]string{"AWS_CA_BUNDLE": "/env.pem"},
 			args: []string{"--ca-bundle", "/flag.pem", "--no-verify-ssl"}, wantCA: "/flag.pem", wantSource: "flag --ca-bundle",
 			wantVerify: "true flag --no-verify-ssl"},
@@ -186,10 +189,15 @@ func TestConfigShowTLSSettings(t *testing.T) {
 			if tt.file != "" {
 				e.writeFile(t, "home/.config/s3pd/config.yaml", tt.file)
 			}
+			args := tt.args
+			if tt.preset != "" {
+				e.writeFile(t, "home/.config/s3pd/presets/lab.yaml", tt.preset)
+				args = append([]string{"--preset", "lab"}, args...)
+			}
 			for k, v := range tt.vars {
 				e.vars[k] = v
 			}
-			out, err := runConfigShow(t, e, tt.args...)
+			out, err := runConfigShow(t, e, args...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -98,7 +98,16 @@ func TestTransportRoundRobin(t *testing.T) {
 			return (&net.Dialer{}).DialContext(ctx, network, addr)
 		}}
 	}
-	tr, err := NewTransport(TransportOptions{Lanes: []DialLane{lane("eth0"), lane("eth1"), lane("eth2")}})
+	wrapped := map[string]int{} // requests each lane's Wrap decorator saw
+	wrap := func(name string, rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			wrapped[name]++
+			mu.Unlock()
+			return rt.RoundTrip(r)
+		})
+	}
+	tr, err := NewTransport(TransportOptions{Lanes: []DialLane{lane("eth0"), lane("eth1"), lane("eth2")}, Wrap: wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +123,15 @@ func TestTransportRoundRobin(t *testing.T) {
 		resp.Body.Close()
 	}
 	for _, n := range []string{"eth0", "eth1", "eth2"} {
-		if dials[n] != 2 {
-			t.Errorf("lane %s dialled %d times of 6 requests, want 2 (all: %v)", n, dials[n], dials)
+		if dials[n] != 2 || wrapped[n] != 2 {
+			t.Errorf("lane %s dialled %d times and its Wrap saw %d requests of 6, want 2 each (all: %v, %v)", n, dials[n], wrapped[n], dials, wrapped)
 		}
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Probe finds the lanes that cannot connect, and Keep drops them.
 func TestTransportProbe(t *testing.T) {
