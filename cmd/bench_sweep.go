@@ -132,10 +132,13 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		// The cell's requests are the budget; as many objects may be
 		// open, so small ones fill it too.
 		cs.Workers = max(s.Workers, c.Requests)
-		clients, err := newS3Lanes(cctx, f, cs, opts.tls, u.Bucket)
+		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
+		// Each cell starts from no connection, as a run would (over the
+		// run's transport, whose TLS sessions resume).
+		f.net.t.CloseIdle()
 		src, err := job.ResolveS3(cctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true,
 			Target: s3store.Target{Bucket: u.Bucket, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}})
 		if err != nil {
@@ -174,7 +177,16 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 	}
 	best, ok := sweep.Best(results)
 	if !ok {
-		return &ExitError{Code: ExitFailed, Err: errors.New("sweep: no setting moved any data")}
+		err := errors.New("sweep: no setting moved any data")
+		for _, r := range results {
+			if r.Err != nil {
+				// Why the first cell failed: a certificate, an endpoint
+				// that does not answer, fail every cell alike.
+				err = fmt.Errorf("%w: %w", err, r.Err)
+				break
+			}
+		}
+		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	line := newSweepLine("sweep_best", best)
 	line.Reason = bestReason(best, results)

@@ -13,9 +13,6 @@ import (
 )
 
 type duOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument; flags are the command's, for the settings.
 	url    string
 	flags  *pflag.FlagSet
@@ -57,7 +54,6 @@ given. A key with "*" or "?" counts only the keys that match it, and
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	hideTransferSettings(fs)
-	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	opts.rules.register(fs)
 	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line of type "usage" (docs/JSON.md)`)
@@ -92,7 +88,7 @@ func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
 	defer f.end(&err)
 	if err != nil {
 		return err

@@ -21,9 +21,6 @@ import (
 // getOptions are get's own flags; the shared settings come from
 // loadSettings.
 type getOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// src and dest are the arguments (dest "" with --benchmark).
 	src, dest string
 	// flags are the command's flags, for the settings they set.
@@ -153,7 +150,6 @@ dropped.`,
 	opts.output.report.register(fs)
 	opts.rules.register(fs)
 	opts.scale.register(fs)
-	registerTLSFlags(fs, &opts.tls)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
@@ -253,7 +249,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
 	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
 	planNICs(f, &settings, out.dryRun)
-	lanes, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
@@ -275,7 +271,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, spec, opts.rules.rules),
+		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	})
 	if err != nil {
 		return jobError(ctx, err)

@@ -16,9 +16,6 @@ import (
 )
 
 type lsOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument ("": list the buckets).
 	url string
 	// flags are the command's flags, for the settings they set.
@@ -64,7 +61,6 @@ Without a URL, ls lists the buckets the credentials own.`,
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	hideTransferSettings(fs)
-	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")
 	fs.BoolVarP(&opts.human, "human-readable", "H", false, "sizes in binary units (KiB, MiB, ...)")
@@ -89,7 +85,7 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket})
 	defer f.end(&err)
 	if err != nil {
 		return err
@@ -154,7 +150,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{})
 	defer f.end(&err)
 	if err != nil {
 		return err

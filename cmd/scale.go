@@ -70,9 +70,9 @@ func badManifest(err error) error {
 }
 
 // scaleSpec is what --manifest and --shard (spec, nil without it) ask
-// of the run; a manifest in S3 is read with the run's settings.
-func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
+// of the run; a manifest in S3 is read with the run's settings, over the
+// run's transport t.
+func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, t *s3store.Transport, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
 	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
-		Clients: s3store.ClientOptions{Region: settings.Region, EndpointURL: settings.EndpointURL, AddressingStyle: settings.AddressingStyle,
-			Profile: settings.Profile, NoSignRequest: settings.NoSignRequest, Conns: 4}}
+		Clients: clientOptions(f, settings, t)}
 }

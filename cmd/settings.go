@@ -63,7 +63,7 @@ func addSettingsFlags(fs *pflag.FlagSet) {
 
 // connectionSettings are the settings a listing uses: where the server
 // is, how to sign, what to log.
-var connectionSettings = []string{"region", "endpoint_url", "addressing_style", "no_sign_request", "log_level", "log_format"}
+var connectionSettings = []string{"region", "endpoint_url", "addressing_style", "no_sign_request", "ca_bundle", "no_verify_ssl", "log_level", "log_format"}
 
 // hideTransferSettings hides from a listing command's help the settings
 // only a transfer uses (--workers, --partsize, ...): it still accepts

@@ -88,6 +88,11 @@ func (e *StatusError) Unwrap() error {
 // statusError turns an SDK error into a *StatusError where the server
 // answered, so the engine can classify it.
 func statusError(err error) error {
+	var ce *CertificateError
+	if errors.As(err, &ce) {
+		// One line, without the SDK's chain around it.
+		return ce
+	}
 	if NoCredentials(err) {
 		return withCredentials(err)
 	}
@@ -107,6 +112,10 @@ func statusError(err error) error {
 	}
 	if se.Code == "" {
 		se.Code = codeOfStatus(se.Status)
+	}
+	if isRedirect(se.Status) && re.Response != nil {
+		h := re.Response.Header
+		return &RedirectError{Status: se.Status, Location: h.Get("Location"), Region: h.Get("X-Amz-Bucket-Region"), Err: se}
 	}
 	return se
 }
