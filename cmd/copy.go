@@ -131,6 +131,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	warnIncludeAlone(f, opts.rules.rules)
 	c, err := job.NewCopy(ctx, spec)
 	if err != nil {
 		return jobError(ctx, err)
@@ -138,8 +139,14 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	defer c.Close()
 	out := opts.output
 	out.localTo = c.LocalTo
+	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
+	if spec.SrcURL.Bucket != "" {
+		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
+	} else if c.LocalTo == "local" {
+		verb = "copy"
+	}
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
-		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
+		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin})
 	if err == nil && failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
 	}

@@ -61,6 +61,9 @@ type runEnv struct {
 	JSON io.Writer
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
+	// credentials says where requests' credentials come from, for the
+	// --debug start line ("" when not at debug).
+	credentials string
 }
 
 // newRunEnv is the environment of a run that has built nothing of its

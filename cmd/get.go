@@ -42,7 +42,9 @@ type getOptions struct {
 // outputFlags are the flags every transferring command shares.
 type outputFlags struct {
 	asJSON, quiet, dryRun bool
-	jsonFile              string
+	// noProgress: --no-progress, the bar off but the lines kept.
+	noProgress bool
+	jsonFile   string
 	// recursive and onlyErrors are the AWS CLI's habits (habits.go).
 	recursive, onlyErrors bool
 	verify                string
@@ -97,7 +99,7 @@ func (o outputFlags) adaptiveMode() (transfer.Adaptive, error) {
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout (on stderr when stdout carries the data)")
 	fs.StringVar(&o.jsonFile, "json-file", "", "write the same JSON lines to this file")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on success: no progress bar, no lines and no summary (errors and warnings still go to stderr; --json and --json-file are unaffected)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
 	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
@@ -243,6 +245,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, opts.output, opts.sink
+	warnIncludeAlone(f, opts.rules.rules)
 	out.report.origins = origins
 	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
 	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
@@ -275,7 +278,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled})
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket)})
 	if g.Listed == nil || err != nil {
 		return err
 	}
@@ -320,16 +323,16 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 		if js := out.jsonOut(f.Factory); js != nil {
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
-		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%d bytes)\n", printable(name), size)
+		if w := out.textOut(f.Factory); out.dryRun && w != nil {
+			fmt.Fprintf(w, "would delete: %s (%d bytes)\n", printable(name), size)
 		}
 	})
-	if !out.asJSON && n > 0 {
+	if w := out.textOut(f.Factory); w != nil && n > 0 {
 		verb := "deleted"
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f.Factory), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
+		fmt.Fprintf(w, "%s: %d %s, %d bytes\n", verb, n, what, bytes)
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -353,6 +356,15 @@ type engineRun struct {
 	// scaled is who lists (nil Lister: the first lane) and the shard's
 	// report (--manifest, --shard).
 	scaled job.Scaled
+	// verb and origin name the direction and an object's source in the
+	// per-object lines (reporter.line).
+	verb   string
+	origin func(transfer.Object) string
+}
+
+// s3Origin names an object of bucket by its URL.
+func s3Origin(bucket string) func(transfer.Object) string {
+	return func(o transfer.Object) string { return "s3://" + bucket + "/" + o.Key }
 }
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
@@ -370,7 +382,7 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	out.logJSON = f.LogJSON
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
-	rep.destination = r.destination
+	rep.destination, rep.verb, rep.origin = r.destination, r.verb, r.origin
 	if d, ok := sk.(interface{ Destination(string) string }); ok && rep.destination == nil {
 		rep.destination = d.Destination
 	}
@@ -379,7 +391,10 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	eopts.StallTimeout = out.stall
 	eopts.Adaptive = adaptive
 	eopts.Observer = rep
-	eopts.Filter = rules.Filter()
+	if match := rules.Filter(); match != nil {
+		rep.selection = &selection{}
+		eopts.Filter = rep.selection.filter(match)
+	}
 	eopts.DryRun = out.dryRun
 	eopts.VerifyExisting = out.verifyExisting
 	eopts.Listing = total
@@ -394,6 +409,7 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	if err != nil {
 		return err
 	}
+	f.logStart(settings, lanes)
 	defer func() { runErr = meas.finish(ctx, runErr) }()
 	sum, err := eng.Run(ctx)
 	rep.close()

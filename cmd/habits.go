@@ -19,7 +19,7 @@ func (o *outputFlags) registerHabits(fs *pflag.FlagSet) {
 		}
 	}
 	fs.BoolVar(&o.dryRun, "dryrun", false, "the AWS CLI's name of --dry-run")
-	fs.BoolVar(&o.quiet, "no-progress", false, "the AWS CLI's name of --quiet")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar; the summary and the lines stay (as the AWS CLI's flag)")
 	fs.BoolVar(&o.recursive, "recursive", false, "accepted for the AWS CLI's habit: s3pd always copies a prefix recursively")
 	fs.Var(&setsFlags{fs: fs, set: map[string]string{"log-level": "debug"}}, "debug", "the AWS CLI's --debug: --log-level debug")
 	fs.Var(&setsFlags{fs: fs, set: map[string]string{"log-level": "warn"}, also: func() { o.quiet, o.onlyErrors = true, true }},

@@ -67,9 +67,9 @@ func (o outputFlags) jsonOut(f *Factory) io.Writer {
 }
 
 // textOut is where human summaries go: nil with --json, whose lines take
-// their place.
+// their place, and with --quiet, which prints nothing on success.
 func (o outputFlags) textOut(f *Factory) io.Writer {
-	if o.asJSON || o.onlyErrors {
+	if o.asJSON || o.onlyErrors || o.quiet {
 		return nil
 	}
 	return o.humanOut(f)

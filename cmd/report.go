@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -36,6 +38,15 @@ type reporter struct {
 	destination func(name string) string
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
+	// lines says to print a line per object on out (--log-level info or
+	// debug): verb (download, upload, copy) names the direction, origin
+	// where an object comes from.
+	lines  bool
+	verb   string
+	origin func(transfer.Object) string
+	// selection counts what the rules selected of the listing (nil: no
+	// rules).
+	selection *selection
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -51,10 +62,11 @@ type reporter struct {
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
 	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo}
+	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
-	if f.IO.ErrTTY && !out.quiet && !out.dryRun && !out.logJSON {
+	if f.IO.ErrTTY && !out.quiet && !out.noProgress && !out.dryRun && !out.logJSON {
 		r.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(f.IO.ErrOut),
 			progressbar.OptionShowBytes(true),
@@ -174,9 +186,14 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
 			break
 		}
-		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		if !r.lines {
+			r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		}
 	}
 	r.ended.Add(1)
+	if r.lines {
+		r.line(res, status)
+	}
 	r.count(res, status)
 	if r.dry {
 		r.dryRun(res)
@@ -267,4 +284,33 @@ func (r *reporter) dryRun(res transfer.Result) {
 	case res.Skipped != "":
 		fmt.Fprintf(r.out, "would skip: %s (%s)\n", printable(res.Object.Key), printable(res.Skipped))
 	}
+}
+
+// line prints one object's line as the AWS CLI does: "download: s3://b/k
+// to DEST/k", "upload: SRC to s3://b/k", "copy: s3://a/k to s3://b/k",
+// and "skip: s3://b/k to DEST/k: reason". Failures are the logger's.
+func (r *reporter) line(res transfer.Result, status string) {
+	verb := r.verb
+	switch status {
+	case statusOK:
+	case statusSkipped:
+		verb = "skip"
+	default:
+		return
+	}
+	from, to := res.Object.Key, ""
+	if r.origin != nil {
+		from = r.origin(res.Object)
+	}
+	if r.destination != nil {
+		// --benchmark keeps nothing: its lines name no destination.
+		to = " to " + printable(r.destination(res.Object.Name))
+	}
+	why := ""
+	if status == statusSkipped {
+		why = ": " + printable(res.Skipped)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "%s: %s%s%s\n", cmp.Or(verb, "download"), printable(from), to, why)
 }

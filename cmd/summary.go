@@ -50,8 +50,10 @@ type summaryLine struct {
 	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
 	Lanes             []laneSummary `json:"nics,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
-	Shard       *shard.Report `json:"shard,omitempty"`
-	runMeasures               // percentiles, CPU, time series, verdict (measure.go)
+	Shard *shard.Report `json:"shard,omitempty"`
+	// Selection is what the rules selected of the listing.
+	Selection   *selectionLine `json:"selection,omitempty"`
+	runMeasures                // percentiles, CPU, time series, verdict (measure.go)
 }
 
 type laneSummary struct {
@@ -78,7 +80,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
-		EmulatorInProcess: out.embedded}
+		EmulatorInProcess: out.embedded, Selection: r.selection.line()}
 	if r.dry {
 		line.Skipped = r.wouldSkip
 		line.WouldTransfer, line.WouldTransferBytes = r.wouldFetch, r.fetchBytes
@@ -129,6 +131,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 			printShard(w, sr)
 		}
 	}()
+	printSelection(w, line.Selection)
 	if line.DryRun {
 		fmt.Fprintf(w, "dry run: would fetch %d objects (%s), skip %d\n", line.WouldTransfer, humanBytes(line.WouldTransferBytes), line.Skipped)
 		return
