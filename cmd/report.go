@@ -94,6 +94,11 @@ func (r *reporter) render() {
 	defer t.Stop()
 	var shown int64
 	sized := false
+	// The bar shows the byte rate in binary units; the description adds
+	// the bit rate in decimal Gbit/s over the last second, as network
+	// cards are rated.
+	var window [10]int64
+	tick := 0
 	for {
 		select {
 		case <-r.stop:
@@ -109,8 +114,12 @@ func (r *reporter) render() {
 			if complete {
 				of = fmt.Sprint(objects)
 			}
-			r.bar.Describe(fmt.Sprintf("%d/%s objects", r.ended.Load(), of))
 			now := r.bytes.Load()
+			oldest := window[tick%len(window)]
+			window[tick%len(window)] = now
+			tick++
+			secs := float64(min(tick, len(window))) / 10
+			r.bar.Describe(fmt.Sprintf("%d/%s objects, %s Gbit/s", r.ended.Load(), of, threeDigits(float64(now-oldest)*8/1e9/secs)))
 			r.bar.Add64(now - shown)
 			shown = now
 		}

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"math"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -142,5 +145,63 @@ func TestEverydayLines(t *testing.T) {
 				t.Errorf("--quiet printed:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// TestEverydayUnits: every rate a person reads is one pair of units,
+// MiB/s or GiB/s and decimal Gbit/s: the summary, bench (with its
+// percentiles one line each and no count twice), bench --sweep, bench
+// compare and the HTML report; --json adds gbps beside gibps.
+func TestEverydayUnits(t *testing.T) {
+	rate := regexp.MustCompile(`[0-9.]+ (MiB|GiB)/s \([0-9.]+ Gbit/s\)`)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "r.html")
+	bench := run(t, nil, "bench", "--dataset", "d:4:4MiB", "--ttfb", "2ms", "--conn-rate", "20MB", "--interval", "20ms", "--report", page)
+	sweepRun := run(t, nil, "bench", "--sweep", "--sweep-time", "200ms", "--sweep-parts", "1MiB", "--sweep-requests", "2,4",
+		"--dataset", "d:4:4MiB", "--ttfb", "2ms", "--conn-rate", "20MB")
+	js := run(t, nil, "bench", "--json", "--dataset", "d:4:4MiB", "--ttfb", "2ms")
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	os.WriteFile(a, []byte(js.stdout), 0o644)
+	os.WriteFile(b, []byte(js.stdout), 0o644)
+	compare := run(t, nil, "bench", "compare", a, b)
+	html, _ := os.ReadFile(page)
+	for _, r := range []result{bench, sweepRun, js, compare} {
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	tests := []struct {
+		name, text string
+		want       []string // regexps the text holds
+	}{
+		{"bench", bench.stdout, []string{`bytes: .* in .*, ` + rate.String(),
+			`(?m)^time to first byte: p50 [0-9.]+ ms, p90 [0-9.]+ ms, p99 [0-9.]+ ms, p99.9 [0-9.]+ ms$`,
+			`(?m)^request time: p50 [0-9.]+ ms, p90 [0-9.]+ ms, p99 [0-9.]+ ms, p99.9 [0-9.]+ ms$`,
+			`over time \(\d+ intervals of [0-9.]+ s\): min ` + rate.String()}},
+		{"bench --sweep", sweepRun.stdout, []string{`RATE`, `(?m)^best: .*\(` + rate.String() + `\)$`}},
+		{"bench compare", compare.stdout, []string{`throughput \(MiB/s\)`, `throughput \(Gbit/s\)`}},
+		{"report", string(html), []string{`<th>throughput</th><td>` + rate.String(), `Gbit/s`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, w := range tt.want {
+				if !regexp.MustCompile(w).MatchString(tt.text) {
+					t.Errorf("lacks %s:\n%s", w, tt.text)
+				}
+			}
+			for _, bad := range []string{"Gibps", "GIBPS", "slowdowns:", "Gbps"} {
+				if strings.Contains(tt.text, bad) {
+					t.Errorf("still says %q:\n%s", bad, tt.text)
+				}
+			}
+		})
+	}
+	if n := strings.Count(bench.stdout, "time to first byte"); n != 1 {
+		t.Errorf("bench has %d time-to-first-byte lines, want 1", n)
+	}
+	sum := jsonLines(t, js.stdout)["summary"][0]
+	bps, g, gi := sum["bytes_per_second"].(float64), sum["gbps"].(float64), sum["gibps"].(float64)
+	if math.Abs(g-bps*8/1e9) > 1e-6*g || math.Abs(gi-bps*8/(1<<30)) > 1e-6*gi {
+		t.Errorf("gbps %v and gibps %v do not derive from bytes_per_second %v", g, gi, bps)
 	}
 }
