@@ -41,6 +41,8 @@ type copyOptions struct {
 	upload           s3store.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
+	// expectedSize is --expected-size, the size of a SRC - stream.
+	expectedSize string
 }
 
 // NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
@@ -70,7 +72,10 @@ skipped; a failed or interrupted upload is aborted.
 S3 to S3 on one store: server-side CopyObject, or UploadPartCopy in parallel
 above --copy-threshold. With --source-endpoint-url, --source-region or
 --source-profile the bytes stream through this machine, never to disk.
-S3 to local: as get.`,
+S3 to local: as get.
+Standard input to S3 (SRC -): one object, a multipart upload of unknown
+size in parts of --partsize (--expected-size sizes them for a long stream),
+--threads+1 parts in memory at most, aborted on an error or interrupt.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 2 || opts.benchmark && len(args) == 1 {
 				return nil
@@ -104,6 +109,7 @@ S3 to local: as get.`,
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
 	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
 	fs.StringVar(&opts.source.endpoint, "source-endpoint-url", "", "S3 to S3: endpoint of SRC, when it differs from DEST's (the bytes then stream through)")
 	fs.StringVar(&opts.source.region, "source-region", "", "S3 to S3: region of SRC (the bytes then stream through)")
@@ -118,10 +124,17 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	expected, err := opts.checkStdin()
+	if err != nil {
+		return err
+	}
 	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, opts.dst == "-")
 	defer f.end(&err)
 	if err != nil {
 		return err
+	}
+	if opts.src == "-" {
+		return streamUpload(ctx, f, opts, settings, expected)
 	}
 	if isS3(opts.src) && (opts.benchmark || !isS3(opts.dst)) {
 		return copyDownload(ctx, f, opts, settings, origins)
