@@ -43,6 +43,7 @@ type copyOptions struct {
 	source           struct{ endpoint, region, profile string }
 	// expectedSize is --expected-size, the size of a SRC - stream.
 	expectedSize string
+	noSpaceCheck bool
 }
 
 // NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
@@ -109,6 +110,7 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
 	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "S3 to local: do not compare what is still to land with DEST's free space before the first byte")
 	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
 	fs.StringVar(&opts.source.endpoint, "source-endpoint-url", "", "S3 to S3: endpoint of SRC, when it differs from DEST's (the bytes then stream through)")
@@ -289,7 +291,7 @@ func isS3(p string) bool { return job.IsS3(p) }
 // does, with the settings and logger this run has already.
 func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, origins *config.Origins) error {
 	g := &getOptions{src: opts.src, dest: opts.dst, flags: opts.flags, benchmark: opts.benchmark,
-		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete}
+		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete, noSpaceCheck: opts.noSpaceCheck}
 	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber = opts.overwrite, opts.noLock, opts.noClobber
 	u, spec, err := g.check(f.Factory)
 	if err != nil {

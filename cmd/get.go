@@ -37,6 +37,9 @@ type getOptions struct {
 	req       s3store.Request
 	ssec      sseCKeyFlags
 	versionID string
+	// noSpaceCheck: --no-space-check, no comparison of what is to land
+	// with DEST's free space.
+	noSpaceCheck bool
 }
 
 // outputFlags are the flags every transferring command shares.
@@ -161,6 +164,7 @@ dropped.`,
 	fs.BoolVar(&opts.sink.NoResume, "no-resume", false, "start partial files of interrupted runs over instead of resuming them")
 	fs.BoolVar(&opts.sink.NoLock, "no-lock", false, "do not lock DEST (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.delete, "delete", false, "remove local files under DEST whose keys no longer exist (after a run without failures)")
+	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "do not compare what is still to land with DEST's free space before the first byte (exit 2 when it does not fit)")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
 	opts.ssec.register(fs)
@@ -277,8 +281,12 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	}
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
-	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket)})
+	run := engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket)}
+	if sp, ok := g.Sink.(spaceSink); ok && !opts.noSpaceCheck && !out.dryRun {
+		run.space, run.spaceDest = sp, dest
+	}
+	err = runEngine(ctx, f, run)
 	if g.Listed == nil || err != nil {
 		return err
 	}
@@ -360,6 +368,10 @@ type engineRun struct {
 	// per-object lines (reporter.line).
 	verb   string
 	origin func(transfer.Object) string
+	// space, when set, is a local destination whose free space is
+	// checked against what is still to land (spaceDest names it).
+	space     spaceSink
+	spaceDest string
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -402,6 +414,15 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		eopts.Listing = listings{total, listing}
 	}
 	eopts.Lister = r.scaled.Lister
+	lister := cmp.Or[transfer.Lister](r.scaled.Lister, lanes[0].Source)
+	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, eopts.Filter)
+	defer stop(nil)
+	if err != nil {
+		return usageError(err)
+	}
+	if spaced != nil {
+		eopts.Lister, eopts.Filter = spaced, filter
+	}
 	shardReport := r.scaled.Report
 	meas := newMeasurement(f, rep, lanes, settings, out)
 	eopts.OnSample, eopts.SampleEvery = meas.sample, meas.flags.interval
@@ -411,9 +432,15 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	}
 	f.logStart(settings, lanes)
 	defer func() { runErr = meas.finish(ctx, runErr) }()
-	sum, err := eng.Run(ctx)
+	sum, err := eng.Run(rctx)
 	rep.close()
 	meas.ended(sum)
+	if se := spaceFailure(rctx, err); se != nil {
+		if sum.Objects+sum.Failed+sum.Skipped > 0 {
+			rep.printSummary(out.textOut(f.Factory), sum, out, latency, nil, meas.measures())
+		}
+		return &ExitError{Code: ExitUsage, Err: se}
+	}
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) {
 		return startError(ctx, err)
 	}
