@@ -92,7 +92,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = ExitInterrupted, "interrupted"
 	case s3store.NoCredentials(err):
-		msg = s3store.ErrNoCredentials.Error()
+		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError
 	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
