@@ -44,6 +44,9 @@ type copyOptions struct {
 	// expectedSize is --expected-size, the size of a SRC - stream.
 	expectedSize string
 	noSpaceCheck bool
+	sizeOnly     bool
+	// ssec is the SSE-C key of an S3 source copied to local files.
+	ssec sseCKeyFlags
 }
 
 // NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
@@ -101,6 +104,8 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
+	fs.BoolVar(&opts.sizeOnly, "size-only", false, "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)")
+	opts.ssec.register(fs)
 	fs.BoolVar(&opts.noLock, "no-lock", false, "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", true, "copy what symbolic links point to (the AWS CLI's default)")
 	fs.BoolVar(&opts.noFollowSymlinks, "no-follow-symlinks", false, "report and skip symbolic links instead of following them")
@@ -195,7 +200,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock,
+		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings),
 		Target:   s3store.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
@@ -203,7 +208,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
 		Scale: opts.scale.scaleSpec(f, settings, shardSpec, opts.rules.rules)}
-	spec.Upload.Overwrite, spec.Upload.Req = opts.overwrite, opts.req
+	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.overwrite, opts.req, opts.sizeOnly
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
 			return spec, usageError(err)
@@ -261,6 +266,15 @@ func (opts *copyOptions) check() (int64, error) {
 	if opts.overwrite && opts.noClobber {
 		return 0, usageErrorf("--overwrite and --no-clobber contradict each other")
 	}
+	if opts.sizeOnly && (opts.overwrite || opts.output.exactTimestamps) {
+		return 0, usageErrorf("--size-only keeps files and objects by their size alone: not with --overwrite or --exact-timestamps")
+	}
+	if opts.sizeOnly && isS3(opts.src) && isS3(dst) && !opts.crossStore() {
+		return 0, usageErrorf("--size-only: a server-side copy skips objects by size and ETag, which it always compares")
+	}
+	if opts.ssec.given() && !(isS3(opts.src) && !isS3(dst)) {
+		return 0, usageErrorf("--sse-c and its key apply to downloads (S3 to local); SSE-C uploads and copies are not supported")
+	}
 	if opts.delete && (opts.benchmark || dst == "-") {
 		return 0, usageErrorf("--delete needs a directory or a prefix as DEST")
 	}
@@ -291,8 +305,8 @@ func isS3(p string) bool { return job.IsS3(p) }
 // does, with the settings and logger this run has already.
 func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, origins *config.Origins) error {
 	g := &getOptions{src: opts.src, dest: opts.dst, flags: opts.flags, benchmark: opts.benchmark,
-		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete, noSpaceCheck: opts.noSpaceCheck}
-	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber = opts.overwrite, opts.noLock, opts.noClobber
+		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete, noSpaceCheck: opts.noSpaceCheck, ssec: opts.ssec}
+	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber, g.sink.SizeOnly = opts.overwrite, opts.noLock, opts.noClobber, opts.sizeOnly
 	u, spec, err := g.check(f.Factory)
 	if err != nil {
 		return err

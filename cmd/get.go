@@ -48,8 +48,11 @@ type outputFlags struct {
 	// noProgress: --no-progress, the bar off but the lines kept.
 	noProgress bool
 	jsonFile   string
-	// recursive and onlyErrors are the AWS CLI's habits (habits.go).
+	// recursive, onlyErrors, exactTimestamps and pageSize are the AWS
+	// CLI's habits (habits.go).
 	recursive, onlyErrors bool
+	exactTimestamps       bool
+	pageSize              int
 	verify                string
 	stall                 time.Duration
 	// adaptive: --adaptive, on or off.
@@ -158,6 +161,7 @@ dropped.`,
 	registerTLSFlags(fs, &opts.tls)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
+	fs.BoolVar(&opts.sink.SizeOnly, "size-only", false, "keep a file of the object's size whatever its modification time (as the AWS CLI's flag; by default both must match)")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
 	fs.StringVar(&opts.sink.ConflictSuffix, "conflict-suffix", "", `when a key is both an object and a prefix ("a" and "a/b"), save the object as "a"+SUFFIX instead of failing it; keys that end in SUFFIX are refused`)
 	fs.BoolVar(&opts.output.verifyExisting, "verify-existing", false, "read files that look unchanged (size and mtime) and compare them with the objects' checksums (CRC64NVME, CRC32C, CRC32, else an MD5 ETag), fetching again those that differ: repairs damaged files without deleting DEST (rclone's --checksum compares so too)")
@@ -203,6 +207,8 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 		return u, nil, usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
 	case opts.sink.Overwrite && opts.sink.NoClobber:
 		return u, nil, usageErrorf("--overwrite and --no-clobber contradict each other")
+	case opts.sink.SizeOnly && (opts.sink.Overwrite || opts.output.exactTimestamps):
+		return u, nil, usageErrorf("--size-only keeps files by their size alone: not with --overwrite or --exact-timestamps")
 	case opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite):
 		return u, nil, usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
 	case opts.delete && (opts.benchmark || dest == "-"):

@@ -22,6 +22,12 @@ func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error)
 	if o.recursive {
 		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
 	}
+	if o.exactTimestamps {
+		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --exact-timestamps is not needed: s3pd keeps a file only when its size and modification time equal the object's (--size-only: its size alone)")
+	}
+	if o.pageSize != 0 {
+		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --page-size is not needed: s3pd asks for the largest pages S3 gives (1,000 keys) and lists prefixes in parallel (--list-concurrency)")
+	}
 	var exits []func()
 	r := &route{human: f.IO.Out}
 	if dataOnStdout {

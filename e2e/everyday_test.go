@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"crypto/md5"
+	"encoding/base64"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"strings"
 	"testing"
 
@@ -203,5 +210,99 @@ func TestEverydayUnits(t *testing.T) {
 	bps, g, gi := sum["bytes_per_second"].(float64), sum["gbps"].(float64), sum["gibps"].(float64)
 	if math.Abs(g-bps*8/1e9) > 1e-6*g || math.Abs(gi-bps*8/(1<<30)) > 1e-6*gi {
 		t.Errorf("gbps %v and gibps %v do not derive from bytes_per_second %v", g, gi, bps)
+	}
+}
+
+// headerProxy stands in front of endpoint and records, for each GET of
+// an object, the value of header.
+func headerProxy(t *testing.T, endpoint, header string) (string, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	target, _ := url.Parse(endpoint)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "" {
+			mu.Lock()
+			seen = append(seen, r.Header.Get(header))
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+}
+
+// TestEverydaySpellings: the AWS CLI's --sse-c AES256 with --sse-c-key,
+// --size-only as a rule for keeping files and objects, and
+// --exact-timestamps and --page-size accepted with a note of what s3pd
+// does instead.
+func TestEverydaySpellings(t *testing.T) {
+	s := everydayStore(t)
+	const key = "0123456789abcdef0123456789abcdef"
+	sum := md5.Sum([]byte(key))
+	keyMD5 := base64.StdEncoding.EncodeToString(sum[:])
+	ep, seen := headerProxy(t, s.endpoint, "X-Amz-Server-Side-Encryption-Customer-Key-Md5")
+	at := []string{"--endpoint-url", ep, "--region", "us-east-1", "--no-progress"}
+	sized := t.TempDir() // holds config.json: same size, other bytes and mtime
+	os.WriteFile(filepath.Join(sized, "config.json"), []byte(`{"y":2}`), 0o644)
+	up := writeFiles(t, t.TempDir(), map[string][]byte{"config.json": []byte(`{"z":3}`)})
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // stdout holds it
+		stderr string // stderr holds it
+		md5    string // the SSE-C key MD5 every object GET carried
+	}{
+		{"--sse-c AES256", append([]string{"get", "--sse-c", "AES256", "--sse-c-key", key}, at...), 0, "objects: 1 transferred", "", keyMD5},
+		{"--sse-c alone", append([]string{"get", "--sse-c", "--sse-c-key", key}, at...), 0, "objects: 1 transferred", "", keyMD5},
+		{"--sse-c without a key", append([]string{"get", "--sse-c", "AES256"}, at...), 2, "", "--sse-c needs the key", ""},
+		{"--sse-c of another algorithm", append([]string{"get", "--sse-c", "aws:kms", "--sse-c-key", key}, at...), 2, "", "the only SSE-C algorithm is AES256", ""},
+		{"--sse-c on an upload", s.cmd("cp", "--sse-c-key", key, filepath.Join(up, "config.json"), s.url("up/c")), 2, "", "apply to downloads", ""},
+		{"--size-only keeps a file of the size", s.cmd("get", "--size-only", "--log-level", "info", s.url("m/config.json"), sized+"/"), 0,
+			"skip: s3://" + s.bucket + "/m/config.json to " + filepath.Join(sized, "config.json") + ": unchanged (size, --size-only)", "", ""},
+		{"without it the file is fetched", s.cmd("get", s.url("m/config.json"), sized+"/"), 0, "objects: 1 transferred", "", ""},
+		{"--size-only keeps an object of the size", s.cmd("cp", "--size-only", filepath.Join(up, "config.json"), s.url("m/config.json")), 0,
+			"objects: 0 transferred, 1 skipped", "", ""},
+		{"--size-only with --overwrite", s.cmd("get", "--size-only", "--overwrite", s.url("m/"), t.TempDir()), 2, "", "not with --overwrite", ""},
+		{"--exact-timestamps", s.cmd("get", "--exact-timestamps", s.url("m/"), t.TempDir()), 0, "objects: 3 transferred", "--exact-timestamps is not needed", ""},
+		{"--page-size", s.cmd("get", "--page-size", "100", s.url("m/"), t.TempDir()), 0, "objects: 3 transferred", "--page-size is not needed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if args[0] == "get" && strings.HasPrefix(tt.name, "--sse-c") {
+				args = append(args, s.url("m/config.json"), t.TempDir()+"/")
+			}
+			seen()
+			r := run(t, nil, args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("want %q on stdout and %q on stderr:\nstdout: %s\nstderr: %s", tt.stdout, tt.stderr, r.stdout, r.stderr)
+			}
+			if tt.md5 != "" {
+				got := seen()
+				if len(got) == 0 {
+					t.Fatal("no object GET went through the proxy")
+				}
+				for _, g := range got {
+					if g != tt.md5 {
+						t.Errorf("an object GET carried SSE-C key MD5 %q, want %q", g, tt.md5)
+					}
+				}
+			}
+		})
+	}
+	if got := s.get(t, "m/config.json"); string(got) != `{"x":1}` {
+		t.Errorf("--size-only replaced the object of the same size: %q", got)
 	}
 }
