@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
