@@ -85,7 +85,7 @@ func (s *syncBuffer) String() string {
 }
 
 // On a terminal the bar shows objects and bytes done of the total, the
-// rate and the time left.
+// rate in one pair of units (MiB/s and decimal Gbit/s) and the time left.
 func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	var errOut syncBuffer
 	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
@@ -103,7 +103,7 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	}
 	r.close()
 	out := errOut.String()
-	for _, want := range []string{"1/4 objects", "12/32 MiB", "MiB/s", "37%"} {
+	for _, want := range []string{"1/4 objects, ", " Gbit/s", "12/32 MiB", "MiB/s", "37%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress bar lacks %q: %q", want, out)
 		}
