@@ -138,7 +138,9 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			}
 		}
 	}()
-	next := func() (chunk, error) {
+	// next waits for the next chunk, or for ctx (a part's failure
+	// cancels the group's): a read that blocks holds nothing back.
+	next := func(ctx context.Context) (chunk, error) {
 		select {
 		case c := <-chunks:
 			if c.err == nil {
@@ -146,10 +148,10 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			}
 			return c, c.err
 		case <-ctx.Done():
-			return chunk{}, ctx.Err()
+			return chunk{}, context.Cause(ctx)
 		}
 	}
-	first, err := next()
+	first, err := next(ctx)
 	if err != nil {
 		return err
 	}
@@ -189,12 +191,11 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 		if c.last {
 			break
 		}
-		if c, err = next(); err != nil {
-			g.Wait()
+		if c, err = next(gctx); err != nil {
+			if werr := g.Wait(); werr != nil && ctx.Err() == nil {
+				return werr // a part failed: its error, not the group's cancel
+			}
 			return err
-		}
-		if gctx.Err() != nil {
-			break // a part failed: its error is the group's
 		}
 	}
 	if err := g.Wait(); err != nil {
