@@ -72,9 +72,10 @@ type outputFlags struct {
 	embedded bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
-	// localTo says where a copy from local files goes ("local" or "s3"),
-	// "" when the source is S3: local files carry no checksum, so the
-	// summary's advice on unverified objects fits the direction.
+	// localTo says where a copy from local files goes ("local" or "s3",
+	// "stdin" for a stream to S3), "" when the source is S3: local files
+	// carry no checksum, so the summary's advice on unverified objects
+	// fits the direction.
 	localTo string
 }
 

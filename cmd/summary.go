@@ -187,6 +187,7 @@ var unverifiedHints = map[string]string{
 var localHints = map[string]string{
 	"local": "local files carry no checksum to check the copy against",
 	"s3":    "local files carry no checksum to check against; each upload carried one, which S3 checks on arrival",
+	"stdin": "the server keeps no full-object checksum to compare the stream's with; each part carried one, which S3 checks on arrival",
 }
 
 // hint returns what would check the objects unverified for reason why.
