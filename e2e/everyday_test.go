@@ -104,6 +104,7 @@ func TestEverydayLines(t *testing.T) {
 	s := everydayStore(t)
 	dest := t.TempDir()
 	up := writeFiles(t, t.TempDir(), map[string][]byte{"f": []byte("hello")})
+	jsonFile := filepath.Join(t.TempDir(), "run.json")
 	tests := []struct {
 		name   string
 		args   []string
@@ -126,12 +127,21 @@ func TestEverydayLines(t *testing.T) {
 		}, nil, false},
 		{"--quiet prints nothing", s.cmd("get", "--quiet", "--overwrite", s.url("m/"), t.TempDir()), nil, nil, true},
 		{"--quiet at info prints nothing", s.cmd("get", "--quiet", "--log-level", "info", s.url("m/"), t.TempDir()), nil, nil, true},
+		{"--quiet keeps --json", s.cmd("get", "--quiet", "--json", "--json-file", jsonFile, s.url("m/"), t.TempDir()), nil, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, nil, tt.args...)
 			if r.code != 0 {
 				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(tt.name, "--json") {
+				file, _ := os.ReadFile(jsonFile)
+				for what, text := range map[string]string{"stdout": r.stdout, "--json-file": string(file)} {
+					if l := jsonLines(t, text); len(l["summary"]) != 1 || len(l["object"]) != 3 {
+						t.Errorf("%s under --quiet: %d summary and %d object lines, want 1 and 3:\n%s", what, len(l["summary"]), len(l["object"]), text)
+					}
+				}
 			}
 			lines := strings.Split(r.stdout, "\n")
 			for _, want := range tt.stdout {

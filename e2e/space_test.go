@@ -80,3 +80,18 @@ func TestGetSpaceCheckStopsALongListing(t *testing.T) {
 		t.Errorf("the disk filled before the check stopped the run:\n%s", r.stderr)
 	}
 }
+
+// TestGetSpaceCheckCountsTheShard: a shard compares its share of the
+// listing, not the whole, with the free space.
+func TestGetSpaceCheckCountsTheShard(t *testing.T) {
+	needRoot(t)
+	s := emuStore(t, s3emu.Options{Dataset: "m:4:3MiB"}) // 12 MiB, 6 MiB a shard
+	dest := t.TempDir()
+	mount(t, dest, "-t", "tmpfs", "-o", "size=10m", "tmpfs")
+	if r := run(t, nil, s.cmd("get", "--shard", "0/2", s.url("m/"), dest)...); r.code != 0 {
+		t.Fatalf("shard 0/2 of 12 MiB into 10 MiB: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := len(tree(t, dest)); got != 2 {
+		t.Errorf("%d files landed, want the shard's 2", got)
+	}
+}
