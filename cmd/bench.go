@@ -206,8 +206,8 @@ func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings 
 	if settings.Region == "" {
 		settings.Region = "us-east-1"
 	}
-	if !opts.output.asJSON {
-		fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
+	if w := opts.output.textOut(f.Factory); w != nil {
+		fmt.Fprintf(w, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
 	}
 	opts.output.embedded = true
 	return emu, nil

@@ -127,6 +127,7 @@ func TestEverydayLines(t *testing.T) {
 		}, nil, false},
 		{"--quiet prints nothing", s.cmd("get", "--quiet", "--overwrite", s.url("m/"), t.TempDir()), nil, nil, true},
 		{"--quiet at info prints nothing", s.cmd("get", "--quiet", "--log-level", "info", s.url("m/"), t.TempDir()), nil, nil, true},
+		{"bench --quiet prints nothing", []string{"bench", "--quiet", "--dataset", "d:2:1MiB", "--ttfb", "1ms"}, nil, nil, true},
 		{"--quiet keeps --json", s.cmd("get", "--quiet", "--json", "--json-file", jsonFile, s.url("m/"), t.TempDir()), nil, nil, false},
 	}
 	for _, tt := range tests {
