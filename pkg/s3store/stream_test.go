@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
 func TestStreamPartSize(t *testing.T) {
@@ -96,5 +99,59 @@ func TestStreamAbortsOnError(t *testing.T) {
 	}
 	if len(ups) != 0 {
 		t.Errorf("%d multipart uploads left", len(ups))
+	}
+}
+
+// TestStreamPartFailures: a part the server fails once is sent again
+// from memory; one it refuses ends the stream at once, even while the
+// read of the next part blocks, and aborts the upload.
+func TestStreamPartFailures(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		action s3emu.Action
+		times  int
+		ok     bool
+	}{
+		{"a 500 is sent again", s3emu.Status{Code: 500}, 1, true},
+		{"a 403 ends the stream", s3emu.Status{Code: 403}, -1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{testBucket},
+				Faults: s3emu.NewFaults(s3emu.Rule{Key: "f", Method: "PUT", Attempt: 2, Times: tt.times, Action: tt.action})})
+			c := testClient(ts.URL)
+			u := NewUploadSink(c, testBucket, UploadOptions{})
+			data := randomBytes(3<<20, 7)
+			var r io.Reader = bytes.NewReader(data)
+			if !tt.ok {
+				pr, pw := io.Pipe() // three parts, then a read that never returns
+				go pw.Write(data)
+				t.Cleanup(func() { pw.Close() })
+				r = pr
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := u.Stream(context.Background(), "f", r, 1<<20, 2, func(int64) {})
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the stream did not end")
+			}
+			if (err == nil) != tt.ok {
+				t.Fatalf("error %v, want success %v", err, tt.ok)
+			}
+			if tt.ok && !bytes.Equal(getObject(t, c, testBucket, "f"), data) {
+				t.Error("the object differs from the stream")
+			}
+			ups, lerr := u.pendingUploads(context.Background(), "f")
+			if lerr != nil && !noUploads(lerr) {
+				t.Fatal(lerr)
+			}
+			if len(ups) != 0 {
+				t.Errorf("%d multipart uploads left", len(ups))
+			}
+		})
 	}
 }
