@@ -84,7 +84,11 @@ func (f *runEnv) logStart(s config.Settings, lanes []transfer.Lane) {
 	for i, l := range lanes {
 		nics[i] = l.Name
 	}
-	f.Logger.Debug("start", zap.String("endpoint", cmp.Or(s.EndpointURL, "AWS")), zap.String("region", cmp.Or(s.Region, "(the SDK's)")),
+	endpoint, ok := config.Printable("endpoint_url", s.EndpointURL) // never its user information
+	if !ok {
+		endpoint = "REDACTED"
+	}
+	f.Logger.Debug("start", zap.String("endpoint", cmp.Or(endpoint, "AWS")), zap.String("region", cmp.Or(s.Region, "(the SDK's)")),
 		zap.String("credentials", f.credentials), zap.Int("workers", s.Workers), zap.Int("threads", s.Threads),
 		zap.Int("max_concurrent_requests", s.MaxConcurrentRequests), zap.Int64("part_size", s.PartSize),
 		zap.Int64("multipart_threshold", s.MultipartThreshold), zap.Strings("nics", nics))
