@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -17,8 +19,12 @@ type spaceSink interface {
 
 // spaceLookahead is how many listed objects the check sees before the
 // first byte is asked for: a listing page, so a listing of up to a
-// page is checked whole before anything lands.
-const spaceLookahead = 1000
+// page is checked whole before anything lands. spaceWait bounds how
+// long a listing that trickles is held for them.
+const (
+	spaceLookahead = 1000
+	spaceWait      = time.Second
+)
 
 // spaceError is a destination without room for what is still to land.
 type spaceError struct {
@@ -34,8 +40,9 @@ func (e *spaceError) Error() string {
 // spaceLister decorates the lister with the free-space check: what
 // the listing selects, less what the destination holds already, is
 // compared with the free space as it streams. The first spaceLookahead
-// objects (the whole of a shorter listing) are checked before any is
-// handed on, so none of their bytes is fetched when they do not fit;
+// objects (the whole of a shorter listing), or those listed within
+// spaceWait, are checked before any is handed on, so none of their
+// bytes is fetched when they do not fit;
 // later ones stop the run (stop) as soon as the total passes the free
 // space. It applies the rules' filter itself, so that it counts only
 // what the run would fetch.
@@ -50,9 +57,16 @@ type spaceLister struct {
 
 // List implements transfer.Lister.
 func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error) error {
-	var need int64
-	var held []transfer.Object
-	holding := true
+	var (
+		// mu serialises emit between the listing and the timer that
+		// ends the holding of a listing that trickles (a manifest on a
+		// pipe): its first objects do not wait for a thousand more.
+		mu       sync.Mutex
+		need     int64
+		held     []transfer.Object
+		holding  = true
+		flushErr error
+	)
 	flush := func() error {
 		holding = false
 		for _, o := range held {
@@ -63,9 +77,22 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 		held = nil
 		return nil
 	}
+	timer := time.AfterFunc(spaceWait, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if holding {
+			flushErr = flush()
+		}
+	})
+	defer timer.Stop()
 	err := l.Lister.List(ctx, func(o transfer.Object) error {
 		if l.filter != nil && !l.filter(o) {
 			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if flushErr != nil {
+			return flushErr
 		}
 		need += max(o.Size-l.sink.Landed(o), 0)
 		if need > l.free {
@@ -83,9 +110,15 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 		}
 		return nil
 	})
+	timer.Stop()
+	mu.Lock()
+	defer mu.Unlock()
 	var se *spaceError
 	if errors.As(err, &se) {
 		return err
+	}
+	if flushErr != nil {
+		return flushErr
 	}
 	if ferr := flush(); ferr != nil {
 		return ferr
