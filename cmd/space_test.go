@@ -48,14 +48,14 @@ func objects(n int, size int64) []transfer.Object {
 // later object does.
 func TestSpaceListerHoldsThenChecks(t *testing.T) {
 	tests := []struct {
-		name       string
-		objs       []transfer.Object
-		gap        time.Duration
-		space      fixedSpace
-		wantErr    bool
-		wantEmits  int64 // emitted in all
-		first      int   // objects listed when the first is handed on
-		stopped    bool  // the run was stopped with the error
+		name      string
+		objs      []transfer.Object
+		gap       time.Duration
+		space     fixedSpace
+		wantErr   bool
+		wantEmits int64 // emitted in all
+		first     int   // objects listed when the first is handed on
+		stopped   bool  // the run was stopped with the error
 	}{
 		{"a short listing is checked whole", objects(10, 100), 0, fixedSpace{free: 1000}, false, 10, 10, false},
 		{"a short listing that does not fit", objects(11, 100), 0, fixedSpace{free: 1000}, true, 0, 0, false},
@@ -103,4 +103,6 @@ func TestSpaceListerHoldsThenChecks(t *testing.T) {
 
 type listerFunc func(ctx context.Context, emit func(transfer.Object) error) error
 
-func (f listerFunc) List(ctx context.Context, emit func(transfer.Object) error) error { return f(ctx, emit) }
+func (f listerFunc) List(ctx context.Context, emit func(transfer.Object) error) error {
+	return f(ctx, emit)
+}
