@@ -45,8 +45,13 @@ func NewCmdBench(f *Factory, runF func(context.Context, *benchOptions) error) *c
 	c := &cobra.Command{
 		Use:   "bench [flags] [s3://bucket/prefix]",
 		Short: "Measure download throughput, latency and errors",
-		Long: `Run the transfer engine into a discard sink and report throughput, requests,
-retries and time to first byte (p50, p99).
+		Long: `Run the transfer engine into a discard sink and report what it measured:
+objects and bytes, the rate (MiB/s or GiB/s, and decimal Gbit/s as network
+cards are rated), what was verified, requests, retries (SlowDowns among
+them) and requests in flight, time to first byte and request time (p50,
+p90, p99, p99.9, one line each), peak memory, CPU time per GiB, the rate
+over time (min, median, max of --interval) and a verdict naming the
+bottleneck. --json writes the same figures as one summary line.
 
 With no URL, bench starts the embedded S3 emulator with a synthetic dataset
 and a realistic network model (30 ms before each response, 90 MB/s per
@@ -222,8 +227,8 @@ func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings 
 	if settings.Region == "" {
 		settings.Region = "us-east-1"
 	}
-	if !opts.output.asJSON {
-		fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
+	if w := opts.output.textOut(f.Factory); w != nil {
+		fmt.Fprintf(w, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
 	}
 	opts.output.embedded = true
 	return emu, nil

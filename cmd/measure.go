@@ -130,6 +130,7 @@ type intervalLine struct {
 	Bytes     int64   `json:"bytes"`
 	BytesPS   float64 `json:"bytes_per_second"`
 	Gibps     float64 `json:"gibps"`
+	Gbps      float64 `json:"gbps"`
 	Requests  int64   `json:"requests"`
 	InFlight  int     `json:"in_flight"`
 	Retries   int64   `json:"retries"`
@@ -143,14 +144,14 @@ type intervalLine struct {
 
 func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
 	secs := s.Length.Seconds()
-	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs),
+	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs), Gbps: gbps(s.Bytes, secs),
 		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
 	if s.RequestTime > 0 {
 		l.WriteWait = float64(s.WriteTime) / float64(s.RequestTime)
 	}
 	if len(s.Lanes) > 1 {
 		for i, n := range s.Lanes {
-			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs)})
+			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs), Gbps: gbps(n, secs)})
 		}
 	}
 	return l
@@ -214,13 +215,10 @@ func (m *measurement) measures() runMeasures {
 
 // printMeasures writes the text summary's lines for r.
 func printMeasures(w io.Writer, r runMeasures) {
-	fmt.Fprintf(w, "time to first byte: p90 %.1f ms, p99.9 %.1f ms\n", r.TTFB90ms, r.TTFB999ms)
-	fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Request50ms, r.Request90ms, r.Request99ms, r.Request999ms)
-	fmt.Fprintf(w, "slowdowns: %d\n", r.SlowDowns)
 	fmt.Fprintf(w, "cpu: %.2f s, %.2f s per GiB\n", r.CPUSeconds, r.CPUPerGiB)
 	if r.Intervals > 1 {
-		fmt.Fprintf(w, "over time (%d intervals of %g s): min %.4f, median %.4f, max %.4f Gibps; in flight mean %.1f, peak %d\n",
-			r.Intervals, r.IntervalS, r.GibpsMin, r.GibpsMedian, r.GibpsMax, r.InFlightMean, r.InFlightPeak)
+		fmt.Fprintf(w, "over time (%d intervals of %g s): min %s, median %s, max %s\n",
+			r.Intervals, r.IntervalS, report.RateOfGibps(r.GibpsMin), report.RateOfGibps(r.GibpsMedian), report.RateOfGibps(r.GibpsMax))
 	}
 	fmt.Fprintf(w, "verdict: %s\n", r.Verdict)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -43,8 +44,17 @@ type reporter struct {
 	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
-	// verb is what a dry run would do with each object ("fetch").
-	verb string
+	// dryVerb is what a dry run would do with each object ("fetch").
+	dryVerb string
+	// lines says to print a line per object on out (--log-level info or
+	// debug): verb (download, upload, copy) names the direction, origin
+	// where an object comes from.
+	lines  bool
+	verb   string
+	origin func(transfer.Object) string
+	// selection counts what the rules selected of the listing (nil: no
+	// rules).
+	selection *selection
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -63,11 +73,12 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, verb: cmp.Or(out.dryVerb, "fetch")}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
+	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
-	if f.IO.ErrTTY && !out.quiet && !out.dryRun && !out.logJSON {
+	if f.IO.ErrTTY && !out.quiet && !out.noProgress && !out.dryRun && !out.logJSON {
 		r.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(f.IO.ErrOut),
 			progressbar.OptionShowBytes(true),
@@ -99,6 +110,11 @@ func (r *reporter) render() {
 	defer t.Stop()
 	var shown int64
 	sized := false
+	// The bar shows the byte rate in binary units; the description adds
+	// the bit rate in decimal Gbit/s over the last second, as network
+	// cards are rated.
+	var window [10]int64
+	tick := 0
 	for {
 		select {
 		case <-r.stop:
@@ -110,8 +126,12 @@ func (r *reporter) render() {
 				r.bar.ChangeMax64(total)
 				sized = true
 			}
-			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete))
 			now := r.bytes.Load()
+			oldest := window[tick%len(window)]
+			window[tick%len(window)] = now
+			tick++
+			secs := float64(min(tick, len(window))) / 10
+			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, float64(now-oldest)*8/1e9/secs))
 			r.bar.Add64(now - shown)
 			shown = now
 		}
@@ -122,14 +142,15 @@ func (r *reporter) render() {
 // listed ("?" until the listing is complete) and those open, whose
 // bytes the bar counts before they are done (large objects in parallel
 // parts: 3 done at 35% of the bytes is no lag). Numbers are padded to
-// the width of the listing's count, so the text keeps its width.
-func barDescription(done, started, listed int64, complete bool) string {
+// the width of the listing's count, so the text keeps its width; the
+// bit rate in decimal Gbit/s follows, as network cards are rated.
+func barDescription(done, started, listed int64, complete bool, gbps float64) string {
 	of := "?"
 	if complete {
 		of = fmt.Sprint(listed)
 	}
 	w := max(len(of), len(fmt.Sprint(done)))
-	return fmt.Sprintf("%*d/%s objects, %*d open ", w, done, of, w, max(started-done, 0))
+	return fmt.Sprintf("%*d/%s obj, %*d open, %4s Gbit/s", w, done, of, w, max(started-done, 0), threeDigits(gbps))
 }
 
 func (r *reporter) close() {
@@ -202,9 +223,14 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
 			break
 		}
-		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		if !r.lines {
+			r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		}
 	}
 	r.ended.Add(1)
+	if r.lines {
+		r.line(res, status)
+	}
 	r.count(res, status)
 	if r.dry {
 		r.dryRun(res)
@@ -323,7 +349,7 @@ func (r *reporter) printDryRun(w io.Writer) {
 		if p.dest != "" {
 			to = " -> " + printable(p.dest)
 		}
-		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.verb, printable(p.key), to, plural(p.size, "byte"))
+		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.dryVerb, printable(p.key), to, plural(p.size, "byte"))
 	}
 	if r.wouldSkip == 0 {
 		return
@@ -342,4 +368,33 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// line prints one object's line as the AWS CLI does: "download: s3://b/k
+// to DEST/k", "upload: SRC to s3://b/k", "copy: s3://a/k to s3://b/k",
+// and "skip: s3://b/k to DEST/k: reason". Failures are the logger's.
+func (r *reporter) line(res transfer.Result, status string) {
+	verb := r.verb
+	switch status {
+	case statusOK:
+	case statusSkipped:
+		verb = "skip"
+	default:
+		return
+	}
+	from, to := res.Object.Key, ""
+	if r.origin != nil {
+		from = r.origin(res.Object)
+	}
+	if r.destination != nil {
+		// --benchmark keeps nothing: its lines name no destination.
+		to = " to " + printable(r.destination(res.Object.Name))
+	}
+	why := ""
+	if status == statusSkipped {
+		why = ": " + printable(res.Skipped)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "%s: %s%s%s\n", cmp.Or(verb, "download"), printable(from), to, why)
 }

@@ -208,7 +208,7 @@ func (s *syncBuffer) String() string {
 }
 
 // On a terminal the bar shows objects and bytes done of the total, the
-// rate and the time left.
+// rate in one pair of units (MiB/s and decimal Gbit/s) and the time left.
 func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	var errOut syncBuffer
 	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
@@ -221,12 +221,12 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	r.Bytes(12 << 20)
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "1/4 objects") && time.Now().Before(deadline) {
+	for !strings.Contains(errOut.String(), "1/4 obj") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.close()
 	out := errOut.String()
-	for _, want := range []string{"1/4 objects", "12/32 MiB", "MiB/s", "37%"} {
+	for _, want := range []string{"1/4 obj, ", " Gbit/s", "12/32 MiB", "MiB/s", "37%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress bar lacks %q: %q", want, out)
 		}
@@ -284,7 +284,7 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 		time.Sleep(15 * time.Millisecond)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "6/157 objects,  34 open") && time.Now().Before(deadline) {
+	for !strings.Contains(errOut.String(), "6/157 obj,  34 open") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.close()
@@ -297,7 +297,7 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 	if len(widths) != 1 {
 		t.Errorf("the bar's line took %d widths, want one: %v", len(widths), widths)
 	}
-	if !strings.Contains(errOut.String(), "6/157 objects,  34 open") {
+	if !strings.Contains(errOut.String(), "6/157 obj,  34 open") {
 		t.Errorf("the bar does not count the objects open: %q", errOut.String())
 	}
 }

@@ -33,7 +33,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("compare without --fail-on-regression: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !regexp.MustCompile(`throughput \(Gibps\)\s.*-[0-9.]+%\s+worse`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`throughput \(Gbit/s\)\s.*-[0-9.]+%\s+worse`).MatchString(r.stdout) {
 		t.Fatalf("compare does not find the slower run's throughput worse:\n%s", r.stdout)
 	}
 	if r = run(t, nil, "bench", "compare", "--fail-on-regression", fast, slow); r.code != 1 {
@@ -44,7 +44,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 	// then --fail-on-regression rightly fails: the exit follows the verdicts.
 	r = run(t, nil, "bench", "compare", "--fail-on-regression", slow, fast)
 	if worse := regexp.MustCompile(`(?m)\sworse$`).MatchString(r.stdout); r.code != map[bool]int{false: 0, true: 1}[worse] ||
-		!regexp.MustCompile(`throughput \(Gibps\)\s.*\+[0-9.]+%\s+better`).MatchString(r.stdout) {
+		!regexp.MustCompile(`throughput \(Gbit/s\)\s.*\+[0-9.]+%\s+better`).MatchString(r.stdout) {
 		t.Fatalf("--fail-on-regression with a better B: exit %d, want better throughput and exit 1 only if a figure is worse\n%s", r.code, r.stdout)
 	}
 	short := save("short.json", "4MB", "2")

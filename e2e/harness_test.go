@@ -188,7 +188,7 @@ func (s *store) put(t *testing.T, key string, data []byte) {
 
 // args are the flags that point s3pd at the store.
 func (s *store) args() []string {
-	a := []string{"--endpoint-url", s.endpoint, "--region", "us-east-1", "--quiet"}
+	a := []string{"--endpoint-url", s.endpoint, "--region", "us-east-1", "--no-progress"}
 	if !s.signed {
 		a = append(a, "--no-sign-request")
 	}

@@ -23,6 +23,9 @@ import (
 type Options struct {
 	// Overwrite replaces files even when they look complete and unchanged.
 	Overwrite bool
+	// SizeOnly keeps a file of the object's size whatever its
+	// modification time (the AWS CLI's --size-only).
+	SizeOnly bool
 	// NoClobber never replaces an existing file, even one that appears
 	// during the run.
 	NoClobber bool
@@ -289,6 +292,9 @@ func (s *Sink) Check(obj transfer.Object) error {
 	}
 	if !st.Mode().IsRegular() || st.Size() != obj.Size {
 		return nil
+	}
+	if s.opts.SizeOnly {
+		return &transfer.SkipError{Reason: "unchanged (size, --size-only)"}
 	}
 	if !obj.ModTime.IsZero() && st.ModTime().Equal(obj.ModTime) {
 		return &transfer.SkipError{Reason: "unchanged (size and mtime)"}

@@ -35,7 +35,7 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 				round[k] = f
 			}
 		}
-		rounds = append(rounds, round)
+		rounds = append(rounds, round.withRates())
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -46,6 +46,20 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 	return rounds, nil
 }
 
+// withRates adds the throughput people read, in one pair of units
+// (MiB/s and decimal Gbit/s), derived from bytes_per_second, or from
+// gibps in the summaries of older versions.
+func (r Round) withRates() Round {
+	bps, ok := r["bytes_per_second"]
+	if g, has := r["gibps"]; !ok && has {
+		bps, ok = gibpsToBytes(g), true
+	}
+	if ok {
+		r["mib_per_s"], r["gbps"] = bps/(1<<20), bps*8/1e9
+	}
+	return r
+}
+
 // Figure is one compared figure of a summary and which way is better.
 type Figure struct {
 	Field, Name  string
@@ -54,7 +68,8 @@ type Figure struct {
 
 // Figures are what Compare compares, in order.
 var Figures = []Figure{
-	{"gibps", "throughput (Gibps)", true},
+	{"mib_per_s", "throughput (MiB/s)", true},
+	{"gbps", "throughput (Gbit/s)", true},
 	{"ttfb_p50_ms", "time to first byte p50 (ms)", false},
 	{"ttfb_p99_ms", "time to first byte p99 (ms)", false},
 	{"request_p50_ms", "request time p50 (ms)", false},

@@ -20,13 +20,13 @@ func TestCompareVerdicts(t *testing.T) {
 		a, b  []float64
 		want  string
 	}{
-		{"faster", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{12, 12.1, 11.8, 12.2}, Better},
-		{"slower", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{8, 8.1, 7.9, 8.2}, Worse},
-		{"noisy", "gibps", []float64{10, 14, 7, 11}, []float64{11, 8, 13, 10}, WithinNoise},
-		{"two rounds", "gibps", []float64{10, 10}, []float64{20, 20, 20}, Unknown},
+		{"faster", "gbps", []float64{10, 10.2, 9.9, 10.1}, []float64{12, 12.1, 11.8, 12.2}, Better},
+		{"slower", "gbps", []float64{10, 10.2, 9.9, 10.1}, []float64{8, 8.1, 7.9, 8.2}, Worse},
+		{"noisy", "gbps", []float64{10, 14, 7, 11}, []float64{11, 8, 13, 10}, WithinNoise},
+		{"two rounds", "gbps", []float64{10, 10}, []float64{20, 20, 20}, Unknown},
 		{"lower latency is better", "ttfb_p99_ms", []float64{50, 51, 49}, []float64{30, 31, 29}, Better},
 		{"more cpu is worse", "cpu_seconds_per_gib", []float64{1, 1.01, 0.99}, []float64{2, 2.01, 1.99}, Worse},
-		{"identical", "gibps", []float64{5, 5, 5}, []float64{5, 5, 5}, WithinNoise},
+		{"identical", "gbps", []float64{5, 5, 5}, []float64{5, 5, 5}, WithinNoise},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

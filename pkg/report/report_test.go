@@ -53,7 +53,7 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 		{"nothing moved", func(r *Run) { r.Summary.Bytes = 0 }, BottleneckNone, nil},
 		{"throttled", func(r *Run) { r.Summary.SlowDowns = 64 }, BottleneckThrottling, []string{"64 SlowDown", "5.0%"}},
 		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
-		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbps", "86%", "10 Gbps"}},
+		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbit/s", "86%", "10 Gbit/s"}},
 		{"unknown link speed is no evidence", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 0 }, BottleneckWork, nil},
 		{"writes", func(r *Run) { r.Summary.WriteTime = 100 * time.Second }, BottleneckDisk, []string{"78%"}},
 		{"bound full", func(r *Run) { r.MaxRequests = 128 }, BottleneckConcurrency, []string{"128 in flight", "max_concurrent_requests"}},

@@ -67,7 +67,7 @@ func Diagnose(r Run) Verdict {
 		mbps := float64(s.Bytes) * 8 / 1e6 / s.Elapsed.Seconds()
 		if share := mbps / float64(line); share >= lineRateShare {
 			return Verdict{BottleneckNetwork, fmt.Sprintf(
-				"network cards' line rate: %.2f Gbps is %.0f%% of the %.0f Gbps the used cards' links carry",
+				"network cards' line rate: %.2f Gbit/s is %.0f%% of the %.0f Gbit/s the used cards' links carry",
 				mbps/1000, 100*share, float64(line)/1000)}
 		}
 	}
@@ -79,9 +79,9 @@ func Diagnose(r Run) Verdict {
 		}
 	}
 	st := StatsOf(r.Samples)
-	perConn := 0.0 // MB/s one request moves while it is open
+	perConn := 0.0 // MiB/s one request moves while it is open
 	if s.RequestTime > 0 {
-		perConn = float64(s.Bytes) / 1e6 / s.RequestTime.Seconds()
+		perConn = float64(s.Bytes) / (1 << 20) / s.RequestTime.Seconds()
 	}
 	atBound := atBoundShareOf(r.Samples, inFlightShare*float64(r.MaxRequests))
 	if r.MaxRequests > 0 && atBound >= atBoundShare {
@@ -92,11 +92,11 @@ func Diagnose(r Run) Verdict {
 			why = "; more requests in flight (max_concurrent_requests) would help"
 		}
 		return Verdict{BottleneckConcurrency, fmt.Sprintf(
-			"per-connection rate x requests in flight: %.1f MB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %.2f Gibps%s",
-			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, rate, why)}
+			"per-connection rate x requests in flight: %.1f MiB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %s%s",
+			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
 	}
 	return Verdict{BottleneckWork, fmt.Sprintf(
-		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MB/s each; few or small objects, or the listing, kept the bound from filling",
+		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",
 		st.InFlightMean, r.MaxRequests, perConn)}
 }
 
