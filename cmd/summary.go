@@ -151,7 +151,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	printSelection(w, line.Selection)
 	if line.DryRun {
 		r.printDryRun(w)
-		fmt.Fprintf(w, "dry run: would %s %s (%s), skip %d\n", cmp.Or(r.verb, "fetch"), plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
+		fmt.Fprintf(w, "dry run: would %s %s (%s), skip %d\n", cmp.Or(r.dryVerb, "fetch"), plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
 		return
 	}
 	objects := fmt.Sprintf("objects: %d transferred, %d skipped, %d failed", line.Objects, line.Skipped, line.Failed)
