@@ -44,6 +44,9 @@ type ClientOptions struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// TLS is how the server's certificate is checked.
 	TLS TLS
+	// Handshakes, when set, counts the TLS handshakes of every request
+	// the client sends.
+	Handshakes *Handshakes
 }
 
 // TLS says how a server's certificate is checked: against the system's
@@ -60,7 +63,17 @@ type TLS struct {
 // one pool sized to the concurrency, no transparent decompression, and
 // Accept-Encoding: identity on every request, so bytes are saved as stored.
 func HTTPClient(opts ClientOptions) aws.HTTPClient {
-	return identity{buildableClient(opts)}
+	return opts.decorate(buildableClient(opts))
+}
+
+// decorate wraps the tuned client in what every request needs:
+// Accept-Encoding: identity and, when asked, the handshake count.
+func (opts ClientOptions) decorate(c aws.HTTPClient) aws.HTTPClient {
+	c = identity{c}
+	if opts.Handshakes != nil {
+		c = opts.Handshakes.Client(c)
+	}
+	return c
 }
 
 // buildableClient is the tuned client before decoration; the SDK needs
@@ -127,7 +140,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	cfg.HTTPClient = identity{cfg.HTTPClient}
+	cfg.HTTPClient = opts.decorate(cfg.HTTPClient)
 	configure := func(o *s3.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
