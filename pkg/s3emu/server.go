@@ -91,13 +91,13 @@ type Stats struct {
 	LogDropped     int64 // requests not logged because the log was full
 
 	// TLS handshakes, counted by the server (zero without TLS) when a
-	// connection's first request arrives.
+	// connection's first request arrives, or when it closes without one.
 	TLSHandshakes      int64 // handshakes completed
 	TLSResumed         int64 // among them, sessions resumed
 	TLSHandshakeErrors int64 // handshakes that failed (an untrusted certificate, say)
 	// Of the connections accepted after the first handshake completed
 	// (those that could have resumed it), how many completed a handshake
-	// and sent a request, and how many of them resumed.
+	// and how many of them resumed.
 	TLSHandshakesAfterFirst int64
 	TLSResumedAfterFirst    int64
 }

@@ -144,41 +144,47 @@ func (t *tlsState) config() *tls.Config {
 }
 
 // connState is the http.Server's ConnState hook, which counts
-// handshakes: a connection's handshake is done when its first request
-// arrives, so that is when it is counted, with whether it resumed and
-// whether the connection was accepted after the first handshake
-// completed (so could have resumed it). A TLS 1.3 server finishes its
-// side before the client has checked the certificate, so a hook on the
-// handshake itself (tls.Config.VerifyConnection) would also count the
-// handshakes that the client then rejects.
+// handshakes: a connection is counted, with whether it resumed and
+// whether it was accepted after the first handshake completed (so could
+// have resumed it), at its first request or, when it never sends one
+// (a client that dialled for a request another connection then served),
+// when it closes with its handshake complete. A TLS 1.3 server finishes
+// its side before the client has checked the certificate, so a hook on
+// the handshake itself (tls.Config.VerifyConnection) would also count
+// the handshakes that the client then rejects.
 func (t *tlsState) connState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		first := t.firstDone.Load()
 		t.conns.Store(c, first != 0 && time.Now().UnixNano() > first)
-	case http.StateActive:
-		v, ok := t.conns.LoadAndDelete(c)
+	case http.StateActive, http.StateClosed, http.StateHijacked:
+		late, ok := t.conns.LoadAndDelete(c)
 		if !ok {
-			return // a later request of the connection
+			return // counted at its first request
 		}
-		resumed := false
-		if tc, ok := c.(*tls.Conn); ok {
-			resumed = tc.ConnectionState().DidResume
+		tc, ok := c.(*tls.Conn)
+		if !ok {
+			return
 		}
-		t.handshakes.Add(1)
-		if resumed {
-			t.resumed.Add(1)
+		if cs := tc.ConnectionState(); cs.HandshakeComplete {
+			t.count(cs.DidResume, late.(bool))
 		}
-		if v.(bool) {
-			t.lateHandshakes.Add(1)
-			if resumed {
-				t.lateResumed.Add(1)
-			}
-		}
-		t.firstDone.CompareAndSwap(0, time.Now().UnixNano())
-	case http.StateClosed, http.StateHijacked:
-		t.conns.Delete(c)
 	}
+}
+
+// count counts one completed handshake.
+func (t *tlsState) count(resumed, late bool) {
+	t.handshakes.Add(1)
+	if resumed {
+		t.resumed.Add(1)
+	}
+	if late {
+		t.lateHandshakes.Add(1)
+		if resumed {
+			t.lateResumed.Add(1)
+		}
+	}
+	t.firstDone.CompareAndSwap(0, time.Now().UnixNano())
 }
 
 // errorLog counts the TLS handshakes that failed (the http.Server logs

@@ -60,18 +60,26 @@ func TestTLSServesHTTP11AndCountsHandshakes(t *testing.T) {
 		t.Errorf("after three connections: %+v, want %+v", got, want)
 	}
 
+	// A connection that completes its handshake but sends no request is
+	// counted when it closes.
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(ts.URL, "https://"), &tls.Config{RootCAs: ts.CertPool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	want = Stats{TLSHandshakes: 4, TLSResumed: 1, TLSHandshakesAfterFirst: 3, TLSResumedAfterFirst: 1}
+	if got := waitTLS(ts, func(s Stats) bool { return s.TLSHandshakes == 4 }); got != want {
+		t.Errorf("after a connection without a request: %+v, want %+v", got, want)
+	}
+
 	// A client that does not trust the certificate fails its handshake.
 	untrusting := &http.Transport{}
 	if resp, err := (&http.Client{Transport: untrusting}).Get(url); err == nil {
 		resp.Body.Close()
 		t.Fatal("a client without the CA got an answer")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ts.Stats().TLSHandshakeErrors == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := ts.Stats(); got.TLSHandshakeErrors != 1 || got.TLSHandshakes != 3 {
-		t.Errorf("after an untrusting client: %d failed, %d handshakes; want 1 and still 3", got.TLSHandshakeErrors, got.TLSHandshakes)
+	if got := waitTLS(ts, func(s Stats) bool { return s.TLSHandshakeErrors > 0 }); got.TLSHandshakeErrors != 1 || got.TLSHandshakes != 4 {
+		t.Errorf("after an untrusting client: %d failed, %d handshakes; want 1 and still 4", got.TLSHandshakeErrors, got.TLSHandshakes)
 	}
 
 	// After a reset, the next handshake is a first one again.
@@ -84,6 +92,17 @@ func TestTLSServesHTTP11AndCountsHandshakes(t *testing.T) {
 	for _, c := range []*http.Transport{caching, plain, untrusting} {
 		c.CloseIdleConnections()
 	}
+}
+
+// waitTLS waits up to 10 s for the server's counts to satisfy done (the
+// server counts a closed connection when it notices the close) and
+// returns them.
+func waitTLS(ts *TestServer, done func(Stats) bool) Stats {
+	deadline := time.Now().Add(10 * time.Second)
+	for !done(ts.Stats()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return tlsCounts(ts.Stats())
 }
 
 func tlsCounts(s Stats) Stats {
