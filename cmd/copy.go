@@ -293,5 +293,5 @@ func reportUnread(f *runEnv, failures *atomic.Int64, p string, err error) {
 // clientOptions are the S3 clients' options from the run's settings.
 func clientOptions(f *runEnv, s config.Settings) s3store.ClientOptions {
 	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, OnRetry: f.logRetry}
+		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, OnRetry: f.logRetry, Handshakes: f.handshakes}
 }

@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/term"
+
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // IOStreams are the streams a command reads and writes; tests replace them
@@ -61,6 +63,9 @@ type runEnv struct {
 	JSON io.Writer
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
+	// handshakes counts the TLS handshakes of every S3 client the run
+	// builds (nil before the settings are loaded: nothing counted).
+	handshakes *s3store.Handshakes
 }
 
 // newRunEnv is the environment of a run that has built nothing of its

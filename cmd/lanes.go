@@ -37,7 +37,7 @@ func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, tls s3store.T
 	}
 	copts := s3store.ClientOptions{
 		Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, TLS: tls, OnRetry: f.logRetry,
+		NoSignRequest: s.NoSignRequest, TLS: tls, OnRetry: f.logRetry, Handshakes: f.handshakes,
 		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
 	}
 	var out []job.S3Lane
