@@ -74,5 +74,5 @@ func badManifest(err error) error {
 func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
 	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
 		Clients: s3store.ClientOptions{Region: settings.Region, EndpointURL: settings.EndpointURL, AddressingStyle: settings.AddressingStyle,
-			Profile: settings.Profile, NoSignRequest: settings.NoSignRequest, Conns: 4}}
+			Profile: settings.Profile, NoSignRequest: settings.NoSignRequest, Conns: 4, Handshakes: f.handshakes}}
 }
