@@ -54,7 +54,7 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 		{"handshakes", func(r *Run) {
 			r.TLS = TLS{Handshakes: 1280, Resumed: 10, Time: 7 * time.Second}
 			r.CPU = 75 * time.Second // what the handshakes cost is named first
-		}, BottleneckTLS, []string{"1280 handshakes (10 resumed)", "5.5% of the request time", "resume"}},
+		}, BottleneckTLS, []string{"1280 handshakes (10 resumed)", "5.5% of the request time", "resumed sessions"}},
 		{"handshakes under the threshold", func(r *Run) { r.TLS = TLS{Handshakes: 256, Time: 6 * time.Second} }, BottleneckWork, nil},
 		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
 		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbps", "86%", "10 Gbps"}},

@@ -56,8 +56,8 @@ func Diagnose(r Run) Verdict {
 	}
 	if share := r.TLS.Share(s.RequestTime); share >= handshakeShare {
 		return Verdict{BottleneckTLS, fmt.Sprintf(
-			"TLS handshakes: %d handshakes (%d resumed) took %.1f%% of the request time (%.2f of %.1f request-seconds); "+
-				"connections are opened too often or not resumed: keep them open (a steady max_concurrent_requests) and let the client resume sessions",
+			"TLS handshakes: %d handshakes (%d resumed) took %.1f%% of the request time (%.2f of %.1f request-seconds): "+
+				"every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less",
 			r.TLS.Handshakes, r.TLS.Resumed, 100*share, r.TLS.Time.Seconds(), s.RequestTime.Seconds())}
 	}
 	if r.Machine.CPUs > 0 && r.CPU > 0 {
