@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio release-check soak clean
 
 all: build
 
@@ -93,6 +93,11 @@ bench-budget: build
 ## bench-copy: s3pd copy against cp and the SDK's upload manager
 bench-copy:
 	bash bench/copy.sh
+
+## bench-directio: --direct-io on against off on xfs over a loop device,
+## ROUNDS interleaved rounds (default 10), each run in a memory cgroup (root)
+bench-directio:
+	bash bench/directio.sh
 
 ## bench-list: planning 10^6 keys over 100 sub-prefixes under a 30 ms
 ## model, one listing stream against fan-out, COUNT (5) rounds side by side

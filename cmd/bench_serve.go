@@ -136,7 +136,7 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	out := f.IO.Out
 	desc := opts.backend
 	if ds := emu.Dataset(); len(ds.Groups) > 0 {
-		desc = fmt.Sprintf("%s dataset %s (%d objects, %.2f GiB)", opts.backend, opts.dataset, ds.Objects(), float64(ds.Bytes())/(1<<30))
+		desc = fmt.Sprintf("%s dataset %s (%s, %.2f GiB)", opts.backend, opts.dataset, plural(ds.Objects(), "object"), float64(ds.Bytes())/(1<<30))
 	}
 	fmt.Fprintf(out, "s3pd emulator serving bucket %q at %s: %s\n", s3emu.DefaultBucket, endpoint, desc)
 	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request%s\n", s3emu.DefaultBucket, endpoint, caFlag)

@@ -10,8 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/term"
-
-	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // IOStreams are the streams a command reads and writes; tests replace them
@@ -63,14 +61,13 @@ type runEnv struct {
 	JSON io.Writer
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
-	// handshakes counts the TLS handshakes of every S3 client the run
-	// builds (nil before the settings are loaded: nothing counted).
-	handshakes *s3store.Handshakes
+	// net is the run's HTTP transport, built on first use (transport).
+	net *runTransport
 }
 
 // newRunEnv is the environment of a run that has built nothing of its
 // own (yet).
-func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f} }
+func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f, net: &runTransport{}} }
 
 // end ends the run, deferred with the command's error: it flushes the
 // logger and runs the exits, or, when the run failed, hands itself to

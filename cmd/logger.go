@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/s3store"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -48,7 +47,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 		if err != nil {
 			return env, config.Settings{}, nil, err
 		}
-		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute}
+		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute, net: env.net}
 	}
 	settings, origins, err := loadSettings(fac, fs)
 	if err != nil {
@@ -63,8 +62,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 			log.Warn(w)
 		}
 	}
-	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits,
-		handshakes: &s3store.Handshakes{}}
+	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits, net: env.net}
 	return env, settings, origins, nil
 }
 

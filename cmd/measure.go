@@ -72,6 +72,9 @@ func (r *reportFlags) check(dest string) error {
 			return usageErrorf("--report %s is inside DEST %s: write it elsewhere", r.path, dest)
 		}
 	}
+	if st, err := os.Stat(filepath.Dir(abs)); err == nil && !st.IsDir() {
+		return usageErrorf("--report %s: %s is not a directory", r.path, filepath.Dir(abs))
+	}
 	if err := job.CheckWritable(filepath.Dir(abs)); err != nil {
 		return usageErrorf("--report %s: %v", r.path, err)
 	}
@@ -99,7 +102,7 @@ type measurement struct {
 
 func newMeasurement(f *runEnv, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
 	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
-		started: time.Now(), cpu0: cpuTime(), tls0: f.handshakes.Counts()}
+		started: time.Now(), cpu0: cpuTime(), tls0: f.handshakeCounts()}
 	if m.flags.interval <= 0 {
 		m.flags.interval = time.Second // commands without --interval (copy, sync)
 	}
@@ -121,22 +124,25 @@ func (m *measurement) sample(s transfer.Sample) {
 func (m *measurement) ended(sum transfer.Summary) {
 	m.sum = sum
 	m.cpu = cpuTime() - m.cpu0
-	m.tls = m.f.handshakes.Counts().Sub(m.tls0)
+	m.tls = m.f.handshakeCounts().Sub(m.tls0)
 }
 
 // intervalLine is one --json line per sampling interval.
 type intervalLine struct {
 	header
-	At        float64       `json:"t_s"`
-	Seconds   float64       `json:"seconds"`
-	Bytes     int64         `json:"bytes"`
-	BytesPS   float64       `json:"bytes_per_second"`
-	Gibps     float64       `json:"gibps"`
-	Requests  int64         `json:"requests"`
-	InFlight  int           `json:"in_flight"`
-	Retries   int64         `json:"retries"`
-	SlowDowns int64         `json:"slowdowns"`
-	Objects   int64         `json:"objects"`
+	At        float64 `json:"t_s"`
+	Seconds   float64 `json:"seconds"`
+	Bytes     int64   `json:"bytes"`
+	BytesPS   float64 `json:"bytes_per_second"`
+	Gibps     float64 `json:"gibps"`
+	Requests  int64   `json:"requests"`
+	InFlight  int     `json:"in_flight"`
+	Retries   int64   `json:"retries"`
+	SlowDowns int64   `json:"slowdowns"`
+	Objects   int64   `json:"objects"`
+	// WriteWait is the share of the request time of the ranges that
+	// ended in the interval spent writing (0 when none ended).
+	WriteWait float64       `json:"write_wait_share"`
 	Lanes     []laneSummary `json:"nics,omitempty"`
 }
 
@@ -144,6 +150,9 @@ func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
 	secs := s.Length.Seconds()
 	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs),
 		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
+	if s.RequestTime > 0 {
+		l.WriteWait = float64(s.WriteTime) / float64(s.RequestTime)
+	}
 	if len(s.Lanes) > 1 {
 		for i, n := range s.Lanes {
 			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/raid"
 )
 
@@ -89,7 +90,7 @@ usable. --teardown unmounts, stops the array and removes the fstab line;
 	fl.StringVar(&opts.owner, "owner", "", "chown the mount point to USER or USER:GROUP")
 	fl.BoolVar(&opts.fstab, "fstab", false, "add an fstab line (by UUID, nofail) so the volume mounts at boot")
 	fl.StringVar(&opts.fstabFile, "fstab-file", "/etc/fstab", "the fstab file --fstab and --teardown edit")
-	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); the filesystem label for --engine btrfs (default striped)")
+	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); with --engine btrfs the filesystem label, striped unless given")
 	fl.BoolVar(&opts.force, "force", false, "erase devices that hold a filesystem or partition table (never the root device)")
 	fl.BoolVarP(&opts.yes, "yes", "y", false, "run the plan without asking")
 	fl.BoolVar(&opts.dryRun, "dry-run", false, "print the plan and exit")
@@ -121,7 +122,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	}
 	plan, err := raid.NewPlan(spec, inv)
 	if err != nil {
-		return usageError(fmt.Errorf("%w\nnothing was changed", err))
+		return usageError(fmt.Errorf("%w; nothing was changed", err))
 	}
 	spec = plan.Spec // with defaults filled in
 	if !opts.asJSON {
@@ -134,6 +135,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		if opts.asJSON {
 			return writeRaidJSON(f.IO.Out, raidPlanJSON(plan, nil))
 		}
+		printRaidParts(f.IO.Out, plan)
 		return nil
 	}
 	if err := confirmRaid(f, opts, "This erases all data on "+strings.Join(raidMembers(plan), " ")+"."); err != nil {
@@ -143,7 +145,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		return err
 	}
 	if err := plan.Checked(); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	res, err := raid.Apply(ctx, plan, raid.Env{Runner: deps.runner, MountInfo: deps.system.MountInfo, Report: raidReporter(f.IO.ErrOut)})
 	var pe *raid.PartialError
@@ -161,10 +163,24 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	}
 	if !res.Changed() {
 		fmt.Fprintf(f.IO.Out, "already in place, nothing changed: %s (%s, UUID %s) at %s\n", plan.Target, spec.FS, res.UUID, spec.Mount)
+		printRaidParts(f.IO.Out, plan)
 		return nil
 	}
-	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %d devices, UUID %s) mounted at %s\n", plan.Target, spec.FS, len(plan.Members), res.UUID, spec.Mount)
+	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %s, UUID %s) mounted at %s\n", plan.Target, spec.FS, plural(int64(len(plan.Members)), "device"), res.UUID, spec.Mount)
+	printRaidParts(f.IO.Out, plan)
 	return nil
+}
+
+// printRaidParts says which part size fills whole stripes of the volume
+// and the get line that lands on it with those parts.
+func printRaidParts(w io.Writer, p *raid.Plan) {
+	fmt.Fprintf(w, "parts: %s fill whole stripes of %s (%s x %d devices); download onto it with:\n  %s\n",
+		raid.HumanBytes(p.PartSize()), raid.HumanBytes(p.Stripe()), raid.HumanBytes(p.Unit()), len(p.Members), raidGetLine(p))
+}
+
+// raidGetLine is the get command that matches the volume's stripe.
+func raidGetLine(p *raid.Plan) string {
+	return fmt.Sprintf("s3pd get --partsize %s --direct-io auto s3://BUCKET/PREFIX/ %s/", config.FormatSize(p.PartSize()), strings.TrimSuffix(p.Spec.Mount, "/"))
 }
 
 // check rejects flag combinations that make no sense.
@@ -327,7 +343,7 @@ func raidPreflight(deps raidDeps, tools []string) error {
 		return errors.New("raid-setup changes disks and must run as root (try sudo); nothing was changed")
 	}
 	if err := raid.CheckTools(tools, deps.lookPath); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	return nil
 }
@@ -386,6 +402,7 @@ func raidPlanJSON(p *raid.Plan, res *raid.Result) map[string]any {
 	out := map[string]any{
 		"engine": p.Spec.Striping, "target": p.Target, "members": raidMembers(p), "mount": p.Spec.Mount,
 		"fs": p.Spec.FS, "in_place": p.InPlace, "steps": p.Steps(), "commands": cmds, "warnings": p.Warnings,
+		"stripe_bytes": p.Stripe(), "part_size": p.PartSize(), "get": raidGetLine(p),
 	}
 	if res != nil {
 		out["result"] = res

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3pd/s3pd/internal/testenv"
 	"github.com/s3pd/s3pd/pkg/raid"
 )
 
@@ -132,6 +133,8 @@ func TestRaidDryRunPrintsThePlanWithoutRoot(t *testing.T) {
   mount -o noatime /dev/md0 /striped
   chown ec2-user: /striped
   echo "UUID=$(blkid -s UUID -o value /dev/md0) /striped xfs defaults,noatime,nofail 0 0" >> /etc/fstab
+parts: 8 MiB fill whole stripes of 1 MiB (512 KiB x 2 devices); download onto it with:
+  s3pd get --partsize 8MiB --direct-io auto s3://BUCKET/PREFIX/ /striped/
 `
 	if got := fx.out.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -152,12 +155,18 @@ func TestRaidDryRunJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Commands []string
-		Warnings []string
-		Target   string
+		Commands    []string
+		Warnings    []string
+		Target      string
+		StripeBytes int64  `json:"stripe_bytes"`
+		PartSize    int64  `json:"part_size"`
+		Get         string `json:"get"`
 	}
 	if err := json.Unmarshal(fx.out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, fx.out)
+	}
+	if got.StripeBytes != 512<<10 || got.PartSize != 8<<20 || got.Get != "s3pd get --partsize 8MiB --direct-io auto s3://BUCKET/PREFIX/ /s/" {
+		t.Errorf("stripe %d, part size %d, get %q; want 512 KiB, 8 MiB and the get line", got.StripeBytes, got.PartSize, got.Get)
 	}
 	if got.Target != "/dev/md0" || len(got.Commands) != 4 || got.Commands[1] != "mkfs.ext4 -b 4096 -E stride=64,stripe_width=128 /dev/md0" {
 		t.Errorf("got %+v", got)
@@ -191,6 +200,9 @@ func TestRaidApplyWithYes(t *testing.T) {
 	}
 	if !strings.Contains(fx.out.String(), "ready: /dev/md0 (xfs over 2 devices, UUID 1234-abcd) mounted at "+mnt) {
 		t.Errorf("got stdout %q", fx.out)
+	}
+	if !strings.Contains(fx.out.String(), "s3pd get --partsize 8MiB --direct-io auto s3://BUCKET/PREFIX/ "+mnt+"/") {
+		t.Errorf("got stdout %q, want the get line for the stripe", fx.out)
 	}
 	if !strings.Contains(fx.err.String(), "done: mkfs.xfs -d su=512k,sw=2 /dev/md0") {
 		t.Errorf("got stderr %q, want a line per step", fx.err)
@@ -299,11 +311,11 @@ func TestRaidTeardownDryRun(t *testing.T) {
 // devices: real /sys, real mkfs.btrfs, mount, fstab in a temporary file.
 func TestRaidBtrfsOnLoopDevices(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for loop devices and mount")
+		testenv.Unavailable(t, "needs root for loop devices and mount")
 	}
 	for _, tool := range []string{"losetup", "mkfs.btrfs", "btrfs", "blkid", "wipefs", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (%s)", tool, raid.InstallHint(tool))
+			testenv.Unavailable(t, "%s is not installed (%s)", tool, raid.InstallHint(tool))
 		}
 	}
 	dir := t.TempDir()
@@ -318,7 +330,7 @@ func TestRaidBtrfsOnLoopDevices(t *testing.T) {
 		}
 		out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 		if err != nil {
-			t.Skipf("no loop device: %v: %s", err, out)
+			testenv.Unavailable(t, "no loop device: %v: %s", err, out)
 		}
 		dev := strings.TrimSpace(string(out))
 		loops = append(loops, dev)

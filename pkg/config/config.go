@@ -28,6 +28,9 @@ type Settings struct {
 	TargetBandwidth int64
 	// PreferredTransferClient is auto, crt or classic (see docs/CONFIG.md).
 	PreferredTransferClient string
+	// DirectIO is auto, on or off: whether downloaded files are written
+	// around the page cache (O_DIRECT).
+	DirectIO string
 	// NICs are the network interfaces requests are spread over; empty means
 	// the system's routing decides.
 	NICs []string
@@ -43,6 +46,11 @@ type Settings struct {
 	Profile string
 	// NoSignRequest sends anonymous requests.
 	NoSignRequest bool
+	// CABundle is a PEM file of the certificate authorities to trust for
+	// TLS instead of the system's; empty: the system's.
+	CABundle string
+	// NoVerifySSL skips the check of the server's certificate.
+	NoVerifySSL bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// LogFormat is console or json.
@@ -66,6 +74,13 @@ const (
 	ClientClassic = "classic"
 )
 
+// Direct I/O modes accepted by direct_io.
+const (
+	DirectIOAuto = "auto"
+	DirectIOOn   = "on"
+	DirectIOOff  = "off"
+)
+
 // Addressing styles accepted by addressing_style.
 const (
 	AddressingAuto    = "auto"
@@ -83,6 +98,7 @@ func Defaults() Settings {
 		MaxConcurrentRequests:   DefaultMaxConcurrentRequests,
 		MaxQueueSize:            DefaultMaxQueueSize,
 		PreferredTransferClient: ClientAuto,
+		DirectIO:                DirectIOOff,
 		AddressingStyle:         AddressingAuto,
 		LogLevel:                "warn",
 		LogFormat:               "console",

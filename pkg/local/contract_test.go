@@ -16,6 +16,7 @@ import (
 type dirTarget struct {
 	dir  string
 	copy bool
+	opts Options
 	open *Sink
 }
 
@@ -34,7 +35,7 @@ func (d *dirTarget) end() {
 
 func (d *dirTarget) Sink(t testing.TB) transfer.Sink {
 	d.end()
-	s, err := NewSink(d.dir, Options{})
+	s, err := NewSink(d.dir, d.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,19 @@ func (d *dirTarget) Names(t testing.TB) []string {
 func TestSinkContract(t *testing.T) {
 	transfertest.TestSink(t, transfertest.SinkSuite{
 		NewTarget: func(t *testing.T) transfertest.Target { return newDirTarget(t, false) },
+	})
+}
+
+// TestDirectSinkContract runs the contract with direct I/O: the parts go
+// through aligned stages, with O_DIRECT where the temporary directory's
+// file system takes it.
+func TestDirectSinkContract(t *testing.T) {
+	transfertest.TestSink(t, transfertest.SinkSuite{
+		NewTarget: func(t *testing.T) transfertest.Target {
+			tg := &dirTarget{dir: t.TempDir(), opts: Options{DirectIO: DirectOn, StageSize: 64 << 10}}
+			t.Cleanup(tg.end)
+			return tg
+		},
 	})
 }
 

@@ -39,6 +39,9 @@ const copyChunk = 16 << 20
 
 // NewCopySink wraps a sink for local-to-local copies.
 func NewCopySink(s *Sink) *CopySink {
+	// The kernel moves a local copy's bytes (copy_file_range): direct
+	// I/O is for downloads.
+	s.direct, s.directStatus = nil, DirectStatus{State: DirectStateOff}
 	c := &CopySink{Sink: s}
 	c.bufs.New = func() any { b := make([]byte, copyBuffer); return &b }
 	return c

@@ -50,6 +50,16 @@ type Options struct {
 	// resume: objects below it are fetched in one request, so no journal
 	// is looked for (the engine's multipart threshold).
 	ResumeMin int64
+	// DirectIO writes files around the page cache, with O_DIRECT (see
+	// DirectMode); a file system that refuses it falls back to the page
+	// cache with one warning.
+	DirectIO DirectMode
+	// StageSize is the size of a direct I/O staging buffer (StageSize);
+	// it is rounded up to the file system's alignment.
+	StageSize int
+	// RefuseDirect makes the sink act as if the file system refused
+	// O_DIRECT, for tests of the fallback.
+	RefuseDirect bool
 }
 
 // Sink writes objects as files under a root directory. Writes go through
@@ -75,6 +85,10 @@ type Sink struct {
 	// can be unchanged and Check looks for none (a stat per object saved
 	// on a fresh download; files others create meanwhile are not seen).
 	empty bool
+	// direct is the sink's direct I/O, nil when it writes through the
+	// page cache; directStatus then says why.
+	direct       *direct
+	directStatus DirectStatus
 }
 
 // NewSink opens dir (creating it if needed) as the root of a sink, takes
@@ -103,6 +117,7 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 			s.sweep()
 		}
 	}
+	s.startDirect()
 	if err := s.probe(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("destination %s is not writable: %w", dir, err)
@@ -317,11 +332,15 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 		return nil, transfer.Permanent(fmt.Errorf("open %s: %w", path.Join(s.dir, dir), err))
 	}
 	hash := partialHash(rel)
-	f := &file{sink: s, rel: rel, dirfd: dfd, base: path.Base(rel), obj: obj}
+	f := &file{sink: s, rel: rel, dirfd: dfd, base: path.Base(rel), obj: obj, direct: -1}
+	direct := s.wantsDirect(obj)
 	multipart := obj.Size >= s.opts.ResumeMin && obj.Size > 0
 	if multipart && !s.opts.NoResume {
 		if j, fh, tmp := s.resume(hash, obj); j != nil {
 			f.File, f.journal, f.tmpBase = fh, j, tmp
+			if direct {
+				return s.makeDirect(f), nil
+			}
 			return f, nil
 		}
 	} else if multipart {
@@ -341,13 +360,23 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 		return nil, transfer.Permanent(fmt.Errorf("create %s: %w", path.Join(s.dir, tmp), err))
 	}
 	f.File = os.NewFile(uintptr(fd), path.Join(s.dir, tmp))
-	if multipart {
+	switch {
+	case direct:
+		// Blocks reserved up front: parts land anywhere, and a direct
+		// write into a hole would allocate under it.
+		if err := preallocate(f.File, obj.Size); err != nil {
+			f.Abort()
+			return nil, transfer.Permanent(fmt.Errorf("preallocate %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
+		}
+	case multipart:
 		// Parts land anywhere: size the file first. An object fetched in
 		// one request is written in order and needs no sizing.
 		if err := f.File.Truncate(obj.Size); err != nil {
 			f.Abort()
 			return nil, transfer.Permanent(fmt.Errorf("size %s: %w", path.Join(s.dir, tmp), unwrapPath(err)))
 		}
+	}
+	if multipart {
 		if !s.opts.NoResume {
 			b, err := bindingOf(s.runID, fd)
 			if err != nil {
@@ -356,6 +385,9 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 			}
 			f.journal = newJournal(s.workFd, hash, obj, b)
 		}
+	}
+	if direct {
+		return s.makeDirect(f), nil
 	}
 	return f, nil
 }
@@ -411,6 +443,8 @@ type file struct {
 	tmpBase, base string // the names in the work folder and in dirfd
 	obj           transfer.Object
 	journal       *journal
+	// direct is the O_DIRECT descriptor of a directFile, -1 otherwise.
+	direct int
 	// ended: the file was committed, aborted or suspended, and its
 	// descriptors are closed. Only the goroutine that ends the object
 	// touches it.
@@ -475,6 +509,11 @@ func (f *file) commit() error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", f.rel, unwrapPath(err))
 	}
+	if f.direct >= 0 {
+		// The few pages written through the cache (partial blocks) are
+		// clean now: drop them too.
+		unix.Fadvise(int(f.File.Fd()), 0, 0, unix.FADV_DONTNEED)
+	}
 	if !f.obj.ModTime.IsZero() {
 		setMtime(f.File, f.obj.ModTime)
 	}
@@ -493,6 +532,10 @@ func (f *file) release() {
 	}
 	f.ended = true
 	f.File.Close()
+	if f.direct >= 0 {
+		unix.Close(f.direct)
+		f.direct = -1
+	}
 	f.sink.closeDir(f.dirfd)
 	f.dirfd = -1
 }

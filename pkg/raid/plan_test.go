@@ -215,3 +215,26 @@ func TestPlanChecked(t *testing.T) {
 		t.Errorf("forced: got %v, want nil", err)
 	}
 }
+
+func TestPartSizeMatchesTheStripe(t *testing.T) {
+	for _, tt := range []struct {
+		striping     Striping
+		chunk        int64
+		members      int
+		stripe, part int64
+	}{
+		{StripingMD, 512 << 10, 4, 2 << 20, 8 << 20},
+		{StripingMD, 512 << 10, 3, 3 << 19, 9 << 20},
+		{StripingMD, 1 << 20, 24, 24 << 20, 24 << 20},
+		{StripingBtrfs, 0, 2, 128 << 10, 8 << 20},
+		{StripingBtrfs, 0, 5, 320 << 10, 8320 << 10},
+	} {
+		p := &Plan{Spec: Spec{Striping: tt.striping, Chunk: tt.chunk}, Members: make([]Device, tt.members)}
+		if got := p.Stripe(); got != tt.stripe {
+			t.Errorf("%s %d x %d: stripe %d, want %d", tt.striping, tt.chunk, tt.members, got, tt.stripe)
+		}
+		if got := p.PartSize(); got != tt.part || got%tt.stripe != 0 || got < 8<<20 {
+			t.Errorf("%s %d x %d: part size %d, want %d (whole stripes, at least 8 MiB)", tt.striping, tt.chunk, tt.members, got, tt.part)
+		}
+	}
+}

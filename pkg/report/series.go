@@ -46,7 +46,8 @@ func merge(a, b transfer.Sample) transfer.Sample {
 		Bytes: a.Bytes + b.Bytes, Requests: a.Requests + b.Requests,
 		Retries: a.Retries + b.Retries, SlowDowns: a.SlowDowns + b.SlowDowns,
 		Objects: a.Objects + b.Objects, InFlight: max(a.InFlight, b.InFlight),
-		Lanes: slices.Clone(a.Lanes),
+		Lanes:       slices.Clone(a.Lanes),
+		RequestTime: a.RequestTime + b.RequestTime, WriteTime: a.WriteTime + b.WriteTime,
 	}
 	for i := range m.Lanes {
 		if i < len(b.Lanes) {

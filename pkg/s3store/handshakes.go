@@ -6,12 +6,10 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Handshakes counts the TLS handshakes of the requests sent through the
-// clients and transports it decorates: how many, how many resumed a
+// round trippers it decorates (a Transport's lanes, by its Wrap hook): how many, how many resumed a
 // session, how many failed, and the time they took. One counter serves
 // every client of a run; it is safe for concurrent use.
 type Handshakes struct {
@@ -47,12 +45,6 @@ func (h *Handshakes) RoundTripper(next http.RoundTripper) http.RoundTripper {
 	return tracedTransport{next: next, h: h}
 }
 
-// Client decorates an SDK HTTP client as RoundTripper decorates a
-// transport.
-func (h *Handshakes) Client(next aws.HTTPClient) aws.HTTPClient {
-	return tracedClient{next: next, h: h}
-}
-
 type tracedTransport struct {
 	next http.RoundTripper
 	h    *Handshakes
@@ -61,13 +53,6 @@ type tracedTransport struct {
 func (t tracedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(t.h.traced(r))
 }
-
-type tracedClient struct {
-	next aws.HTTPClient
-	h    *Handshakes
-}
-
-func (c tracedClient) Do(r *http.Request) (*http.Response, error) { return c.next.Do(c.h.traced(r)) }
 
 // traced returns r with a trace of its own (once per request, not per
 // chunk of a body): the start and end of one handshake are paired by

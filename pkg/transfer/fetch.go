@@ -219,6 +219,11 @@ func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n
 	}
 	// The body's reader itself, not Body's promoted Read: one call layer
 	// less per read.
+	if st, ok := f.(Stager); ok {
+		got, err := e.copyStaged(rctx, body.ReadCloser, st, off, n, skip, buf, l, clock, ps, sp)
+		arrived = got
+		return got, stallCause(rctx, err)
+	}
 	got, err := e.copy(rctx, body.ReadCloser, f, off, n, skip, buf, l, clock, ps, sp)
 	arrived = got
 	return got, stallCause(rctx, err)
@@ -251,12 +256,8 @@ func (e *Engine) validate(o *Object, b *Body, off, n int64) (int64, error) {
 // through buf; fewer when the range is split (sp), up to its new end.
 // This is the hot path: no allocation, no lock.
 func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum, sp *piece) (int64, error) {
-	for skip > 0 {
-		k, err := io.ReadFull(body, buf[:min(int64(len(buf)), skip)])
-		skip -= int64(k)
-		if err != nil {
-			return 0, fmt.Errorf("skip to range start: %w", err)
-		}
+	if err := skipBytes(body, buf, skip); err != nil {
+		return 0, err
 	}
 	// The counters shared by every range (the transfer's bytes, the
 	// lane's, the observer's) are updated once per countEvery bytes, not
@@ -303,6 +304,82 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 				return done, &ShortBodyError{Got: done, Want: n}
 			}
 			return done, err
+		}
+	}
+	return done, nil
+}
+
+// skipBytes reads and drops the skip bytes of body before a range's start.
+func skipBytes(body io.Reader, buf []byte, skip int64) error {
+	for skip > 0 {
+		k, err := io.ReadFull(body, buf[:min(int64(len(buf)), skip)])
+		skip -= int64(k)
+		if err != nil {
+			return fmt.Errorf("skip to range start: %w", err)
+		}
+	}
+	return nil
+}
+
+// copyStaged is copy for a file that lends its own buffers (a Stager):
+// the body is read straight into the stage, at most len(buf) bytes at a
+// time, so the stall watch and a split see each read as they do in copy,
+// and the stage writes its buffer out when it is full and at the end.
+// The hot path too: no allocation, no lock.
+func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum, sp *piece) (done int64, err error) {
+	if err := skipBytes(body, buf, skip); err != nil {
+		return 0, err
+	}
+	w, err := st.Stage(off, n)
+	if err != nil {
+		return 0, Permanent(fmt.Errorf("stage at %d: %w", off, err))
+	}
+	var counted int64
+	var writing time.Duration
+	defer func() {
+		w0 := time.Now()
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = Permanent(fmt.Errorf("write before %d: %w", off+done, cerr))
+		}
+		writing += time.Since(w0)
+		e.count(l, done-counted)
+		e.writeNanos.Add(int64(writing))
+	}()
+	for done < n {
+		if sp != nil && sp.want.Load() {
+			n = sp.split(off+done, off+n) - off
+		}
+		dst := w.Next()
+		want := min(int64(len(dst)), int64(len(buf)), n-done)
+		k, rerr := io.ReadFull(body, dst[:want])
+		if k > 0 {
+			clock.touch()
+			if e.opts.Limiter != nil {
+				if lerr := e.opts.Limiter.WaitN(ctx, k); lerr != nil {
+					return done, lerr
+				}
+			}
+			ps.update(dst[:k])
+			w0 := time.Now()
+			werr := w.Wrote(k)
+			writing += time.Since(w0)
+			done += int64(k)
+			if werr != nil {
+				return done, Permanent(fmt.Errorf("write before %d: %w", off+done, werr))
+			}
+			if done-counted >= countEvery {
+				e.count(l, done-counted)
+				counted = done
+				if sp != nil {
+					sp.pos.Store(off + done)
+				}
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+				return done, &ShortBodyError{Got: done, Want: n}
+			}
+			return done, rerr
 		}
 	}
 	return done, nil

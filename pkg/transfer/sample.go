@@ -24,6 +24,10 @@ type Sample struct {
 	// Lanes holds the bytes each lane moved during the interval, in the
 	// order of Summary.Lanes.
 	Lanes []int64
+	// RequestTime and WriteTime are Summary's sums for the ranges that
+	// ended during the interval: their ratio is the share of the
+	// requests' time that waited on the destination (the write wait).
+	RequestTime, WriteTime time.Duration
 }
 
 // counters is a reading of the engine's cumulative counters.
@@ -32,6 +36,7 @@ type counters struct {
 	bytes, requests, retries, slowdowns int64
 	objects                             int64
 	lanes                               []int64
+	reqNanos, writeNanos                int64
 }
 
 func (e *Engine) read() counters {
@@ -42,7 +47,8 @@ func (e *Engine) read() counters {
 		retries:   e.retries.Load(),
 		slowdowns: e.slowdowns.Load(),
 		objects:   e.objects.Load() + e.failed.Load() + e.skipped.Load(),
-		lanes:     make([]int64, len(e.lanes)),
+		reqNanos:  e.reqNanos.Load(), writeNanos: e.writeNanos.Load(),
+		lanes: make([]int64, len(e.lanes)),
 	}
 	for i, l := range e.lanes {
 		c.lanes[i] = l.bytes.Load()
@@ -57,7 +63,8 @@ func (c counters) since(prev counters, inFlight int) Sample {
 		Bytes: c.bytes - prev.bytes, Requests: c.requests - prev.requests,
 		Retries: c.retries - prev.retries, SlowDowns: c.slowdowns - prev.slowdowns,
 		Objects: c.objects - prev.objects, InFlight: inFlight,
-		Lanes: make([]int64, len(c.lanes)),
+		Lanes:       make([]int64, len(c.lanes)),
+		RequestTime: time.Duration(c.reqNanos - prev.reqNanos), WriteTime: time.Duration(c.writeNanos - prev.writeNanos),
 	}
 	for i := range c.lanes {
 		s.Lanes[i] = c.lanes[i] - prev.lanes[i]

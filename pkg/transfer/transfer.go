@@ -120,6 +120,31 @@ type PartWriter interface {
 	WritePart(ctx context.Context, off, n int64, body *Body, progress func(int64)) (int64, error)
 }
 
+// Stager is implemented by files that lend the buffers a range is read
+// into and write them out themselves, so that no byte is copied between
+// the network and the write: direct I/O writes whole aligned blocks from
+// aligned buffers of its own. The engine then writes through a Stage per
+// attempt of a range instead of WriteAt.
+type Stager interface {
+	// Stage begins an attempt that writes bytes in order from off, at
+	// most n of them (fewer when the range is split or fails).
+	Stage(off, n int64) (Stage, error)
+}
+
+// Stage is one attempt's run of bytes, written in order.
+type Stage interface {
+	// Next returns where the next bytes go: at least one byte of room.
+	Next() []byte
+	// Wrote says the first k bytes of what Next returned hold data; the
+	// stage may write them out now (a full buffer).
+	Wrote(k int) error
+	// Close writes out every byte Wrote was told of and releases the
+	// stage's buffer; once it returns nil they are all in the file, as
+	// WriteAt would have put them. It is called once, even after an
+	// error.
+	Close() error
+}
+
 // Checker is implemented by sinks that can tell, before any request,
 // that an object needs no transfer (it is already complete and
 // unchanged, or must not be replaced): Check then returns an error with

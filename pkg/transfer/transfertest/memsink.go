@@ -26,6 +26,10 @@ type Sink struct {
 	Parts bool
 	// Unreadable hides that files are io.ReaderAt.
 	Unreadable bool
+	// Stage, when above 0, makes files lend stages of that many bytes
+	// (transfer.Stager), with or without Journal: bytes reach the file
+	// only when a stage is full or closed.
+	Stage int
 
 	mu        sync.Mutex
 	committed map[string]Committed
@@ -33,6 +37,7 @@ type Sink struct {
 	creates   atomic.Int64
 	aborts    atomic.Int64
 	suspends  atomic.Int64
+	stages    atomic.Int64
 }
 
 // Committed is an object visible at the destination.
@@ -117,6 +122,10 @@ func (s *Sink) Create(_ context.Context, o transfer.Object) (transfer.File, erro
 		s.mu.Unlock()
 	}
 	switch {
+	case s.Stage > 0 && s.Journal:
+		return &stagedJournal{&journalFile{f}, stager{f, s.Stage}}, nil
+	case s.Stage > 0:
+		return &stagedFile{f, stager{f, s.Stage}}, nil
 	case s.Journal:
 		return &journalFile{f}, nil
 	case s.Parts:
@@ -132,6 +141,9 @@ func (s *Sink) Create(_ context.Context, o transfer.Object) (transfer.File, erro
 var (
 	_ transfer.Journal    = (*journalFile)(nil)
 	_ transfer.PartWriter = (*partFile)(nil)
+	_ transfer.Stager     = (*stagedFile)(nil)
+	_ transfer.Journal    = (*stagedJournal)(nil)
+	_ transfer.Stager     = (*stagedJournal)(nil)
 	_ io.ReaderAt         = (*file)(nil)
 	_ transfer.Checker    = CheckSink{}
 	_ transfer.Existing   = CheckSink{}
@@ -237,6 +249,71 @@ func (f *journalFile) Suspend() error {
 	f.sink.journals[f.obj.Name] = &saved{etag: f.obj.ETag, data: bytes.Clone(f.data), parts: parts}
 	f.sink.mu.Unlock()
 	return nil
+}
+
+// Stages counts the stages files lent (transfer.Stager).
+func (s *Sink) Stages() int64 { return s.stages.Load() }
+
+// stager lends a file's stages of size bytes.
+type stager struct {
+	f    *file
+	size int
+}
+
+// Stage implements transfer.Stager.
+func (s stager) Stage(off, n int64) (transfer.Stage, error) {
+	s.f.sink.stages.Add(1)
+	return &stage{f: s.f, off: off, buf: make([]byte, 0, s.size)}, nil
+}
+
+// stagedFile is a file that is a transfer.Stager.
+type stagedFile struct {
+	*file
+	stager
+}
+
+// stagedJournal is a journalFile that is a transfer.Stager.
+type stagedJournal struct {
+	*journalFile
+	stager
+}
+
+// stage holds the bytes from off until its buffer is full or it closes.
+type stage struct {
+	f      *file
+	off    int64
+	buf    []byte
+	closed bool
+}
+
+func (s *stage) Next() []byte { return s.buf[len(s.buf):cap(s.buf)] }
+
+func (s *stage) Wrote(k int) error {
+	if s.closed || k <= 0 || len(s.buf)+k > cap(s.buf) {
+		return fmt.Errorf("transfertest: Wrote(%d) with %d of %d bytes staged (closed %v)", k, len(s.buf), cap(s.buf), s.closed)
+	}
+	s.buf = s.buf[:len(s.buf)+k]
+	if len(s.buf) < cap(s.buf) {
+		return nil
+	}
+	return s.flush()
+}
+
+func (s *stage) flush() error {
+	if _, err := s.f.WriteAt(s.buf, s.off); err != nil {
+		return err
+	}
+	s.off += int64(len(s.buf))
+	s.buf = s.buf[:0]
+	return nil
+}
+
+func (s *stage) Close() error {
+	if s.closed {
+		return errors.New("transfertest: stage closed twice")
+	}
+	s.closed = true
+	return s.flush()
 }
 
 // partFile is a file that is a transfer.PartWriter.
