@@ -147,3 +147,47 @@ func TestBenchCompareWarnsAcrossSchemes(t *testing.T) {
 		t.Errorf("compare https with https: exit %d, stderr %q; want 0 and no warning", r.code, r.stderr)
 	}
 }
+
+// TestTLSResumptionTarget: over the one transport's session cache, at
+// least 90 % of the connections a run dials after its first handshake
+// completed resume (the server's count), and the run's own count of its
+// handshakes is the server's: each connection counted once, whichever
+// client of the run dialled it. A second run, a new process with a new
+// cache, pays one full handshake and resumes the rest.
+func TestTLSResumptionTarget(t *testing.T) {
+	ts := s3emu.NewTLSTestServer(t, s3emu.Options{Dataset: "r:8:4MiB"})
+	get := func() (benchSummary, s3emu.Stats) {
+		t.Helper()
+		before := ts.Stats()
+		r := run(t, nil, "get", "--benchmark", "--json", "--max-concurrent-requests", "16", "--partsize", "1MiB",
+			"--endpoint-url", ts.URL, "--region", "us-east-1", "--no-sign-request", "--ca-bundle", ts.CAFile, "s3://"+s3emu.DefaultBucket+"/r/")
+		if r.code != 0 {
+			t.Fatalf("get --benchmark over TLS: exit %d\n%s", r.code, r.stderr)
+		}
+		var s benchSummary
+		lastJSON(t, r.stdout, &s)
+		// A connection that sent no request is counted when the server
+		// sees it close, soon after s3pd exits.
+		srv := ts.Stats()
+		for deadline := time.Now().Add(10 * time.Second); srv.TLSHandshakes-before.TLSHandshakes < s.TLSHandshakes && time.Now().Before(deadline); srv = ts.Stats() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		srv.TLSHandshakes -= before.TLSHandshakes
+		srv.TLSResumed -= before.TLSResumed
+		srv.TLSHandshakesAfterFirst -= before.TLSHandshakesAfterFirst
+		srv.TLSResumedAfterFirst -= before.TLSResumedAfterFirst
+		if s.Objects != 8 || s.TLSHandshakes != srv.TLSHandshakes || s.TLSResumed != srv.TLSResumed {
+			t.Errorf("run counted %d handshakes (%d resumed) for %d objects; the server %d (%d resumed); want 8 objects and the same counts",
+				s.TLSHandshakes, s.TLSResumed, s.Objects, srv.TLSHandshakes, srv.TLSResumed)
+		}
+		return s, srv
+	}
+	_, first := get()
+	if first.TLSHandshakesAfterFirst < 8 || first.TLSResumedAfterFirst*10 < first.TLSHandshakesAfterFirst*9 {
+		t.Errorf("first run: %d of the %d connections dialled after the first handshake resumed; want at least 8 such connections, 90 %% resumed",
+			first.TLSResumedAfterFirst, first.TLSHandshakesAfterFirst)
+	}
+	if second, _ := get(); second.TLSHandshakes < 8 || second.TLSResumed < second.TLSHandshakes-1 {
+		t.Errorf("second run: %d of %d handshakes resumed; want all but its first", second.TLSResumed, second.TLSHandshakes)
+	}
+}
