@@ -30,7 +30,8 @@ time to first byte, request time, CPU per GiB, retries, memory) it prints
 the mean and spread of A and B, B's change, and a verdict: better, worse,
 within noise (Welch's t-test at 95%), or unknown when a side has fewer
 than 3 rounds. The exit status is 0 unless --fail-on-regression is given
-and a figure is worse.`,
+and a figure is worse. Runs over different schemes (HTTP and HTTPS) are
+warned about: TLS's cost is in their difference.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("bench compare takes two files, A.json and B.json, got %d argument(s)", len(args))
@@ -57,6 +58,9 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	b, err := readRounds(pathB)
 	if err != nil {
 		return err
+	}
+	if warn := report.SchemeWarning(a, b); warn != "" {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", warn)
 	}
 	changes := report.Compare(a, b)
 	w := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)

@@ -110,6 +110,7 @@ func refusals() []refusal {
 		// bench
 		{args: s3("bench", "s3://bkt/a/", "s3://bkt/b/"), want: `bench takes at most one s3:// URL, got 2`},
 		{args: s3("bench", "--repeat", "0", "s3://bkt/p/"), want: `--repeat 0: want at least 1 round`},
+		{args: s3("bench", "--http", "s3://bkt/p/"), want: `--http is for the embedded emulator: the URL's endpoint has its own scheme`},
 		{args: s3("bench", "--sweep", "--repeat", "2", "s3://bkt/p/"), want: `--sweep runs one short measurement per setting`},
 		{args: []string{"bench", "--endpoint-url", "http://127.0.0.1:1"}, want: `bench without a URL runs the embedded emulator`},
 		{args: []string{"bench", "--conn-rate", "fast"}, want: `--conn-rate "fast": `},

@@ -46,6 +46,7 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"requests", fmt.Sprintf("%d, %d retries, %d SlowDowns", s.Requests, s.Retries, s.SlowDowns)},
 		{"requests in flight", fmt.Sprintf("mean %.1f, peak %d, bound %d", p.Stats.InFlightMean, p.Stats.InFlightPeak, r.MaxRequests)},
 		{"CPU", cpuText(r)},
+		{"transport", transportText(r)},
 		{"peak memory", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSKiB)/1024)},
 	}
 	if p.Stats.Intervals > 1 {
@@ -104,6 +105,18 @@ func cpuText(r Run) string {
 	}
 	if r.ServerInProcess {
 		t += " (the embedded emulator's included)"
+	}
+	return t
+}
+
+func transportText(r Run) string {
+	t := r.Transport
+	if t == "" {
+		t = "not recorded"
+	}
+	if r.TLS.Handshakes > 0 {
+		t += fmt.Sprintf("; %d TLS handshakes (%d resumed), %s, %.1f%% of the request time",
+			r.TLS.Handshakes, r.TLS.Resumed, round(r.TLS.Time), 100*r.TLS.Share(r.Summary.RequestTime))
 	}
 	return t
 }

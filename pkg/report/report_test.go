@@ -52,6 +52,11 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 	}{
 		{"nothing moved", func(r *Run) { r.Summary.Bytes = 0 }, BottleneckNone, nil},
 		{"throttled", func(r *Run) { r.Summary.SlowDowns = 64 }, BottleneckThrottling, []string{"64 SlowDown", "5.0%"}},
+		{"handshakes", func(r *Run) {
+			r.TLS = TLS{Handshakes: 1280, Resumed: 10, Time: 7 * time.Second}
+			r.CPU = 75 * time.Second // what the handshakes cost is named first
+		}, BottleneckTLS, []string{"1280 handshakes (10 resumed)", "5.5% of the request time", "resumed sessions"}},
+		{"handshakes under the threshold", func(r *Run) { r.TLS = TLS{Handshakes: 256, Time: 6 * time.Second} }, BottleneckWork, nil},
 		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
 		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbit/s", "86%", "10 Gbit/s"}},
 		{"unknown link speed is no evidence", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 0 }, BottleneckWork, nil},
@@ -120,6 +125,7 @@ func TestStatsLeaveOutTheLastShortInterval(t *testing.T) {
 func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	r := steady(128)
 	r.Command, r.Source, r.Status = "get", "s3://b/<script>alert(1)</script>", StatusOK
+	r.Transport, r.TLS = "HTTPS (self-signed, in-process)", TLS{Handshakes: 64, Resumed: 48, Time: 96 * time.Millisecond}
 	r.Settings = []Setting{{Name: "endpoint_url", Value: `http://x/"><b>bold</b>`, Origin: "flag (--endpoint-url)"}}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -132,7 +138,8 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || strings.Contains(page, `<b>bold`) {
 		t.Errorf("the page does not escape what it shows")
 	}
-	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:"} {
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:",
+		"HTTPS (self-signed, in-process); 64 TLS handshakes (48 resumed), 96ms, 0.1% of the request time"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

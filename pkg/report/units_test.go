@@ -38,7 +38,7 @@ func TestReadRoundsDerivesTheRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []struct{ mib, gbps float64 }{{1192.09, 10}, {1024, 8.589934592}} {
-		r := rounds[i]
+		r := rounds[i].Figures
 		if d := r["mib_per_s"] - want.mib; d < -0.01 || d > 0.01 {
 			t.Errorf("round %d: mib_per_s %v, want %v", i, r["mib_per_s"], want.mib)
 		}

@@ -11,6 +11,7 @@ import (
 const (
 	BottleneckNone        = "none"        // nothing was transferred
 	BottleneckThrottling  = "throttling"  // the server answered SlowDown
+	BottleneckTLS         = "tls"         // TLS handshakes took the requests' time
 	BottleneckCPU         = "cpu"         // the client's cores were busy
 	BottleneckNetwork     = "network"     // the network cards' line rate
 	BottleneckDisk        = "disk"        // writes held the requests
@@ -21,6 +22,7 @@ const (
 // Thresholds of the verdict: what share of a resource counts as its limit.
 const (
 	slowDownShare  = 0.01 // of requests
+	handshakeShare = 0.05 // of the requests' time
 	cpuShare       = 0.85 // of every core for the whole run
 	lineRateShare  = 0.80 // of the used cards' link speed
 	writeShare     = 0.50 // of the requests' time
@@ -38,7 +40,8 @@ type Verdict struct {
 
 // Diagnose decides which resource most likely bounded r's throughput.
 // The checks run from the most to the least certain evidence: a server
-// that throttles, busy cores, full line rate, time spent writing, a full
+// that throttles, TLS handshakes that take a share of the requests' time,
+// busy cores, full line rate, time spent writing, a full
 // bound on requests in flight; when none holds, the run lacked work.
 func Diagnose(r Run) Verdict {
 	s := r.Summary
@@ -50,6 +53,12 @@ func Diagnose(r Run) Verdict {
 		return Verdict{BottleneckThrottling, fmt.Sprintf(
 			"server throttling: %d SlowDown responses (%.1f%% of %d requests) cut the requests in flight; spread keys over more prefixes or lower max_concurrent_requests",
 			s.SlowDowns, 100*share, s.Requests)}
+	}
+	if share := r.TLS.Share(s.RequestTime); share >= handshakeShare {
+		return Verdict{BottleneckTLS, fmt.Sprintf(
+			"TLS handshakes: %d handshakes (%d resumed) took %.1f%% of the request time (%.2f of %.1f request-seconds): "+
+				"every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less",
+			r.TLS.Handshakes, r.TLS.Resumed, 100*share, r.TLS.Time.Seconds(), s.RequestTime.Seconds())}
 	}
 	if r.Machine.CPUs > 0 && r.CPU > 0 {
 		busy := r.CPU.Seconds() / (s.Elapsed.Seconds() * float64(r.Machine.CPUs))
