@@ -74,7 +74,7 @@ func (t *object) start() error {
 	}
 	t.f = f
 	t.oneRequest = o.Size < e.opts.Threshold
-	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest)
+	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest, f)
 	t.partSize = e.plan(o.Size)
 	if w, ok := f.(OrderWindow); ok {
 		t.window = w.OrderWindow()
