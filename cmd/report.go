@@ -121,7 +121,7 @@ func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	n := r.retries.Add(1)
 	reason := oneLine(err.Error())
-	r.log.Debug("retry", zap.String("key", o.Key), zap.Int64("offset", off), zap.String("reason", reason))
+	r.log.Debug("retry", logKey(o.Key), zap.Int64("offset", off), zap.String("reason", reason))
 	r.mu.Lock()
 	now := time.Now()
 	loud := now.Sub(r.lastRetry) >= time.Second
@@ -130,7 +130,7 @@ func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	}
 	r.mu.Unlock()
 	if loud {
-		r.log.Info("retrying", zap.String("key", o.Key), zap.Int64("offset", off),
+		r.log.Info("retrying", logKey(o.Key), zap.Int64("offset", off),
 			zap.String("reason", reason), zap.Int64("retries_so_far", n))
 	}
 }
@@ -164,17 +164,17 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	case res.Err != nil:
 		status = statusFailed
 		r.failures.Add(1)
-		r.log.Error("object failed", zap.String("key", res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
+		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
 	case res.Skipped == transfer.DryRunReason:
 		status = statusWouldTransfer
 	case res.Skipped != "":
 		status = statusSkipped
 		if strings.HasPrefix(res.Skipped, "archived") {
 			r.archived.Add(1)
-			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+			r.log.Warn("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
 			break
 		}
-		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		r.log.Info("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
 	}
 	r.ended.Add(1)
 	r.count(res, status)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,35 @@ func TestSinkConflictCopiesNeverMeetKeys(t *testing.T) {
 	prune()
 	if fmt.Sprint(removed) != "[a.obj]" {
 		t.Errorf("Prune removed %v once a is gone, want [a.obj]", removed)
+	}
+}
+
+// TestPruneLeavesWorkFoldersAtAnyDepth: a folder below DEST may be the
+// DEST of another run, live or interrupted: Prune never touches its work
+// folder (lock, partial files, journals), at any depth.
+func TestPruneLeavesWorkFoldersAtAnyDepth(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	keep := []string{"sub/" + WorkDir + "/lock", "sub/" + WorkDir + "/0123456789abcdef01234567.partial", "a/b/" + WorkDir + "/x.journal"}
+	for _, name := range append([]string{"stale", "sub/done"}, keep...) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var removed []string
+	if err := s.Prune(func(string) bool { return true }, false, func(n string, _ int64) { removed = append(removed, n) }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(removed)
+	if fmt.Sprint(removed) != "[stale sub/done]" {
+		t.Errorf("Prune removed %v, want [stale sub/done]", removed)
+	}
+	for _, name := range keep {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 
 // WorkDir is the folder under the destination root where a sink keeps
 // its lock, its partial files and their journals. No key can name it:
-// an object whose name starts with it is refused (ErrReservedName), so
-// no object's content can ever replace another's partial file.
+// an object with a component of that name, at any depth, is refused
+// (ErrReservedName), so no object's content can ever replace a partial
+// file, a journal or a lock of this run or of a run into a folder below.
 const WorkDir = ".s3pd"
 
 // ErrReservedName reports a key that names s3pd's work folder.
@@ -38,14 +39,15 @@ func (s *Sink) keyPath(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if first, _, _ := strings.Cut(rel, "/"); first == WorkDir {
-		return "", fmt.Errorf("%w %q: %s/ is s3pd's work folder in the destination", ErrReservedName, name, WorkDir)
-	}
-	if sfx := s.opts.ConflictSuffix; sfx != "" {
-		for _, c := range strings.Split(rel, "/") {
-			if strings.HasSuffix(c, sfx) {
-				return "", fmt.Errorf("%w %q: it ends in --conflict-suffix %q, the name of the copy of an object that is also a prefix; choose a suffix no key ends in", ErrConflictName, name, sfx)
-			}
+	sfx := s.opts.ConflictSuffix
+	for _, c := range strings.Split(rel, "/") {
+		if c == WorkDir {
+			// At any depth: DEST/sub may be another run's DEST, with
+			// its own work folder and lock.
+			return "", fmt.Errorf("%w %q: %s/ is the name of s3pd's work folder in a destination", ErrReservedName, name, WorkDir)
+		}
+		if sfx != "" && strings.HasSuffix(c, sfx) {
+			return "", fmt.Errorf("%w %q: it ends in --conflict-suffix %q, the name of the copy of an object that is also a prefix; choose a suffix no key ends in", ErrConflictName, name, sfx)
 		}
 	}
 	return rel, nil
