@@ -57,19 +57,19 @@ type verifier struct {
 	alg   checksum.Algorithm // "" until known
 	parts *checksum.Ordered  // the parts' CRCs of a ranged fetch, joined as they complete
 
-	mu        sync.Mutex
-	want      map[string]string // expected values by algorithm name
-	wantErr   error
-	head      chan struct{} // closed when a Checksummer call ended
-	etag      string        // an MD5 ETag to verify (--verify full), or ""
-	md5       hash.Hash     // MD5 of a whole-object fetch, in order
+	mu      sync.Mutex
+	want    map[string]string // expected values by algorithm name
+	wantErr error
+	head    chan struct{} // closed when a Checksummer call ended
+	etag    string        // an MD5 ETag to verify (--verify full), or ""
+	md5     hash.Hash     // MD5 of a whole-object fetch, in order
 	// streamed is the MD5 of what a Stream passed on, in order, or nil
 	streamed hash.Hash
 	stream   string // the Stream's name
 	// autoMD5: the MD5 is checked under VerifyAuto because the object
 	// streams and has no CRC; a CRC that matches makes it unneeded
 	autoMD5   bool
-	encrypted bool          // a response said SSE-KMS or SSE-C: no MD5 ETag
+	encrypted bool // a response said SSE-KMS or SSE-C: no MD5 ETag
 	// md5Offered: the ETag looks like an MD5, which --verify full checks
 	md5Offered bool
 }
