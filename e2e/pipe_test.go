@@ -175,3 +175,45 @@ func TestPipeVerifiesMD5InOrder(t *testing.T) {
 		t.Errorf("file under auto: exit %d, want 0 and md5-only\n%s", r.code, r.stdout)
 	}
 }
+
+// TestMissingKeyIsNoSuchKey: cat, get - and ls of a key that names no
+// object and nothing under it fail with "no such key", exit 1 (the AWS
+// CLI and s5cmd exit 1 too), and get --json names the destination it was
+// given (stdout, "-"). A key with objects under it is still a prefix,
+// which a stream cannot take (exit 2).
+func TestMissingKeyIsNoSuchKey(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s.put(t, "d/a", []byte("a"))
+	for _, args := range [][]string{
+		{"cat", s.url("nope")},
+		{"get", s.url("nope"), "-"},
+		{"get", "--json", s.url("d/nope"), "-"},
+		{"ls", s.url("nope")},
+		{"ls", "--json", s.url("d/nope")},
+		{"ls", s.url("nope/")},
+	} {
+		r := run(t, nil, s.cmd(args[0], args[1:]...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no such key") || strings.Contains(r.stderr, "is a prefix") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and \"no such key\"", args, r.code, r.stderr)
+		}
+		if args[0] == "get" && args[1] == "--json" {
+			if !strings.Contains(r.stderr, `"destination":"-"`) {
+				t.Errorf("%q: the object line does not name destination \"-\":\n%s", args, r.stderr)
+			}
+		}
+	}
+	// Into a file: the object line names the file it would have been.
+	file := filepath.Join(t.TempDir(), "out.bin")
+	r := run(t, nil, s.cmd("get", "--json", s.url("d/nope"), file)...)
+	if want := fmt.Sprintf(`"destination":%q`, file); r.code != 1 || !strings.Contains(r.stdout, want) {
+		t.Errorf("get --json of a missing key into %s: exit %d, want 1 and %s:\n%s", file, r.code, want, r.stdout)
+	}
+	for _, args := range [][]string{{"cat", s.url("d")}, {"get", s.url("d"), "-"}} {
+		if r := run(t, nil, s.cmd(args[0], args[1:]...)...); r.code != 2 || !strings.Contains(r.stderr, "is a prefix") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2, a prefix", args, r.code, r.stderr)
+		}
+	}
+	if r := run(t, nil, s.cmd("ls", s.url(""))...); r.code != 0 {
+		t.Errorf("ls of the bucket: exit %d, want 0\n%s", r.code, r.stderr)
+	}
+}
