@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/s3pd/s3pd/pkg/local"
