@@ -326,3 +326,27 @@ func waitOrDump(t *testing.T, c *exec.Cmd, errOut *bytes.Buffer, d time.Duration
 	}
 	t.Fatalf("the child did not exit within %v of SIGINT; its stderr:\n%s", d, errOut.String())
 }
+
+// TestManifestKeyListedTwiceIsFetchedOnce: a manifest that names a key
+// twice (as a key, as a URL, with and without its size, far apart) gets
+// it once, exit 0, as a listing that repeats a key does.
+func TestManifestKeyListedTwiceIsFetchedOnce(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "d:3:100KiB"})
+	man := "d/00000001\nd/00000002\ns3://bench/d/00000001\nd/00000000\nd/00000001\t102400\nd/00000002\n"
+	for _, shard := range [][]string{nil, {"--shard", "0/1"}} {
+		s.emu.ResetStats()
+		dest := t.TempDir()
+		r := run(t, nil, append(append(s.cmd("get", "--json", "--manifest", writeFile(t, man)), shard...), s.url("d/"), dest)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d, want 0\n%s\n%s", shard, r.code, r.stdout, r.stderr)
+		}
+		if n := strings.Count(r.stdout, `"type":"object"`); n != 3 {
+			t.Errorf("%v: %d object lines, want 3 (one per key)", shard, n)
+		}
+		if n := s.emu.Stats().GetRequests; n != 3 {
+			t.Errorf("%v: %d GETs, want 3 (each key once)", shard, n)
+		}
+		ds, _ := s3emu.ParseDataset("d:3:100KiB")
+		sameTree(t, dest, wantSynthetic(t, ds, "d/", "d/00000000", "d/00000001", "d/00000002"))
+	}
+}
