@@ -305,11 +305,19 @@ func (b *FileBody) unchanged() error {
 		return fmt.Errorf("stat %s: %w", b.name, unwrapPath(err))
 	}
 	if st.Size() != b.size || !st.ModTime().Equal(b.mtime) {
-		return transfer.Permanent(fmt.Errorf("%s changed while it was read (size %d, modified %s): %w",
-			b.name, st.Size(), st.ModTime().Format(time.RFC3339Nano), transfer.ErrModified))
+		return transfer.Permanent(&changedError{fmt.Sprintf("%s changed while it was read (size %d, was %d; modified %s, was %s)",
+			b.name, st.Size(), b.size, st.ModTime().Format(time.RFC3339Nano), b.mtime.Format(time.RFC3339Nano))})
 	}
 	return nil
 }
+
+// changedError is a file that changed while it was read. It says so
+// in its own words (the engine's ErrModified speaks of downloads) and
+// is transfer.ErrModified to the engine.
+type changedError struct{ msg string }
+
+func (e *changedError) Error() string        { return e.msg }
+func (e *changedError) Is(target error) bool { return target == transfer.ErrModified }
 
 // Seek moves within the section (an upload reads a part twice: for its
 // checksum, then to send it); the check runs again at the end.
@@ -332,6 +340,13 @@ func (b *FileBody) Read(p []byte) (int, error) {
 				return n, cerr
 			}
 		}
+	}
+	if err == io.EOF && b.left > 0 {
+		// The file ends before the section: it was truncated.
+		if cerr := b.unchanged(); cerr != nil {
+			return n, cerr
+		}
+		return n, io.ErrUnexpectedEOF
 	}
 	return n, err
 }
