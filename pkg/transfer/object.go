@@ -261,6 +261,9 @@ func (t *object) finish(r Result) {
 	if rf, ok := e.opts.Lister.(Refresher); ok && errors.Is(r.Err, ErrModified) && t.ctx.Err() == nil {
 		r = t.refreshed(rf, r.Bytes)
 	}
+	if errors.Is(r.Err, ErrChecksum) && t.ctx.Err() == nil && t.refetchable() {
+		r = t.refetched(r.Bytes)
+	}
 	e.markBegun()
 	r.Object, r.Elapsed = t.o, time.Since(t.began)
 	switch why := SkipReason(r.Err); {
@@ -273,6 +276,26 @@ func (t *object) finish(r Result) {
 		e.objects.Add(1)
 	}
 	e.opts.Observer.ObjectDone(r)
+}
+
+// refetchable reports whether the object's bytes can be fetched again
+// after its checksum failed: not those a stream already passed on.
+func (t *object) refetchable() bool {
+	_, stream := t.f.(Stream)
+	return t.f != nil && !stream
+}
+
+// refetched fetches an object whose bytes failed their checksum once
+// more, from the start (its partial file went with the failure): a body
+// damaged in transit, once, is not a failure of the object; bytes that
+// fail again are. The second fetch counts as a retry; n is what the
+// first moved.
+func (t *object) refetched(n int64) Result {
+	t.e.retries.Add(1)
+	again := &object{e: t.e, ctx: t.ctx, o: t.o, began: t.began, done: make(chan struct{})}
+	res := again.run()
+	res.Bytes += n
+	return res
 }
 
 // refreshed looks up an object that changed since it was listed and
