@@ -143,7 +143,8 @@ type tally struct {
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
-	interrupted                 int64 // kept for resume by an interruption
+	interrupted                 int64 // ended by an interruption
+	kept                        int64 // among them, those kept for resume
 	failed                      []failure
 	failedCount                 int64
 }
@@ -216,6 +217,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 	switch status {
 	case statusInterrupted:
 		t.interrupted++
+		if res.Kept {
+			t.kept++
+		}
 	case statusFailed:
 		t.failedCount++
 		if len(t.failed) < maxRecap {

@@ -22,6 +22,7 @@ type summaryLine struct {
 	Failed             int64   `json:"failed"`
 	Skipped            int64   `json:"skipped"`
 	Interrupted        int64   `json:"interrupted"`
+	KeptForResume      int64   `json:"kept_for_resume"`
 	WouldTransfer      int64   `json:"would_transfer,omitempty"`
 	WouldTransferBytes int64   `json:"would_transfer_bytes,omitempty"`
 	Bytes              int64   `json:"bytes"`
@@ -68,7 +69,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 	r.mu.Lock()
 	t := r.tally
 	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
-		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted,
+		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted, KeptForResume: t.kept,
 		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
 		ObjectsPerSecond: perSecond(s.Objects, secs),
 		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30),
@@ -143,8 +144,11 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %d objects, %s kept from an earlier run\n", line.ResumedObjects, humanBytes(line.ResumedBytes))
 	}
-	if line.Interrupted > 0 {
-		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
+	if line.KeptForResume > 0 {
+		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.KeptForResume)
+	}
+	if n := line.Interrupted - line.KeptForResume; n > 0 {
+		fmt.Fprintf(w, "interrupted: %d objects had no part on disk to keep: a rerun fetches them whole\n", n)
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
@@ -298,4 +299,100 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 	}
 	checkSynthetic(t, finalName(dest), "big/00000000", size)
 	tree(t, dest)
+}
+
+// TestWorkFolderGoesWhenNothingIsLeftToResume: a run killed with a low
+// multipart threshold leaves journals; a rerun with the default one
+// fetches those objects in one request each and so never looks their
+// journals up. It still ends with no work folder: what a run does not
+// keep for a rerun goes, whatever the thresholds of this run and the
+// last.
+func TestWorkFolderGoesWhenNothingIsLeftToResume(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "w:4:3MiB", ConnRate: 512 << 10})
+	dest := t.TempDir()
+	killMidway(t, s.cmd("get", "--multipart-threshold", "1MiB", "--partsize", "1MiB", s.url("w/"), dest))
+	if js, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal")); len(js) == 0 {
+		t.Fatal("the killed run left no journal")
+	}
+	r := run(t, nil, s.cmd("get", s.url("w/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
+	}
+	if left, err := os.ReadDir(filepath.Join(dest, local.WorkDir)); !os.IsNotExist(err) {
+		t.Errorf("work folder after a rerun that keeps nothing: %d entries (%v)", len(left), err)
+	}
+	ds, _ := s3emu.ParseDataset("w:4:3MiB")
+	sameTree(t, dest, wantSynthetic(t, ds, "w/", "w/00000000", "w/00000001", "w/00000002", "w/00000003"))
+}
+
+// TestKeptForResumeCountsWhatARerunResumes: Ctrl-C counts an object as
+// kept for resume only when its partial file keeps a durable part the
+// rerun looks up: below the multipart threshold nothing is (each object
+// is one request, with no journal), so none is said to be kept; above
+// it, the count equals the objects the rerun resumes.
+func TestKeptForResumeCountsWhatARerunResumes(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "k:6:3MiB", ConnRate: 512 << 10})
+	interrupt := func(dest string, wait func(), args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(s.cmd("get", args...), s.url("k/"), dest)...)
+		cmd.Env = baseEnv(t)
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		wait()
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 130 {
+			t.Fatalf("exit %d, want 130", code)
+		}
+		return stdout.String()
+	}
+	// Below the threshold: bytes arrive, nothing is journaled.
+	dest := t.TempDir()
+	s.emu.ResetStats()
+	out := interrupt(dest, func() {
+		for deadline := time.Now().Add(30 * time.Second); s.emu.Stats().BytesSent < 1<<20; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no MiB sent within 30s")
+			}
+		}
+	}, "--multipart-threshold", "64MiB")
+	if strings.Contains(out, "kept for resume") || !strings.Contains(out, "no part on disk to keep") {
+		t.Errorf("below the threshold, the summary says:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dest, local.WorkDir)); !os.IsNotExist(err) {
+		t.Errorf("work folder after an interruption that kept nothing: %v", err)
+	}
+	// Above it: the count is what the rerun resumes.
+	dest = t.TempDir()
+	out = interrupt(dest, func() { waitForJournal(t, dest) }, "--json", "--multipart-threshold", "1MiB", "--partsize", "1MiB")
+	var first, rerun struct {
+		Interrupted    int64 `json:"interrupted"`
+		Kept           int64 `json:"kept_for_resume"`
+		ResumedObjects int64 `json:"resumed_objects"`
+	}
+	if err := json.Unmarshal([]byte(lineWith(out, `"type":"summary"`)), &first); err != nil || first.Kept < 1 {
+		t.Fatalf("interrupted summary %+v (%v): want at least one object kept\n%s", first, err, out)
+	}
+	r := run(t, nil, s.cmd("get", "--json", "--multipart-threshold", "1MiB", "--partsize", "1MiB", s.url("k/"), dest)...)
+	if err := json.Unmarshal([]byte(lineWith(r.stdout, `"type":"summary"`)), &rerun); r.code != 0 || err != nil {
+		t.Fatalf("rerun: exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if rerun.ResumedObjects != first.Kept {
+		t.Errorf("%d objects said to be kept for resume, the rerun resumed %d", first.Kept, rerun.ResumedObjects)
+	}
+}
+
+// lineWith is the last line of out that contains sub.
+func lineWith(out, sub string) string {
+	lines := strings.Split(out, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], sub) {
+			return lines[i]
+		}
+	}
+	return ""
 }

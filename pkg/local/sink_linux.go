@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -75,6 +76,15 @@ type Sink struct {
 	// can be unchanged and Check looks for none (a stat per object saved
 	// on a fresh download; files others create meanwhile are not seen).
 	empty bool
+	// leftovers: the work folder may hold journals of earlier runs (a
+	// run over the whole destination knows from its sweep), so an object
+	// that does not resume removes its own
+	leftovers bool
+	// kept are the names in the work folder that this run suspended for
+	// a rerun; a run over the whole destination removes every other one
+	// when it closes
+	keptMu sync.Mutex
+	kept   map[string]bool
 }
 
 // NewSink opens dir (creating it if needed) as the root of a sink, takes
@@ -99,8 +109,9 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 			s.Close()
 			return nil, err
 		}
+		s.leftovers = true
 		if opts.LockID == "" {
-			s.sweep()
+			s.leftovers = s.sweep()
 		}
 	}
 	if err := s.probe(); err != nil {
@@ -189,6 +200,11 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.workFd >= 0 && s.lock != nil && s.opts.LockID == "" {
+		// Under the whole destination's lock no other run writes here:
+		// what this run did not keep for a rerun is a leftover.
+		s.clearWork()
+	}
 	if s.lock != nil {
 		s.lock.release()
 	}
@@ -198,6 +214,40 @@ func (s *Sink) Close() error {
 	}
 	unix.Close(s.rootFd)
 	return s.root.Close()
+}
+
+// keep records names in the work folder suspended for a rerun.
+func (s *Sink) keep(names ...string) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	if s.kept == nil {
+		s.kept = map[string]bool{}
+	}
+	for _, n := range names {
+		s.kept[n] = true
+	}
+}
+
+// clearWork removes from the work folder every partial file and journal
+// this run did not keep for a rerun: those of objects it finished, or
+// did not resume (another threshold), or did not list. The locks stay
+// for Close to release. So a run that keeps nothing leaves no work
+// folder, whatever the thresholds of this run and the last.
+func (s *Sink) clearWork() {
+	d, err := openDirAt(s.workFd)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for _, n := range names {
+		if n == "lock" || strings.HasPrefix(n, "lock.") || s.kept[n] {
+			continue
+		}
+		unix.Unlinkat(s.workFd, n, 0)
+	}
 }
 
 // beneath is how every path under the root is resolved: never above it,
@@ -324,7 +374,10 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 			f.File, f.journal, f.tmpBase = fh, j, tmp
 			return f, nil
 		}
-	} else if multipart {
+	} else if s.leftovers {
+		// Not resumed (--no-resume, or below this run's threshold when
+		// an earlier run's was lower): an earlier journal of the object
+		// would outlive it.
 		s.forget(hash)
 	}
 	f.tmpBase = partialName(hash, s.runID)
@@ -435,9 +488,9 @@ func (f *file) PartDone(off, n int64, sum string) error {
 
 // Suspend implements transfer.Journal: it makes the journal durable and
 // keeps the partial file for the next run.
-func (f *file) Suspend() error {
+func (f *file) Suspend() (bool, error) {
 	if f.ended {
-		return nil
+		return false, nil
 	}
 	defer f.release()
 	var err error
@@ -445,10 +498,16 @@ func (f *file) Suspend() error {
 		err = f.journal.flush(f.File)
 		f.journal.close()
 	}
-	if f.journal == nil || f.journal.f == nil {
-		unix.Unlinkat(f.sink.workFd, f.tmpBase, 0) // nothing durable to resume from
+	if f.journal == nil || f.journal.f == nil || err != nil || !f.journal.hasParts() {
+		// Nothing durable to resume from: nothing is kept.
+		if f.journal != nil {
+			f.journal.remove()
+		}
+		unix.Unlinkat(f.sink.workFd, f.tmpBase, 0)
+		return false, err
 	}
-	return err
+	f.sink.keep(f.tmpBase, f.journal.name)
+	return true, nil
 }
 
 // Commit flushes the data to stable storage and renames the file into

@@ -228,7 +228,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	j.PartDone(0, 10, "CRC32C=1a")
 	j.PartDone(20, 10, "")
 	j.PartDone(10, 4, "CRC32C=2b") // a part interrupted 4 bytes in
-	if err := j.Suspend(); err != nil {
+	if _, err := j.Suspend(); err != nil {
 		t.Fatal(err)
 	}
 	// The same version resumes with both parts done and the third begun.
@@ -248,7 +248,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	// The begun part, finished and journaled whole, replaces its prefix.
 	f2.WriteAt(bytes.Repeat([]byte("b"), 6), 14)
 	j2.PartDone(10, 10, "CRC32C=3c")
-	if err := j2.Suspend(); err != nil {
+	if _, err := j2.Suspend(); err != nil {
 		t.Fatal(err)
 	}
 	f2, err = s.Create(context.Background(), obj)

@@ -213,10 +213,11 @@ func (t *object) wait() Result {
 			err = fmt.Errorf("commit: %w", err)
 		}
 	}
+	kept := false
 	if err != nil {
-		err = t.discard(err)
+		kept, err = t.discard(err)
 	}
-	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err}
+	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err, Kept: kept}
 }
 
 // verified compares the bytes' sums with the object's checksums.
@@ -233,15 +234,19 @@ func (t *object) verified() (Verification, error) {
 
 // discard ends a file whose transfer failed with err: kept for resume
 // when the run was interrupted and the file has a journal, else removed.
-func (t *object) discard(err error) error {
+// It reports whether the file kept anything a rerun resumes.
+func (t *object) discard(err error) (bool, error) {
 	if j, ok := t.f.(Journal); ok && t.ctx.Err() != nil {
-		if serr := j.Suspend(); serr != nil {
+		kept, serr := j.Suspend()
+		if serr != nil {
 			err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
 		}
-	} else if aerr := t.f.Abort(); aerr != nil {
+		return kept, err
+	}
+	if aerr := t.f.Abort(); aerr != nil {
 		err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 	}
-	return err
+	return false, err
 }
 
 // run transfers the object from start to finish and returns its outcome.

@@ -224,11 +224,11 @@ func (f *journalFile) PartDone(off, n int64, sum string) error {
 
 // Suspend implements transfer.Journal: the parts done, this run's and
 // the earlier runs' that it took, stay for the next run.
-func (f *journalFile) Suspend() error {
+func (f *journalFile) Suspend() (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended {
-		return nil
+		return false, nil
 	}
 	f.ended = true
 	f.sink.suspends.Add(1)
@@ -236,7 +236,7 @@ func (f *journalFile) Suspend() error {
 	f.sink.mu.Lock()
 	f.sink.journals[f.obj.Name] = &saved{etag: f.obj.ETag, data: bytes.Clone(f.data), parts: parts}
 	f.sink.mu.Unlock()
-	return nil
+	return len(parts) > 0, nil
 }
 
 // partFile is a file that is a transfer.PartWriter.
