@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +26,8 @@ type benchServeOptions struct {
 	prepare  bool
 	throttle s3emu.Throttle
 	stalls   s3emu.Stalls
+	// allowRemote: --allow-remote, to listen beyond loopback
+	allowRemote bool
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
@@ -70,6 +74,7 @@ GETs mid-body (see docs/EMULATOR.md).`,
 	fs.Float64Var(&opts.stalls.Fraction, "stall-fraction", 0, "stall this fraction of GETs (0 to 1) mid-body, the first attempt of each key and range")
 	nonNegativeDurationVar(fs, &opts.stalls.For, "stall-for", 5*time.Second, "how long a stalled GET sends nothing")
 	fs.Uint64Var(&opts.stalls.Seed, "stall-seed", 1, "seed of the hash that picks the stalled GETs")
+	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "listen on an address other hosts can reach (every bucket is served without authentication, and the buckets in memory are writable by anyone)")
 	return c
 }
 
@@ -80,6 +85,13 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	}
 	if opts.ttfb < 0 {
 		return usageErrorf("--ttfb must not be negative")
+	}
+	remote, err := reachableBeyondLoopback(opts.listen)
+	if err != nil {
+		return usageErrorf("--listen %s: %v", opts.listen, err)
+	}
+	if remote && !opts.allowRemote {
+		return usageErrorf("--listen %s can be reached from other hosts, and the emulator checks no credentials: give --allow-remote to serve there anyway, or listen on 127.0.0.1", opts.listen)
 	}
 	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
 		Throttle: opts.throttle, Stalls: opts.stalls}
@@ -110,6 +122,13 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 		return usageErrorf("--listen %s: %v", opts.listen, errors.Unwrap(err))
 	}
 	defer emu.Close()
+	if remote {
+		writable := "the buckets other than " + s3emu.DefaultBucket + " (--bucket) live in memory and are writable"
+		if opts.backend == s3emu.BackendMemory || opts.backend == s3emu.BackendDiscard {
+			writable = "every bucket is writable (the " + opts.backend + " backend)"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "s3pd: warning: --allow-remote: serving at %s to anyone who can reach it: every bucket can be listed and read without authentication, and %s, also deletable, by anyone\n", endpoint, writable)
+	}
 	out := f.IO.Out
 	desc := opts.backend
 	if ds := emu.Dataset(); len(ds.Groups) > 0 {
@@ -122,6 +141,21 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected, %d throttled, %d stalled\n",
 		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected, st.Throttled, st.Stalls)
 	return nil
+}
+
+// reachableBeyondLoopback reports whether listening at addr (host:port)
+// serves other hosts: any host but a loopback address or "localhost"
+// (an empty host, 0.0.0.0 and :: are every interface).
+func reachableBeyondLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return false, nil
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip == nil || !ip.IsLoopback(), nil
 }
 
 // parseConnRate reads --conn-rate as every rate setting is read
