@@ -146,6 +146,9 @@ func (s *Sink) openWork() error {
 			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
+			// Refused: leave no empty work folder behind (one that
+			// holds another run's lock stays).
+			unix.Unlinkat(s.rootFd, WorkDir, unix.AT_REMOVEDIR)
 			return err
 		}
 		var held, now unix.Stat_t
