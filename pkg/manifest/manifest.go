@@ -1,7 +1,8 @@
 // Package manifest lists objects from a file instead of ListObjectsV2: a
 // text manifest (one key per line, optionally with its size) or an S3
 // Inventory (manifest.json and its gzipped CSV files). It streams both,
-// so a manifest of any length runs in fixed memory.
+// holding of each entry only a 16-byte digest of its key (a key listed
+// twice is listed once).
 package manifest
 
 import (
@@ -90,7 +91,7 @@ func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) err
 // that repeats a key transfers it once: a manifest may name a key twice
 // (lines joined from two sources), and its second copy would otherwise
 // meet the first at the destination. It remembers a 128-bit digest per
-// key (about 40 bytes each in the set, 40 MB for a million keys): a
+// key (about 50 bytes each in the set, 50 MB for a million keys): a
 // manifest is not in key order, so no window suffices, and two keys
 // meet in the digest with odds far below those of a bit error in RAM.
 func once(add func(transfer.Object) error) func(transfer.Object) error {
