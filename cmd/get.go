@@ -438,6 +438,14 @@ func startError(ctx context.Context, err error) error {
 		// The endpoint could not be reached: not a usage error.
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
+	var bad *transfer.BadResponseError
+	var short *transfer.ShortBodyError
+	var se *s3store.StatusError
+	if errors.As(err, &bad) || errors.As(err, &short) || errors.As(err, &se) && se.Status >= 500 {
+		// The server answered wrongly or failed (a single object's
+		// probe, a first listing page): its fault, not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 	return usageError(err)
 }
 
