@@ -405,6 +405,9 @@ func TestKeysThatCannotLandOneToOneFail(t *testing.T) {
 		switch {
 		case m["type"] == "object" && m["status"] == "failed":
 			failed[fmt.Sprint(m["key"])] = true
+			if d, ok := m["destination"]; ok {
+				t.Errorf("%v: refused, yet its destination is %v", m["key"], d)
+			}
 		case m["type"] == "summary":
 			summary = m
 		}

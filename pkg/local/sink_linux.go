@@ -193,8 +193,15 @@ func (s *Sink) probe() error {
 	return s.root.Remove(name)
 }
 
-// Destination is the path at which the object named name lands.
-func (s *Sink) Destination(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
+// Destination is the path at which the object named name lands, or ""
+// for a name the sink refuses: a path cleaned from it ("a//b" as
+// "DEST/a/b") would name another object's file.
+func (s *Sink) Destination(name string) string {
+	if _, err := s.keyPath(strings.TrimSuffix(name, "/")); err != nil {
+		return ""
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(name))
+}
 
 // Close releases the lock, removes the work folder if nothing is left in
 // it for a later run, and releases the root.
