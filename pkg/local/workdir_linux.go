@@ -214,3 +214,37 @@ func (l *destLock) release() {
 	}
 	l.held = nil
 }
+
+// keep records names in the work folder suspended for a rerun.
+func (s *Sink) keep(names ...string) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	if s.kept == nil {
+		s.kept = map[string]bool{}
+	}
+	for _, n := range names {
+		s.kept[n] = true
+	}
+}
+
+// clearWork removes from the work folder every partial file and journal
+// this run did not keep for a rerun: those of objects it finished, or
+// did not resume (another threshold), or did not list. The locks stay
+// for Close to release. So a run that keeps nothing leaves no work
+// folder, whatever the thresholds of this run and the last.
+func (s *Sink) clearWork() {
+	d, err := openDirAt(s.workFd)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for _, n := range names {
+		if n == "lock" || strings.HasPrefix(n, "lock.") || s.kept[n] {
+			continue
+		}
+		unix.Unlinkat(s.workFd, n, 0)
+	}
+}
