@@ -223,7 +223,6 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 // tmpfs.
 func BenchmarkLoopback(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
-	defer cleanBuiltBinary()
 	for _, sink := range []string{"discard", "tmpfs"} {
 		b.Run("sink="+sink, func(b *testing.B) {
 			root := ""
@@ -245,7 +244,6 @@ func BenchmarkLoopback(b *testing.B) {
 // 16 MiB parts (64 ranges in flight); the target is under 128 MiB.
 func BenchmarkRSS(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
-	defer cleanBuiltBinary()
 	c := contender{"s3pd", s3pdGet("--workers", "16", "--threads", "4", "--partsize", "16MiB")}
 	for _, sink := range []string{"discard", "tmpfs"} {
 		b.Run("sink="+sink, func(b *testing.B) {
@@ -279,7 +277,6 @@ var (
 // (bench/s5cmd.sh builds it).
 func BenchmarkS3Like(b *testing.B) {
 	endpoint := startServer(b, s3likeSpec, 30*time.Millisecond, 12_500_000)
-	defer cleanBuiltBinary()
 	root := tmpfsRoot(b)
 	contenders := []contender{{"bare", selfClient("bare")}, {"s3pd", s3pdGet()}}
 	if s5 := os.Getenv("S5CMD"); s5 != "" {

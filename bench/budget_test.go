@@ -33,7 +33,6 @@ import (
 // (S3PD_BENCH_ROLE=budget-servers), since preparing a GiB of ETags takes
 // seconds.
 func BenchmarkBudget(b *testing.B) {
-	defer cleanBuiltBinary()
 	fmt.Printf("# budget round %d load %s\n", round(), loadAvg())
 	running := map[string]string{}
 	if js := os.Getenv("S3PD_BENCH_SERVERS"); js != "" {

@@ -23,7 +23,11 @@ const roleEnv = "S3PD_BENCH_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		// The binary s3pdBinary built serves every test and benchmark of
+		// the process: it goes when they all have run.
+		code := m.Run()
+		cleanBuiltBinary()
+		os.Exit(code)
 	case "serve":
 		exitOn(serve())
 	case "budget-servers":

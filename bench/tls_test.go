@@ -59,7 +59,6 @@ var tlsContenders = []contender{
 // BENCH='^BenchmarkLoopback(TLS)?$' for the rows side by side).
 func BenchmarkLoopbackTLS(b *testing.B) {
 	srv := startTLSServer(b, loopbackSpec)
-	defer cleanBuiltBinary()
 	var cs []contender
 	for _, c := range tlsContenders {
 		cs = append(cs, withEnv(c, srv.env))
@@ -91,7 +90,6 @@ func TestContendersOverTLS(t *testing.T) {
 		t.Skip("builds s3pd and starts child processes")
 	}
 	srv := startTLSServer(t, "big:2:9MiB")
-	t.Cleanup(cleanBuiltBinary)
 	d := dataset{name: "2x9MiB", prefix: "big/", objects: 2, size: 9 << 20, workers: 2, threads: 2, tmConc: 2}
 	home := t.TempDir()
 	for _, c := range tlsContenders {

@@ -76,6 +76,20 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	if len(a) < report.MinRounds || len(b) < report.MinRounds {
 		fmt.Fprintf(f.IO.Out, "fewer than %d rounds on a side: noise cannot be told from change (bench --repeat %d)\n", report.MinRounds, report.MinRounds)
 	}
+	// A side without a figure cannot show a regression: under
+	// --fail-on-regression that fails too, or a CI job whose run
+	// produced no figures would pass.
+	for _, side := range []struct {
+		path   string
+		rounds []report.Round
+	}{{pathA, a}, {pathB, b}} {
+		if n := figureCount(side.rounds); n == 0 {
+			fmt.Fprintf(f.IO.Out, "%s has none of the figures compared\n", side.path)
+			if opts.failOnRegression {
+				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s has no figures to compare: nothing shows that it did not regress", side.path)}
+			}
+		}
+	}
 	if worse > 0 && opts.failOnRegression {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s worse in %s than in %s", plural(int64(worse), "figure"), pathB, pathA)}
 	}
@@ -100,4 +114,18 @@ func meanText(mean, sd float64, n int) string {
 		return fmt.Sprintf("%.4g", mean)
 	}
 	return fmt.Sprintf("%.4g ± %.2g", mean, sd)
+}
+
+// figureCount is how many of the compared figures some round has.
+func figureCount(rounds []report.Round) int {
+	n := 0
+	for _, fig := range report.Figures {
+		for _, r := range rounds {
+			if _, ok := r.Figures[fig.Field]; ok {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }

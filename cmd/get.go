@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -215,6 +216,11 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 		return u, nil, usageErrorf("--delete needs a directory DEST")
 	case opts.versionID != "" && u.Prefix:
 		return u, nil, usageErrorf("--version-id names one object; %s is a prefix", opts.src)
+	case strings.ContainsAny(opts.sink.ConflictSuffix, "/\x00"):
+		// "a"+"/../b" would land in another folder, or on another
+		// object: a copy's name is its object's name and a suffix, in
+		// the same folder.
+		return u, nil, usageErrorf("--conflict-suffix %s: a suffix cannot hold \"/\" (or a \"..\" component) or a NUL byte: the copy of NAME is NAME+SUFFIX, in NAME's folder", printable(opts.sink.ConflictSuffix))
 	}
 	spec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
@@ -503,6 +509,14 @@ func startError(ctx context.Context, err error) error {
 	}
 	if code, _ := errorCode(err); code == codeNetwork {
 		// The endpoint could not be reached: not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	var bad *transfer.BadResponseError
+	var short *transfer.ShortBodyError
+	var se *s3store.StatusError
+	if errors.As(err, &bad) || errors.As(err, &short) || errors.As(err, &se) && se.Status >= 500 {
+		// The server answered wrongly or failed (a single object's
+		// probe, a first listing page): its fault, not a usage error.
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return usageError(err)

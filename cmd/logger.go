@@ -45,6 +45,9 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 // goes where the run's lines go.
 func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bool) (*runEnv, config.Settings, *config.Origins, error) {
 	env := newRunEnv(fac)
+	if err := checkHeaderFlags(fs); err != nil {
+		return env, config.Settings{}, nil, err
+	}
 	if out != nil {
 		closeRoute, err := out.openRoute(fac, dataOnStdout)
 		if err != nil {

@@ -95,6 +95,9 @@ func refusals() []refusal {
 		{args: s3("copy", "--delete", "-", "s3://bkt/k"), want: `SRC - is one stream to one object: not with --benchmark`},
 		{args: s3("copy", "--expected-size", "lots", "-", "s3://bkt/k"), want: `--expected-size "lots": want a size`},
 
+		{args: s3("get", "--conflict-suffix", "/../b", "s3://bkt/p/", "{dir}"), want: `--conflict-suffix /../b: a suffix cannot hold "/"`},
+		{args: s3("get", "--expected-bucket-owner", "a\nb", "s3://bkt/p/", "{dir}"), want: `--expected-bucket-owner .*: a header value cannot hold a control character`},
+
 		// ls, du, cat
 		{args: s3("ls", "s3://bkt/a", "s3://bkt/b"), want: `ls takes at most one s3://bucket\[/prefix\], got 2`},
 		{args: s3("ls", "s3://b"), want: `bucket name "b" must be 3 to 63 characters`},
@@ -143,7 +146,8 @@ func refusals() []refusal {
 		{args: []string{"bench", "serve", "--ttfb", "-1s"}, want: `a duration cannot be negative`},
 		{args: []string{"bench", "serve", "--faults", "{missing}"}, want: `--faults: `},
 		{args: []string{"bench", "serve", "--faults", "{badfaults}"}, want: `--faults .*: `},
-		{args: []string{"bench", "serve", "--listen", "256.1.1.1:1"}, want: `--listen 256.1.1.1:1: `},
+		{args: []string{"bench", "serve", "--listen", "256.1.1.1:1", "--allow-remote"}, want: `--listen 256.1.1.1:1: `},
+		{args: []string{"bench", "serve", "--listen", "0.0.0.0:0"}, want: `--listen 0.0.0.0:0 can be reached from other hosts, .* give --allow-remote`},
 		{args: []string{"bench", "serve", "--tls-cert", "{file}"}, want: `--tls-cert and --tls-key go together`},
 		{args: []string{"bench", "serve", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out needs --tls`},
 		{args: []string{"bench", "serve", "--tls-cert", "{file}", "--tls-key", "{file}", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out is for the self-signed certificate`},

@@ -169,7 +169,7 @@ func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	n := r.retries.Add(1)
 	reason := oneLine(err.Error())
-	r.log.Debug("retry", zap.String("key", o.Key), zap.Int64("offset", off), zap.String("reason", reason))
+	r.log.Debug("retry", logKey(o.Key), zap.Int64("offset", off), zap.String("reason", reason))
 	r.mu.Lock()
 	now := time.Now()
 	loud := now.Sub(r.lastRetry) >= time.Second
@@ -178,7 +178,7 @@ func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	}
 	r.mu.Unlock()
 	if loud {
-		r.log.Info("retrying", zap.String("key", o.Key), zap.Int64("offset", off),
+		r.log.Info("retrying", logKey(o.Key), zap.Int64("offset", off),
 			zap.String("reason", reason), zap.Int64("retries_so_far", n))
 	}
 }
@@ -191,7 +191,8 @@ type tally struct {
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
-	interrupted                 int64 // kept for resume by an interruption
+	interrupted                 int64 // ended by an interruption
+	kept                        int64 // among them, those kept for resume
 	intact                      int64 // skipped, read and found intact (--verify-existing)
 	failed                      []failure
 	failedCount                 int64
@@ -213,18 +214,18 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	case res.Err != nil:
 		status = statusFailed
 		r.failures.Add(1)
-		r.log.Error("object failed", zap.String("key", res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
+		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
 	case res.Skipped == transfer.DryRunReason:
 		status = statusWouldTransfer
 	case res.Skipped != "":
 		status = statusSkipped
 		if strings.HasPrefix(res.Skipped, "archived") {
 			r.archived.Add(1)
-			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+			r.log.Warn("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
 			break
 		}
 		if !r.lines {
-			r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+			r.log.Info("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
 		}
 	}
 	r.ended.Add(1)
@@ -273,6 +274,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 	switch status {
 	case statusInterrupted:
 		t.interrupted++
+		if res.Kept {
+			t.kept++
+		}
 	case statusFailed:
 		t.failedCount++
 		if len(t.failed) < maxRecap {

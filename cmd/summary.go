@@ -25,6 +25,7 @@ type summaryLine struct {
 	Failed             int64   `json:"failed"`
 	Skipped            int64   `json:"skipped"`
 	Interrupted        int64   `json:"interrupted"`
+	KeptForResume      int64   `json:"kept_for_resume"`
 	WouldTransfer      int64   `json:"would_transfer,omitempty"`
 	WouldTransferBytes int64   `json:"would_transfer_bytes,omitempty"`
 	Bytes              int64   `json:"bytes"`
@@ -80,7 +81,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 	r.mu.Lock()
 	t := r.tally
 	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
-		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted,
+		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted, KeptForResume: t.kept,
 		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
 		ObjectsPerSecond: perSecond(s.Objects, secs),
 		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30), Gbps: gbps(s.Bytes, secs),
@@ -174,8 +175,15 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))
 	}
-	if line.Interrupted > 0 {
-		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.Interrupted, "object"))
+	if line.KeptForResume > 0 {
+		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.KeptForResume, "object"))
+	}
+	if n := line.Interrupted - line.KeptForResume; n > 0 {
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(w, "interrupted: %s had no part on disk to keep: a rerun fetches %s whole\n", plural(n, "object"), them)
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)

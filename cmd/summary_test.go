@@ -111,7 +111,7 @@ func TestSingularCounts(t *testing.T) {
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
 	var b strings.Builder
 	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
-	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "partial: 1 object kept for resume"} {
+	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}

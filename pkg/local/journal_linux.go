@@ -219,11 +219,11 @@ func (s *Sink) forget(hash string) {
 // sweep removes the partial files of the work folder that no journal
 // names (left by a run killed before its first journal batch), and with
 // NoResume every journal and partial file. It runs only under the lock
-// of the whole destination.
-func (s *Sink) sweep() {
+// of the whole destination. It reports whether journals remain.
+func (s *Sink) sweep() bool {
 	d, err := openDirAt(s.workFd)
 	if err != nil {
-		return
+		return true
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -250,6 +250,14 @@ func (s *Sink) sweep() {
 			unix.Unlinkat(s.workFd, n, 0)
 		}
 	}
+	return len(kept) > 0
+}
+
+// hasParts reports whether the journal records a durable part.
+func (j *journal) hasParts() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.done) > 0
 }
 
 func (j *journal) rewrite() error {

@@ -74,7 +74,7 @@ func (t *object) start() error {
 	}
 	t.f = f
 	t.oneRequest = o.Size < e.opts.Threshold
-	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest)
+	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest, f)
 	t.partSize = e.plan(o.Size)
 	if w, ok := f.(OrderWindow); ok {
 		t.window = w.OrderWindow()
@@ -213,10 +213,11 @@ func (t *object) wait() Result {
 			err = fmt.Errorf("commit: %w", err)
 		}
 	}
+	kept := false
 	if err != nil {
-		err = t.discard(err)
+		kept, err = t.discard(err)
 	}
-	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err}
+	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err, Kept: kept}
 }
 
 // verified compares the bytes' sums with the object's checksums.
@@ -233,15 +234,19 @@ func (t *object) verified() (Verification, error) {
 
 // discard ends a file whose transfer failed with err: kept for resume
 // when the run was interrupted and the file has a journal, else removed.
-func (t *object) discard(err error) error {
+// It reports whether the file kept anything a rerun resumes.
+func (t *object) discard(err error) (bool, error) {
 	if j, ok := t.f.(Journal); ok && t.ctx.Err() != nil {
-		if serr := j.Suspend(); serr != nil {
+		kept, serr := j.Suspend()
+		if serr != nil {
 			err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
 		}
-	} else if aerr := t.f.Abort(); aerr != nil {
+		return kept, err
+	}
+	if aerr := t.f.Abort(); aerr != nil {
 		err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 	}
-	return err
+	return false, err
 }
 
 // run transfers the object from start to finish and returns its outcome.
@@ -261,6 +266,9 @@ func (t *object) finish(r Result) {
 	if rf, ok := e.opts.Lister.(Refresher); ok && errors.Is(r.Err, ErrModified) && t.ctx.Err() == nil {
 		r = t.refreshed(rf, r.Bytes)
 	}
+	if errors.Is(r.Err, ErrChecksum) && t.ctx.Err() == nil && t.refetchable() {
+		r = t.refetched(r.Bytes)
+	}
 	e.markBegun()
 	r.Object, r.Elapsed = t.o, time.Since(t.began)
 	switch why := SkipReason(r.Err); {
@@ -275,6 +283,26 @@ func (t *object) finish(r Result) {
 		e.objects.Add(1)
 	}
 	e.opts.Observer.ObjectDone(r)
+}
+
+// refetchable reports whether the object's bytes can be fetched again
+// after its checksum failed: not those a stream already passed on.
+func (t *object) refetchable() bool {
+	_, stream := t.f.(Stream)
+	return t.f != nil && !stream
+}
+
+// refetched fetches an object whose bytes failed their checksum once
+// more, from the start (its partial file went with the failure): a body
+// damaged in transit, once, is not a failure of the object; bytes that
+// fail again are. The second fetch counts as a retry; n is what the
+// first moved.
+func (t *object) refetched(n int64) Result {
+	t.e.retries.Add(1)
+	again := &object{e: t.e, ctx: t.ctx, o: t.o, began: t.began, done: make(chan struct{})}
+	res := again.run()
+	res.Bytes += n
+	return res
 }
 
 // refreshed looks up an object that changed since it was listed and
