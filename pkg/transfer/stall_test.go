@@ -2,59 +2,137 @@ package transfer
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 )
 
-// silentRange returns a watch, at the end of a run or not, and a range
-// it tracks that had bytes at its start (time 0) and nothing since.
-func silentRange(end bool) (*stallWatch, context.Context, *rangeClock) {
+// watchAt returns a watch at the end of a run or not, whose time to
+// first byte is 1 ms (so the outlier window is minStraggle).
+func watchAt(end bool) *stallWatch {
 	w := new(stallWatch)
-	w.init(30*time.Second, func() (bool, bool) { return true, end }, func() time.Duration { return 0 })
-	ctx, c := w.track(context.Background(), true)
-	c.seen, c.changed = 1, 0
-	return w, ctx, c
+	w.init(30*time.Second, func() (bool, bool) { return true, end }, func(float64) time.Duration { return time.Millisecond })
+	return w
 }
 
-// takenOverAt runs the watch's takeover at now and reports whether it
-// took over the range of ctx.
-func takenOverAt(w *stallWatch, ctx context.Context, c *rangeClock, now time.Duration) bool {
-	w.mu.Lock()
-	w.takeOver([]*rangeClock{c}, int64(now))
-	w.mu.Unlock()
-	defer w.done(c)
-	return context.Cause(ctx) == errTakenOver
+// ranges has n ranges tracked by w; their contexts say whether each
+// was taken over.
+func ranges(w *stallWatch, n int) ([]context.Context, []*rangeClock) {
+	ctxs, cs := make([]context.Context, n), make([]*rangeClock, n)
+	for i := range n {
+		ctxs[i], cs[i] = w.track(context.Background(), true)
+	}
+	return ctxs, cs
 }
 
-// TestEndOfRunTakesStragglersOverSooner: a range silent for 150 ms while
-// others progress is left alone during a run (the bound is 250 ms) and
-// taken over at the end of one, when slots are idle (100 ms).
-func TestEndOfRunTakesStragglersOverSooner(t *testing.T) {
-	for _, end := range []bool{false, true} {
-		w, ctx, c := silentRange(end)
-		w.lastMove = int64(100 * time.Millisecond) // while others had more
-		if got := takenOverAt(w, ctx, c, 150*time.Millisecond); got != end {
-			t.Errorf("end of run %v: taken over after 150 ms of silence %v, want %v", end, got, end)
+// feed runs the watch for d, a tick at a time, each range i receiving
+// rate[i] bytes per tick (0: silent), starting at the watch time from.
+func feed(w *stallWatch, cs []*rangeClock, rate []int64, from, d time.Duration) time.Duration {
+	for now := from + w.every; now <= from+d; now += w.every {
+		for i, c := range cs {
+			c.touch(rate[i])
 		}
+		w.tick(int64(now))
+	}
+	return from + d
+}
+
+func takenOver(ctxs []context.Context) (n []int) {
+	for i, ctx := range ctxs {
+		if context.Cause(ctx) == errTakenOver {
+			n = append(n, i)
+		}
+	}
+	return n
+}
+
+// TestEndOfRunTakesOverOutliersOnly: at the end of a run, a range is
+// taken over only when it received less than a quarter of what the
+// median range in flight did over the window: not when every range is
+// slow alike (a machine short of CPU), nor when one is slower by less
+// than that, nor before the window has passed.
+func TestEndOfRunTakesOverOutliersOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate []int64
+		d    time.Duration
+		want []int
+	}{
+		{"uniformly slow", []int64{1, 1, 1, 1}, time.Second, nil},
+		{"one a third of the median", []int64{30, 30, 30, 10}, time.Second, nil},
+		{"one a tenth of the median", []int64{100, 100, 100, 10}, time.Second, []int{3}},
+		{"one silent", []int64{100, 100, 100, 0}, time.Second, []int{3}},
+		{"one silent, under the window", []int64{100, 100, 100, 0}, minStraggle - watchTick, nil},
+		{"all silent a while", []int64{0, 0, 0, 0}, 900 * time.Millisecond, nil},
+		{"two, one silent", []int64{100, 0}, time.Second, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := watchAt(true)
+			ctxs, cs := ranges(w, len(tc.rate))
+			first := make([]int64, len(tc.rate))
+			for i := range first {
+				first[i] = 1 // each has its response and first bytes
+			}
+			at := feed(w, cs, first, 0, watchTick)
+			feed(w, cs, tc.rate, at, tc.d)
+			if got := takenOver(ctxs); !slices.Equal(got, tc.want) {
+				t.Errorf("taken over %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
-// TestLastRangeLeftByItsPeersIsSingledOut: at the end of a run, a range
-// that fell silent while the last of its peers delivered bytes and
-// finished is a straggler after 100 ms; one that fell silent when
-// nothing else moved any more waits the lonely bound (1 s), since the
-// machine, not the range, may be what stopped.
-func TestLastRangeLeftByItsPeersIsSingledOut(t *testing.T) {
-	for _, peerFinished := range []bool{true, false} {
-		w, ctx, c := silentRange(true)
-		if peerFinished {
-			time.Sleep(time.Millisecond)
-			_, peer := w.track(context.Background(), true)
-			peer.touch() // its last bytes, then its end
-			w.done(peer)
-		}
-		if got := takenOverAt(w, ctx, c, 150*time.Millisecond); got != peerFinished {
-			t.Errorf("a peer delivered and finished after it fell silent: %v; taken over after 150 ms %v, want %v", peerFinished, got, peerFinished)
+// TestRangeLeftAloneWaitsTheLonelyBound: at the end of a run, the last
+// range in flight, silent since its peers finished, is taken over once
+// it was silent for lonelyStraggle, not sooner; one that fell silent
+// while nothing else moved any more (the machine, not the range, may
+// have stopped) is left to the stall timeout.
+func TestRangeLeftAloneWaitsTheLonelyBound(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		peerFinished bool
+		d            time.Duration
+		want         bool
+	}{
+		{"peer finished, silent 900 ms", true, 900 * time.Millisecond, false},
+		{"peer finished, silent 1.2 s", true, 1200 * time.Millisecond, true},
+		{"no peer moved, silent 1.2 s", false, 1200 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := watchAt(true)
+			ctxs, cs := ranges(w, 2)
+			at := feed(w, cs, []int64{1, 1}, 0, watchTick) // both have bytes
+			rate := []int64{0, 0}
+			if tc.peerFinished {
+				rate[1] = 100
+			}
+			at = feed(w, cs, rate, at, watchTick) // the peer's last bytes, then its end
+			w.done(cs[1])
+			feed(w, cs[:1], []int64{0}, at, tc.d)
+			if got := len(takenOver(ctxs[:1])) == 1; got != tc.want {
+				t.Errorf("taken over %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMidRunStragglerIsSilentWhilePeersProgress: during a run, a range
+// silent while its peers deliver is taken over past minStraggle, not
+// before; at the end of a run the same silence is judged as an outlier.
+func TestMidRunStragglerIsSilentWhilePeersProgress(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want []int
+	}{
+		{minStraggle - watchTick, nil},
+		{minStraggle + 2*watchTick, []int{2}},
+	} {
+		w := watchAt(false)
+		ctxs, cs := ranges(w, 3)
+		at := feed(w, cs, []int64{1, 1, 1}, 0, watchTick)
+		feed(w, cs, []int64{10, 10, 0}, at, tc.d)
+		if got := takenOver(ctxs); !slices.Equal(got, tc.want) {
+			t.Errorf("silent %v: taken over %v, want %v", tc.d, got, tc.want)
 		}
 	}
 }
