@@ -18,7 +18,7 @@ import (
 //   - During a run, a straggler is a range that delivered nothing (its
 //     next bytes, or its response, for at least 2 x the p99 time to
 //     first byte) for max(minStraggle, 4 x the p99 gap between reads of
-//     the ranges in flight) while others progressed.
+//     the ranges in flight) while others progressed since and still do.
 //   - At the end of a run (nothing left to plan, idle slots), a
 //     straggler is an outlier among the ranges in flight: over the last
 //     max(minStraggle, outlierTTFB x the median time to first byte) it
@@ -28,7 +28,7 @@ import (
 //     machine short of CPU, a loaded link) are no outliers: none is
 //     taken over. A range left alone is taken over only once it was
 //     silent for lonelyStraggle while some range delivered or finished
-//     after it fell silent.
+//     more than a tick after it fell silent.
 //
 // A straggler is taken over: cancelled and its remaining bytes asked
 // for on a new connection from the byte it reached (errTakenOver,
@@ -189,11 +189,14 @@ func (w *stallWatch) tick(now int64) {
 
 // takeOver cancels the stragglers among the silent ranges during a run,
 // the longest silent first, while the budget allows: silent for
-// max(minStraggle, 4 x the p99 gap) while peers delivered bytes. Under
-// the lock.
+// max(minStraggle, 4 x the p99 gap) while peers delivered bytes since it
+// fell silent, and still do (within two ticks). Under the lock.
 func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
 	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
+	if now-w.lastMove > 2*int64(w.every) {
+		return // nothing moves now: the machine, not a range, may have stopped
+	}
 	for _, c := range idle {
 		if ok, _ := w.mayTakeOver(); !ok || w.lastMove <= c.changed {
 			return
@@ -211,8 +214,9 @@ func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 // outliers cancels the stragglers at the end of a run: the ranges that
 // received less than 1/outlierShare of what the median range in flight
 // did over the window, while that median moved; and a range left alone,
-// silent for lonelyStraggle since before some range last moved or
-// finished. Under the lock.
+// silent for lonelyStraggle since more than a tick before some range
+// last moved or finished (ranges frozen together by the machine fall
+// silent within a tick of each other). Under the lock.
 func (w *stallWatch) outliers(now int64) {
 	win := int(max(int64(minStraggle), outlierTTFB*int64(w.ttfb(0.5))) / int64(w.every))
 	win = min(max(win, 1), outlierTicks-1)
@@ -234,7 +238,7 @@ func (w *stallWatch) outliers(now int64) {
 		}
 		m, full := c.movedOver(win)
 		outlier := full && median > 0 && m*outlierShare < median && (c.seen > 0 || now-c.changed > 2*ttfb99)
-		lonely := now-c.changed > int64(lonelyStraggle) && w.lastMove > c.changed
+		lonely := now-c.changed > int64(lonelyStraggle) && w.lastMove > c.changed+int64(w.every)
 		if !outlier && !lonely {
 			continue
 		}

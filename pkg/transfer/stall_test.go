@@ -1,9 +1,12 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -106,7 +109,7 @@ func TestRangeLeftAloneWaitsTheLonelyBound(t *testing.T) {
 			if tc.peerFinished {
 				rate[1] = 100
 			}
-			at = feed(w, cs, rate, at, watchTick) // the peer's last bytes, then its end
+			at = feed(w, cs, rate, at, 2*watchTick) // the peer's last bytes, then its end
 			w.done(cs[1])
 			feed(w, cs[:1], []int64{0}, at, tc.d)
 			if got := len(takenOver(ctxs[:1])) == 1; got != tc.want {
@@ -134,5 +137,92 @@ func TestMidRunStragglerIsSilentWhilePeersProgress(t *testing.T) {
 		if got := takenOver(ctxs); !slices.Equal(got, tc.want) {
 			t.Errorf("silent %v: taken over %v, want %v", tc.d, got, tc.want)
 		}
+	}
+}
+
+// clockedSource serves memSource's bytes 32 KiB per read, each read after
+// pause(off, read) of the test's clock: off is where the request began.
+type clockedSource struct {
+	*memSource
+	pause func(off int64, read int) time.Duration
+}
+
+func (s *clockedSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
+	b, err := s.memSource.Open(ctx, o, off, n)
+	if err != nil {
+		return nil, err
+	}
+	b.ReadCloser = &clockedBody{ReadCloser: b.ReadCloser, ctx: ctx, off: off, pause: s.pause}
+	return b, nil
+}
+
+type clockedBody struct {
+	io.ReadCloser
+	ctx   context.Context
+	off   int64
+	reads int
+	pause func(off int64, read int) time.Duration
+}
+
+func (b *clockedBody) Read(p []byte) (int, error) {
+	select {
+	case <-time.After(b.pause(b.off, b.reads)):
+	case <-b.ctx.Done():
+		return 0, b.ctx.Err()
+	}
+	b.reads++
+	return b.ReadCloser.Read(p[:min(len(p), 32<<10)])
+}
+
+// TestTakeoversAreForOutliersOnly runs the engine on the test's clock
+// (synctest): eight ranges of one object in flight at once, at the end
+// of the run. Ranges all slow alike, or all frozen together for longer
+// than any bound (a process short of CPU), are not taken over; a range
+// ten times slower than its peers is, once, from the byte it reached,
+// and every byte is written once.
+func TestTakeoversAreForOutliersOnly(t *testing.T) {
+	const part = 2 << 20
+	for _, tc := range []struct {
+		name   string
+		pause  func(off int64, read int) time.Duration
+		hedged int64
+	}{
+		{"uniformly slow", func(int64, int) time.Duration { return 20 * time.Millisecond }, 0},
+		{"all frozen together", func(_ int64, read int) time.Duration {
+			if read == 10 {
+				return 2 * time.Second
+			}
+			return 5 * time.Millisecond
+		}, 0},
+		{"one ten times slower", func(off int64, read int) time.Duration {
+			switch {
+			case off == 3*part && read > 0:
+				return 100 * time.Millisecond
+			case off == 0:
+				return 5 * time.Millisecond // it ends first: slots go idle
+			}
+			return 10 * time.Millisecond
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := newMemSource(map[string]int64{"k": 8 * part})
+				src := &clockedSource{memSource: mem, pause: tc.pause}
+				sink := &countSink{memSink: newMemSink(), files: map[string]*countFile{}}
+				sum := runEngine(t, src, sink, Options{PartSize: part, MaxRequests: 8, Adaptive: AdaptiveOff, BufferSize: 32 << 10})
+				if sum.Objects != 1 || !bytes.Equal(sink.committed["k"], mem.data["k"]) {
+					t.Fatalf("summary %+v", sum)
+				}
+				if sum.Hedged != tc.hedged || sum.Retries != 0 || sum.Requests != sum.Ranges+sum.Hedged {
+					t.Errorf("hedged %d, retries %d, %d requests for %d ranges; want %d taken over, nothing else asked again",
+						sum.Hedged, sum.Retries, sum.Requests, sum.Ranges, tc.hedged)
+				}
+				for i, n := range sink.files["k"].writes {
+					if n != 1 {
+						t.Fatalf("byte %d written %d times, want once", i, n)
+					}
+				}
+			})
+		})
 	}
 }
