@@ -44,6 +44,9 @@ type summaryLine struct {
 	Retries           int64            `json:"retries"`
 	Hedged            int64            `json:"hedged"`
 	Splits            int64            `json:"splits"`
+	Ranges            int64            `json:"ranges"`
+	GETsPerRange      float64          `json:"gets_per_range"`
+	OverfetchBytes    int64            `json:"overfetch_bytes"`
 	TTFB50ms          float64          `json:"ttfb_p50_ms"`
 	TTFB99ms          float64          `json:"ttfb_p99_ms"`
 	PeakRSS           int64            `json:"peak_rss_kib"`
@@ -82,6 +85,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
+		Ranges: s.Ranges, GETsPerRange: perRange(s), OverfetchBytes: s.Overfetch,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
 		EmulatorInProcess: out.embedded}
 	if r.dry {
@@ -100,6 +104,15 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		}
 	}
 	return line
+}
+
+// perRange is the requests sent per range fetched: 1 when none was
+// taken over or retried.
+func perRange(s transfer.Summary) float64 {
+	if s.Ranges == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.Ranges)
 }
 
 func perSecond(n int64, secs float64) float64 {
@@ -164,6 +177,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
+	if line.Ranges > 0 {
+		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
+			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
+	}
 	if latency {
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
 		where := ""
