@@ -18,7 +18,8 @@ import (
 //   - During a run, a straggler is a range that delivered nothing (its
 //     next bytes, or its response, for at least 2 x the p99 time to
 //     first byte) for max(minStraggle, 4 x the p99 gap between reads of
-//     the ranges in flight) while others progressed since and still do.
+//     the ranges in flight) while others progressed since and still do,
+//     the median range among them too (so not while most are silent).
 //   - At the end of a run (nothing left to plan, idle slots), a
 //     straggler is an outlier among the ranges in flight: over the last
 //     max(minStraggle, outlierTTFB x the median time to first byte) it
@@ -187,15 +188,42 @@ func (w *stallWatch) tick(now int64) {
 	w.idle = idle
 }
 
+// window is the length, in ticks, over which ranges are compared:
+// max(minStraggle, outlierTTFB median times to first byte), at most
+// outlierTicks-1.
+func (w *stallWatch) window() int {
+	win := int(max(int64(minStraggle), outlierTTFB*int64(w.ttfb(0.5))) / int64(w.every))
+	return min(max(win, 1), outlierTicks-1)
+}
+
+// median returns what the median range in flight received over the
+// last win ticks, of those watched that long (0 when fewer than two
+// were). Under the lock.
+func (w *stallWatch) median(win int) int64 {
+	w.moved = w.moved[:0]
+	for c := range w.live {
+		if m, ok := c.movedOver(win); ok {
+			w.moved = append(w.moved, m)
+		}
+	}
+	if len(w.moved) < 2 {
+		return 0
+	}
+	slices.Sort(w.moved)
+	return w.moved[len(w.moved)/2]
+}
+
 // takeOver cancels the stragglers among the silent ranges during a run,
 // the longest silent first, while the budget allows: silent for
 // max(minStraggle, 4 x the p99 gap) while peers delivered bytes since it
-// fell silent, and still do (within two ticks). Under the lock.
+// fell silent, and still do (within two ticks), and the median range in
+// flight moved over the window: when most ranges are silent at once,
+// the machine, not a range, is what is slow. Under the lock.
 func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
 	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
-	if now-w.lastMove > 2*int64(w.every) {
-		return // nothing moves now: the machine, not a range, may have stopped
+	if now-w.lastMove > 2*int64(w.every) || w.median(w.window()) == 0 {
+		return // most ranges are silent: the machine, not a range, may have stopped
 	}
 	for _, c := range idle {
 		if ok, _ := w.mayTakeOver(); !ok || w.lastMove <= c.changed {
@@ -218,19 +246,8 @@ func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 // last moved or finished (ranges frozen together by the machine fall
 // silent within a tick of each other). Under the lock.
 func (w *stallWatch) outliers(now int64) {
-	win := int(max(int64(minStraggle), outlierTTFB*int64(w.ttfb(0.5))) / int64(w.every))
-	win = min(max(win, 1), outlierTicks-1)
-	w.moved = w.moved[:0]
-	for c := range w.live {
-		if m, ok := c.movedOver(win); ok {
-			w.moved = append(w.moved, m)
-		}
-	}
-	var median int64
-	if len(w.moved) > 1 {
-		slices.Sort(w.moved)
-		median = w.moved[len(w.moved)/2]
-	}
+	win := w.window()
+	median := w.median(win)
 	ttfb99 := int64(w.ttfb(0.99))
 	for c := range w.live {
 		if !c.hedge {
