@@ -223,7 +223,7 @@ func (bc budgetCase) contenders(tb testing.TB, eps map[string]string) []contende
 		}
 		ep := eps[e.server.key()]
 		cs = append(cs, contender{name: e.name, cmd: func(tb testing.TB, _ string, d dataset, _ string) ([]string, []string) {
-			argv := []string{bin, "get", "s3://bench/" + d.prefix, "--benchmark", "--endpoint-url", ep, "--quiet"}
+			argv := []string{bin, "get", "s3://bench/" + d.prefix, "--benchmark", "--endpoint-url", ep, "--quiet", "--json"}
 			return append(argv, flags...), nil
 		}})
 	}
@@ -302,14 +302,18 @@ func serverStats(tb testing.TB, endpoint string, reset bool) s3emu.Stats {
 // counters were just reset (so it stalls the same GETs and its throttle
 // starts full), and reports, besides the time, the share of GETs answered
 // SlowDown, the stalls, the most requests the server saw in flight, CPU
-// seconds per GiB and the peak RSS.
+// seconds per GiB, the peak RSS, the bytes the server sent over the
+// dataset's (sent-x) and the requests beyond the first of each range,
+// takeovers and retries, over the GETs it answered (extra-GET-%, from
+// s3pd's summary: absent for a binary that does not count ranges).
 func measureModel(b *testing.B, d dataset, c contender) {
 	home := b.TempDir()
 	b.SetBytes(d.bytes())
 	argv, env := c.cmd(b, "", d, "")
 	ep := argv[slices.Index(argv, "--endpoint-url")+1]
 	var cpu time.Duration
-	var rss, gets, throttled, stalls, peak int64
+	var rss, gets, throttled, stalls, peak, sent, extra int64
+	counted := true
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		serverStats(b, ep, true)
@@ -321,6 +325,12 @@ func measureModel(b *testing.B, d dataset, c contender) {
 		throttled += st.ThrottledGets
 		stalls += st.Stalls
 		peak = max(peak, st.MaxInFlight)
+		sent += st.BytesSent
+		if s, ok := lastSummary(u.out); ok && s.Ranges > 0 {
+			extra += s.Requests - s.Ranges
+		} else {
+			counted = false
+		}
 		cpu += u.cpu
 		rss = max(rss, u.maxRSS)
 		b.StartTimer()
@@ -330,4 +340,20 @@ func measureModel(b *testing.B, d dataset, c contender) {
 	b.ReportMetric(float64(peak), "peak-in-flight")
 	b.ReportMetric(cpu.Seconds()/float64(b.N)/(float64(d.bytes())/(1<<30)), "cpu-s/GiB")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(sent)/float64(d.bytes())/float64(b.N), "sent-x")
+	if counted {
+		b.ReportMetric(100*float64(extra)/float64(max(gets, 1)), "extra-GET-%")
+	}
+}
+
+// lastSummary reads the --json summary line from what s3pd printed.
+func lastSummary(out string) (runSummary, bool) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var s runSummary
+		if json.Unmarshal([]byte(lines[i]), &s) == nil && s.Type == "summary" {
+			return s, true
+		}
+	}
+	return runSummary{}, false
 }

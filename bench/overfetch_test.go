@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -124,10 +123,9 @@ func runSummaryOf(bin, home string, argv []string) (runSummary, error) {
 	if err != nil {
 		return runSummary{}, fmt.Errorf("s3pd %s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var s runSummary
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Type != "summary" {
-		return s, fmt.Errorf("s3pd %s: no summary line (%v) in\n%s", strings.Join(argv, " "), err, out)
+	s, ok := lastSummary(string(out))
+	if !ok {
+		return s, fmt.Errorf("s3pd %s: no summary line in\n%s", strings.Join(argv, " "), out)
 	}
 	return s, nil
 }

@@ -13,7 +13,9 @@ import (
 // Each range keeps a count of the bytes it received that the copy loop
 // adds to as data arrives (an atomic add, no clock read), and one
 // goroutine, ticking every watchTick, notes the count at each tick,
-// when it last moved and how long the gaps between moves were.
+// when it last moved and how long the gaps between moves were. A tick
+// that comes late (the process had no CPU) counts as no silence: its
+// lateness is added to every range's last move.
 //
 //   - During a run, a straggler is a range that delivered nothing (its
 //     next bytes, or its response, for at least 2 x the p99 time to
@@ -27,19 +29,20 @@ import (
 //     and that median moved (a range still awaiting its response waits
 //     2 x the p99 time to first byte too). Ranges all slow alike (a
 //     machine short of CPU, a loaded link) are no outliers: none is
-//     taken over. A range left alone is taken over only once it was
-//     silent for lonelyStraggle while some range delivered or finished
-//     more than a tick after it fell silent.
+//     taken over. When the median did not move (a range left alone, or
+//     most silent), a range is a straggler once silent for max(
+//     minStraggle, 4 x the p99 gap) if some range delivered or finished
+//     more than a tick after it fell silent, else for lonelyStraggle.
+//   - A stalled range delivered nothing for the stall timeout, whatever
+//     its peers do (a dead connection): it is abandoned and retried as an
+//     error (errStalled), between one timeout and one timeout plus a tick
+//     after its last byte.
 //
 // A straggler is taken over: cancelled and its remaining bytes asked
 // for on a new connection from the byte it reached (errTakenOver,
 // retried at once and not counted as an attempt). Takeovers are at most
 // about 5% of the requests. A range the sink's order window or the
 // bandwidth cap may hold back is never taken over.
-//   - A stalled range delivered nothing for the stall timeout, whatever
-//     its peers do (a dead connection): it is abandoned and retried as an
-//     error (errStalled), between one timeout and one timeout plus a tick
-//     after its last byte.
 type stallWatch struct {
 	timeout time.Duration
 	every   time.Duration // the watch's tick
@@ -59,6 +62,8 @@ type stallWatch struct {
 	// lastMove is when some range last delivered bytes (ns since base):
 	// a range silent since before it was singled out.
 	lastMove int64
+	// lastTick is when the watch last looked (ns since base).
+	lastTick int64
 	// moved is scratch for the end of a run's outliers: what each range
 	// received over the window.
 	moved []int64
@@ -162,6 +167,15 @@ func (w *stallWatch) run(ctx context.Context) {
 func (w *stallWatch) tick(now int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if late := now - w.lastTick - int64(w.every); w.lastTick > 0 && late > int64(w.every) {
+		// The watch itself had no CPU for that long: neither had the
+		// ranges' copy loops, so it is no silence of theirs.
+		for c := range w.live {
+			c.changed = min(c.changed+late, now)
+		}
+		w.lastMove = min(w.lastMove+late, now)
+	}
+	w.lastTick = now
 	idle := w.idle[:0]
 	for c := range w.live {
 		p := c.progress.Load()
@@ -241,22 +255,35 @@ func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
 
 // outliers cancels the stragglers at the end of a run: the ranges that
 // received less than 1/outlierShare of what the median range in flight
-// did over the window, while that median moved; and a range left alone,
-// silent for lonelyStraggle since more than a tick before some range
-// last moved or finished (ranges frozen together by the machine fall
-// silent within a tick of each other). Under the lock.
+// did over the window, while that median moved; when it did not, a range
+// silent for max(minStraggle, 4 x the p99 gap) since more than a tick
+// before some range last moved or finished (ranges stopped together
+// fall silent within a tick of each other), or else for lonelyStraggle.
+// Under the lock.
 func (w *stallWatch) outliers(now int64) {
 	win := w.window()
 	median := w.median(win)
-	ttfb99 := int64(w.ttfb(0.99))
+	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
 	for c := range w.live {
 		if !c.hedge {
 			continue
 		}
-		m, full := c.movedOver(win)
-		outlier := full && median > 0 && m*outlierShare < median && (c.seen > 0 || now-c.changed > 2*ttfb99)
-		lonely := now-c.changed > int64(lonelyStraggle) && w.lastMove > c.changed+int64(w.every)
-		if !outlier && !lonely {
+		silent := now - c.changed
+		if c.seen == 0 && silent <= 2*ttfb99 {
+			continue // still awaiting its response
+		}
+		var straggler bool
+		if median > 0 {
+			m, full := c.movedOver(win)
+			straggler = full && m*outlierShare < median
+		} else {
+			bound := int64(lonelyStraggle)
+			if w.lastMove > c.changed+int64(w.every) {
+				bound = max(int64(minStraggle), 4*p99) // its peers moved on, or finished, after it fell silent
+			}
+			straggler = silent > bound
+		}
+		if !straggler {
 			continue
 		}
 		if ok, _ := w.mayTakeOver(); !ok {

@@ -85,21 +85,25 @@ func TestEndOfRunTakesOverOutliersOnly(t *testing.T) {
 	}
 }
 
-// TestRangeLeftAloneWaitsTheLonelyBound: at the end of a run, the last
-// range in flight, silent since its peers finished, is taken over once
-// it was silent for lonelyStraggle, not sooner; one that fell silent
-// while nothing else moved any more (the machine, not the range, may
-// have stopped) is left to the stall timeout.
-func TestRangeLeftAloneWaitsTheLonelyBound(t *testing.T) {
+// TestRangeLeftAloneWaitsItsBound: at the end of a run, the last range
+// in flight, silent since its peers finished, is taken over once silent
+// for max(minStraggle, 4 x the p99 gap), not sooner; one that fell
+// silent while nothing else moved any more waits lonelyStraggle; and a
+// watch that had no CPU for a while (its tick late) counts no silence
+// for that while.
+func TestRangeLeftAloneWaitsItsBound(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		peerFinished bool
-		d            time.Duration
+		frozen       time.Duration // the watch's tick that late, at the end
+		d            time.Duration // silent that long after the peer's end (100 ms after its own last bytes)
 		want         bool
 	}{
-		{"peer finished, silent 900 ms", true, 900 * time.Millisecond, false},
-		{"peer finished, silent 1.2 s", true, 1200 * time.Millisecond, true},
-		{"no peer moved, silent 1.2 s", false, 1200 * time.Millisecond, false},
+		{"peer finished, silent 200 ms", true, 0, 100 * time.Millisecond, false},
+		{"peer finished, silent 400 ms", true, 0, 300 * time.Millisecond, true},
+		{"no peer moved, silent 900 ms", false, 0, 800 * time.Millisecond, false},
+		{"no peer moved, silent 1.2 s", false, 0, 1100 * time.Millisecond, true},
+		{"peer finished, the watch frozen 2 s", true, 2 * time.Second, 100 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := watchAt(true)
@@ -111,7 +115,10 @@ func TestRangeLeftAloneWaitsTheLonelyBound(t *testing.T) {
 			}
 			at = feed(w, cs, rate, at, 2*watchTick) // the peer's last bytes, then its end
 			w.done(cs[1])
-			feed(w, cs[:1], []int64{0}, at, tc.d)
+			at = feed(w, cs[:1], []int64{0}, at, tc.d)
+			if tc.frozen > 0 {
+				w.tick(int64(at + tc.frozen))
+			}
 			if got := len(takenOver(ctxs[:1])) == 1; got != tc.want {
 				t.Errorf("taken over %v, want %v", got, tc.want)
 			}
@@ -180,10 +187,10 @@ func (b *clockedBody) Read(p []byte) (int, error) {
 
 // TestTakeoversAreForOutliersOnly runs the engine on the test's clock
 // (synctest): eight ranges of one object in flight at once, at the end
-// of the run. Ranges all slow alike, or all frozen together for longer
-// than any bound (a process short of CPU), are not taken over; a range
-// ten times slower than its peers is, once, from the byte it reached,
-// and every byte is written once.
+// of the run. Ranges all slow alike, or all silent together for longer
+// than minStraggle, are not taken over; a range ten times slower than
+// its peers is, once, from the byte it reached, and every byte is
+// written once.
 func TestTakeoversAreForOutliersOnly(t *testing.T) {
 	const part = 2 << 20
 	for _, tc := range []struct {
@@ -192,9 +199,9 @@ func TestTakeoversAreForOutliersOnly(t *testing.T) {
 		hedged int64
 	}{
 		{"uniformly slow", func(int64, int) time.Duration { return 20 * time.Millisecond }, 0},
-		{"all frozen together", func(_ int64, read int) time.Duration {
+		{"all silent together for 600 ms", func(_ int64, read int) time.Duration {
 			if read == 10 {
-				return 2 * time.Second
+				return 600 * time.Millisecond
 			}
 			return 5 * time.Millisecond
 		}, 0},
