@@ -234,11 +234,11 @@ func (w *stallWatch) median(win int) int64 {
 // flight moved over the window: when most ranges are silent at once,
 // the machine, not a range, is what is slow. Under the lock.
 func (w *stallWatch) takeOver(idle []*rangeClock, now int64) {
-	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
-	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
 	if now-w.lastMove > 2*int64(w.every) || w.median(w.window()) == 0 {
 		return // most ranges are silent: the machine, not a range, may have stopped
 	}
+	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
+	slices.SortFunc(idle, func(a, b *rangeClock) int { return int(a.changed - b.changed) })
 	for _, c := range idle {
 		if ok, _ := w.mayTakeOver(); !ok || w.lastMove <= c.changed {
 			return
