@@ -49,6 +49,9 @@ type summaryLine struct {
 	Retries           int64            `json:"retries"`
 	Hedged            int64            `json:"hedged"`
 	Splits            int64            `json:"splits"`
+	Ranges            int64            `json:"ranges"`
+	GETsPerRange      float64          `json:"gets_per_range"`
+	OverfetchBytes    int64            `json:"overfetch_bytes"`
 	TTFB50ms          float64          `json:"ttfb_p50_ms"`
 	TTFB99ms          float64          `json:"ttfb_p99_ms"`
 	PeakRSS           int64            `json:"peak_rss_kib"`
@@ -90,6 +93,7 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
+		Ranges: s.Ranges, GETsPerRange: perRange(s), OverfetchBytes: s.Overfetch,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
 		EmulatorInProcess: out.embedded, Selection: r.selection.line()}
 	if r.dry {
@@ -108,6 +112,15 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 		}
 	}
 	return line
+}
+
+// perRange is the requests sent per range fetched: 1 when none was
+// taken over or retried.
+func perRange(s transfer.Summary) float64 {
+	if s.Ranges == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.Ranges)
 }
 
 func perSecond(n int64, secs float64) float64 {
@@ -187,6 +200,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
+	if line.Ranges > 0 {
+		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
+			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
+	}
 	if latency {
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", line.TTFB50ms, m.TTFB90ms, line.TTFB99ms, m.TTFB999ms)
 		fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", m.Request50ms, m.Request90ms, m.Request99ms, m.Request999ms)

@@ -324,3 +324,47 @@ func readBytes(t *testing.T, pid int) int64 {
 	}
 	return 0
 }
+
+// TestKillInTheTailThenResumeIsExact: a single object is one last wave,
+// planned in pieces shorter than a part; some of its GETs stall, so the
+// run is killed once the first pieces are journaled and while others
+// are in flight. A rerun against a server without stalls (the same
+// synthetic bytes), with another budget, which would plan other pieces,
+// fits its ranges to the extents recorded: the server sends exactly the
+// bytes the journal lacked, once.
+func TestKillInTheTailThenResumeIsExact(t *testing.T) {
+	const size = 24 << 20
+	first := emuStore(t, s3emu.Options{Dataset: "tail:1:24MiB", ConnRate: 512 << 10,
+		Stalls: s3emu.Stalls{Fraction: 0.2, For: time.Minute, Seed: 3}})
+	s := emuStore(t, s3emu.Options{Dataset: "tail:1:24MiB", ConnRate: 1 << 20})
+	dest := t.TempDir()
+	cmd, _ := startGet(t, first.cmd("get", first.url("tail/"), dest)...)
+	waitForJournal(t, dest)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	done := journaled(t, dest)
+	short := 0
+	for _, lengths := range journalLines(t, dest) {
+		for _, n := range lengths {
+			if n < 8<<20 {
+				short++
+			}
+		}
+	}
+	if done <= 0 || done >= size || short == 0 {
+		t.Fatalf("journal records %d bytes in %v, want tail pieces shorter than a part, and part of %d", done, journalLines(t, dest), size)
+	}
+	r := run(t, nil, s.cmd("get", "--json", "--max-concurrent-requests", "4", s.url("tail/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
+	}
+	if sent := s.emu.BytesSentFor(s.bucket, "tail/00000000"); sent != size-done {
+		t.Fatalf("rerun: the server sent %d bytes, want exactly the %d the journal lacked", sent, size-done)
+	}
+	sum := summaryOf(t, r.stdout)
+	if sum["overfetch_bytes"].(float64) != 0 || sum["gets_per_range"].(float64) != 1 {
+		t.Errorf("rerun: overfetch %v bytes, %v GETs per range; want none, and one GET per range", sum["overfetch_bytes"], sum["gets_per_range"])
+	}
+	checkSynthetic(t, finalName(dest), "tail/00000000", size)
+	tree(t, dest)
+}

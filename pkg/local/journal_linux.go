@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +37,11 @@ type journal struct {
 	header string
 	f      *os.File // created with the first batch: objects that end first need none
 
-	mu        sync.Mutex
-	done      map[int64]journaled
+	mu   sync.Mutex
+	done map[int64]journaled
+	// earlier: the offsets of the parts an earlier run journaled, in
+	// order, for the engine's plan (transfer.Extents).
+	earlier   []int64
 	pending   []journaled
 	lastFlush time.Time
 }
@@ -159,6 +164,7 @@ func (s *Sink) reopen(hash string, obj transfer.Object) (*journal, *os.File, str
 		}
 		j.done[off] = p
 	}
+	j.earlier = slices.Sorted(maps.Keys(j.done))
 	tmp := partialName(hash, b.run)
 	data, err := s.openAt(tmp, unix.O_RDWR, 0)
 	if err != nil {
@@ -286,6 +292,21 @@ func (j *journal) completed(off, n int64) (int64, string) {
 		return 0, ""
 	}
 	return p.n, p.sum
+}
+
+// extent returns the length of the part an earlier run journaled at off
+// (0 for none) and the offset of the next one after off (-1 for none).
+func (j *journal) extent(off int64) (n, next int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	next = -1
+	if i, _ := slices.BinarySearch(j.earlier, off+1); i < len(j.earlier) {
+		next = j.earlier[i]
+	}
+	if _, ok := slices.BinarySearch(j.earlier, off); ok {
+		n = j.done[off].n
+	}
+	return n, next
 }
 
 // add records a finished part, flushing a batch at most once a second.

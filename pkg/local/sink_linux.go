@@ -494,6 +494,14 @@ func (f *file) Completed(off, n int64) (int64, string) {
 	return f.journal.completed(off, n)
 }
 
+// Extent implements transfer.Extents.
+func (f *file) Extent(off int64) (n, next int64) {
+	if f.journal == nil {
+		return 0, -1
+	}
+	return f.journal.extent(off)
+}
+
 // PartDone implements transfer.Journal.
 func (f *file) PartDone(off, n int64, sum string) error {
 	if f.journal == nil {

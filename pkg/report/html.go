@@ -44,6 +44,7 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"time", fmt.Sprintf("%.3f s", s.Elapsed.Seconds())},
 		{"throughput", RateOfGibps(Gibps(s.Bytes, s.Elapsed))},
 		{"requests", fmt.Sprintf("%d, %d retries, %d SlowDowns", s.Requests, s.Retries, s.SlowDowns)},
+		{"ranges", rangesText(s)},
 		{"requests in flight", fmt.Sprintf("mean %.1f, peak %d, bound %d", p.Stats.InFlightMean, p.Stats.InFlightPeak, r.MaxRequests)},
 		{"CPU", cpuText(r)},
 		{"transport", transportText(r)},
@@ -227,3 +228,13 @@ var p=document.getElementById("contents");p.textContent=c.length+" charts, "+n+"
 </script>
 </body></html>
 `
+
+// rangesText says how the ranges were fetched: the GETs each took, the
+// takeovers, the tail's pieces and the bytes received and not written.
+func rangesText(s transfer.Summary) string {
+	per := 0.0
+	if s.Ranges > 0 {
+		per = float64(s.Requests) / float64(s.Ranges)
+	}
+	return fmt.Sprintf("%d, %.3f GETs per range, %d hedged, %d tail pieces, %d bytes overfetched", s.Ranges, per, s.Hedged, s.Splits, s.Overfetch)
+}

@@ -243,3 +243,18 @@ func TestWriteWaitOverTime(t *testing.T) {
 		t.Errorf("merged samples: request %v, write %v; want 20s and 7s", merged.RequestTime, merged.WriteTime)
 	}
 }
+
+// TestHTMLShowsHowRangesWereFetched: the totals say the ranges fetched,
+// the GETs per range, the takeovers, the tail's pieces and the bytes
+// received and not written.
+func TestHTMLShowsHowRangesWereFetched(t *testing.T) {
+	r := steady(128)
+	r.Summary.Requests, r.Summary.Ranges, r.Summary.Hedged, r.Summary.Splits, r.Summary.Overfetch = 1290, 1280, 10, 40, 4096
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1280, 1.008 GETs per range, 10 hedged, 40 tail pieces, 4096 bytes overfetched"; !strings.Contains(b.String(), want) {
+		t.Errorf("page lacks %q", want)
+	}
+}

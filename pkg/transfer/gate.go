@@ -190,17 +190,6 @@ func (g *gate) fill(now time.Time) {
 	}
 }
 
-// demand says that more requests could go out than the window allows,
-// though none waits for it (ranges that could split at the end of a
-// run), with promised of them about to: the window is full and may grow.
-func (g *gate) demand(promised int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.inFlight+promised >= g.allowed {
-		g.fill(time.Now())
-	}
-}
-
 // take counts one more request in flight; under the lock.
 func (g *gate) take() slot {
 	g.account(time.Now())

@@ -232,6 +232,20 @@ func (f *journalFile) Completed(off, n int64) (int64, string) {
 	return p.n, p.sum
 }
 
+// Extent implements transfer.Extents: the extent an earlier run
+// journaled at off, and where the next one begins.
+func (f *journalFile) Extent(off int64) (n, next int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next = -1
+	for o := range f.earlier {
+		if o > off && (next < 0 || o < next) {
+			next = o
+		}
+	}
+	return f.earlier[off].n, next
+}
+
 // PartDone implements transfer.Journal; a later call at the same off
 // (the whole part after a prefix) replaces the earlier one.
 func (f *journalFile) PartDone(off, n int64, sum string) error {
