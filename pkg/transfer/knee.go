@@ -1,0 +1,248 @@
+package transfer
+
+import "time"
+
+// Why the window stands where it does at the end of a run (Summary's
+// WindowStop).
+const (
+	// WindowBudget: the window reached the budget (or is fixed at it).
+	WindowBudget = "budget"
+	// WindowKnee: the climb stopped where a step bought no throughput.
+	WindowKnee = "knee"
+	// WindowSlowDown: the server set the window by answering SlowDown.
+	WindowSlowDown = "slowdown"
+	// WindowDemand: the climb never stopped: the requests did not fill
+	// the window long enough for it to reach the budget.
+	WindowDemand = "demand"
+)
+
+// knee is the climb's measure of what each step of the window buys.
+//
+// Each step of the climb goes out once the step before was answered, so
+// between two steps the requests that stream are those of the window
+// before the last step: that window's throughput is the bytes moved
+// between the two steps over their time, at least kneeSpan. A step from
+// w to 2w pays when the throughput under 2w is at least kneeGain above
+// that under w (pays); measured one step late, so the climb itself is no
+// slower where each step pays. When a step does not pay the bottleneck is
+// elsewhere (CPU, a disk, a NIC, the server's share) and the climb
+// stops: at 2w when 2w still bought kneeHold or more, at w (a step
+// back) when it bought less. The window then holds there (the knee), sampling its
+// throughput per request in flight every kneeSpan; it probes a step
+// above the knee every kneeProbeEvery, or at once when the throughput per
+// request rose kneeRise over the knee's (the bottleneck went away),
+// measures that step's window, and climbs on from it if it pays, or goes
+// back to the knee. A SlowDown's cut ends the knee: the server sets the
+// window from then on.
+type knee struct {
+	// win is the window whose requests stream over the span measured
+	// now, from from, when the run had moved bytes and the gate's
+	// in-flight integral was area (win 0: none).
+	win   int
+	from  time.Time
+	bytes int64
+	area  time.Duration
+	// prev is the level measured before (w 0: none).
+	prev level
+	// on: the requests of the window's last step were answered, so the
+	// window streams; closing: no step follows, and the window measured
+	// now closes kneeSpan after it began.
+	on, closing bool
+	// at is the knee, the window the climb stopped at (0: none); probe
+	// says a step above it is out; nextProbe is when the next may go.
+	at        int
+	probe     bool
+	nextProbe time.Time
+	// perReq is the knee's throughput per request in flight.
+	perReq float64
+}
+
+// level is what a window moved: its throughput in bytes per second and
+// the mean of the requests in flight over the span.
+type level struct {
+	w        int
+	rate     float64
+	inFlight float64
+}
+
+// kneeSpan is the least time a window's throughput is measured over: at
+// 1 GB/s, 20 MB, so that the up to 512 KiB each range in flight moved
+// but did not count yet stay a few percent of it. It paces the climb
+// only where the time to first byte is shorter (loopback, local copies).
+const kneeSpan = 20 * time.Millisecond
+
+// kneeGain is how much more throughput a step that doubles the window
+// must buy to pay (a smaller step, in proportion): more than the
+// measure's noise, and little enough that stopping below it costs at
+// most a few percent.
+const kneeGain = 0.10
+
+// kneeHold is the least gain of a step that did not pay for the climb
+// to stop above it: a step that bought less (within the measure's noise
+// of nothing) is stepped back.
+const kneeHold = kneeGain / 2
+
+// kneeRise is the rise of the throughput per request in flight, over the
+// knee's, that sends a probe at once.
+const kneeRise = 1.25
+
+// kneeProbeEvery is how often a window held at its knee probes a step
+// above it.
+const kneeProbeEvery = 2 * time.Second
+
+// start begins the measure of window w from now; under the gate's lock.
+func (k *knee) start(g *gate, now time.Time, w int) {
+	g.account(now)
+	k.win, k.from, k.bytes, k.area = w, now, g.moved(), g.area
+}
+
+// measure returns the level measured since start; false if none.
+func (k *knee) measure(g *gate, now time.Time) (level, bool) {
+	d := now.Sub(k.from)
+	if k.win == 0 || d <= 0 {
+		return level{}, false
+	}
+	g.account(now)
+	return level{
+		w:        k.win,
+		rate:     float64(g.moved()-k.bytes) / d.Seconds(),
+		inFlight: float64(g.area-k.area) / float64(d),
+	}, true
+}
+
+// pays says whether the step from prev to cur bought its throughput.
+// Nothing moved under prev says nothing: the climb goes on.
+func pays(prev, cur level) bool {
+	need := 1 + kneeGain*float64(cur.w-prev.w)/float64(prev.w)
+	return prev.rate <= 0 || cur.rate >= prev.rate*need
+}
+
+// perRequest is l's throughput per request in flight.
+func (l level) perRequest() float64 {
+	return l.rate / max(l.inFlight, 1)
+}
+
+// climb measures what the steps of the window bought and says whether
+// the window may step up now: called while the window is full. Under
+// the gate's lock.
+func (g *gate) climb(now time.Time) bool {
+	k := &g.kn
+	if k.closing && now.Sub(k.from) >= kneeSpan && !g.judgeLast(now) {
+		return false // settled
+	}
+	if k.at > 0 && !k.probe {
+		g.hold(now)
+		return false
+	}
+	if g.stepOut > 0 && now.Before(g.stepLate) {
+		return false // the last step is not answered yet
+	}
+	if !k.on {
+		k.on = true
+		if !g.turnOn(now) {
+			return false
+		}
+	}
+	// A step waits for the measure of the window before it where a time
+	// to first byte is shorter than the measure (it costs the climb
+	// little there), and always above the knee and at the budget; where
+	// the time to first byte is longer it goes at once, and a knee found
+	// then steps back from one step further up.
+	return !k.closing || !k.probe && g.allowed < g.max && g.growInterval() >= kneeSpan
+}
+
+// turnOn starts the measure of the window of the last step, whose
+// requests were answered and now stream, judging first the window
+// before it if its measure is still open; false if the window settled.
+// Under the gate's lock.
+func (g *gate) turnOn(now time.Time) bool {
+	k := &g.kn
+	if k.closing {
+		if cur, ok := k.measure(g, now); ok && !g.judge(now, cur) {
+			return false
+		}
+	}
+	k.start(g, now, g.allowed)
+	k.closing = true
+	if g.growInterval() < kneeSpan {
+		g.nextGrow = later(g.nextGrow, now.Add(kneeSpan))
+	}
+	return true
+}
+
+// judgeLast closes the measure of the window of the last step, kneeSpan
+// after its requests were answered, and judges it; false if the window
+// settled. Under the gate's lock.
+func (g *gate) judgeLast(now time.Time) bool {
+	k := &g.kn
+	cur, _ := k.measure(g, now)
+	k.closing = false
+	if !g.judge(now, cur) {
+		return false
+	}
+	k.probe, k.at = false, 0 // climbing, again after a probe that paid
+	if cur.w >= g.max {
+		k.win = 0 // the budget paid too: nothing left to measure
+	}
+	return true
+}
+
+// judge compares window cur with the one measured before it and settles
+// the window when the step between them did not pay; false if it did
+// settle. Under the gate's lock.
+func (g *gate) judge(now time.Time, cur level) bool {
+	k := &g.kn
+	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
+		k.prev = cur
+		return true
+	}
+	if k.probe || cur.rate < k.prev.rate*(1+kneeHold) {
+		g.settle(now, k.prev) // it bought nothing: a step back
+	} else {
+		g.settle(now, cur) // it bought a little: hold
+	}
+	return false
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// settle holds the window at the knee l; under the gate's lock.
+func (g *gate) settle(now time.Time, l level) {
+	k := &g.kn
+	k.at, k.probe, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
+	k.nextProbe = now.Add(kneeProbeEvery)
+	g.allowed = min(g.max, l.w)
+	g.newStep()
+	k.on = true // nothing to wait for: the window held streams
+	k.start(g, now, g.allowed)
+	k.closing = false
+}
+
+// hold samples the throughput of a window held at its knee every
+// kneeSpan, and sends a probe a step above it when one is due or the
+// throughput per request rose. Under the gate's lock.
+func (g *gate) hold(now time.Time) {
+	k := &g.kn
+	if g.inFlight > g.allowed {
+		k.start(g, now, g.allowed) // what the window before left in flight drains first
+		return
+	}
+	if now.Sub(k.from) < kneeSpan {
+		return
+	}
+	cur, _ := k.measure(g, now)
+	k.start(g, now, g.allowed)
+	k.closing = false
+	rose := cur.perRequest() >= kneeRise*k.perReq
+	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
+		return
+	}
+	k.prev, k.probe, k.nextProbe = cur, true, now.Add(kneeProbeEvery)
+	g.stepUp(now)
+}
