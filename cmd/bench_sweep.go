@@ -91,6 +91,7 @@ type sweepLine struct {
 	Seconds   float64 `json:"seconds"`
 	Gibps     float64 `json:"gibps"`
 	TTFB50ms  float64 `json:"ttfb_p50_ms"`
+	InFlight  float64 `json:"in_flight_mean"`
 	Error     string  `json:"error,omitempty"`
 	Preset    string  `json:"preset,omitempty"`
 	PresetYML string  `json:"preset_file,omitempty"`
@@ -98,7 +99,7 @@ type sweepLine struct {
 
 func newSweepLine(typ string, r sweep.Result) sweepLine {
 	l := sweepLine{header: newHeader(typ), PartSize: r.PartSize, Requests: r.Requests, Bytes: r.Summary.Bytes,
-		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, TTFB50ms: ms(r.Summary.TTFB50)}
+		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, TTFB50ms: ms(r.Summary.TTFB50), InFlight: r.Summary.InFlightMean}
 	if r.Err != nil {
 		l.Error = oneLine(r.Err.Error())
 	}
@@ -108,10 +109,13 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 // runSweep measures each cell over fresh lanes into a discard sink.
 func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
 	text, js := opts.output.textOut(f.Factory), opts.output.jsonOut(f.Factory)
-	const row = "%10s %9s %9s %11s %13s  %s\n"
+	const row = "%10s %9s %10s %9s %11s %13s  %s\n"
 	if text != nil {
-		fmt.Fprintf(text, "sweep: %d settings, %s each\n", len(cells), opts.sweep.per)
-		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "GIBPS", "TTFB P50", "BYTES", "")
+		// Each setting runs with a fixed window (--adaptive off): with
+		// the window's climb, --max-concurrent-requests is a ceiling
+		// the window may stop below (at its knee), not what is measured.
+		fmt.Fprintf(text, "sweep: %d settings, %s each, with --adaptive off (the window fixed at each setting)\n", len(cells), opts.sweep.per)
+		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "IN FLIGHT", "GIBPS", "TTFB P50", "BYTES", "")
 	}
 	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
 		cs := s
@@ -128,7 +132,9 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		eng, err := transfer.New(src.Lanes, sink.Discard{}, engineOptions(cs))
+		eopts := engineOptions(cs)
+		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
+		eng, err := transfer.New(src.Lanes, sink.Discard{}, eopts)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
@@ -149,7 +155,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 			if r.Err != nil {
 				errText = oneLine(r.Err.Error())
 			}
-			fmt.Fprintf(text, row, config.FormatSize(r.PartSize), strconv.Itoa(r.Requests), fmt.Sprintf("%.3f", r.Gibps),
+			fmt.Fprintf(text, row, config.FormatSize(r.PartSize), strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.Summary.InFlightMean), fmt.Sprintf("%.3f", r.Gibps),
 				fmt.Sprintf("%.1f ms", ms(r.Summary.TTFB50)), strconv.FormatInt(r.Summary.Bytes, 10), errText)
 		}
 	}

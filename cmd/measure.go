@@ -180,6 +180,9 @@ type runMeasures struct {
 	GibpsMax     float64 `json:"interval_gibps_max"`
 	InFlightMean float64 `json:"in_flight_mean"`
 	InFlightPeak int     `json:"in_flight_peak"`
+	Window       int     `json:"window"`
+	WindowStop   string  `json:"window_stop"`
+	WindowKnee   int     `json:"window_knee"`
 	Bottleneck   string  `json:"bottleneck"`
 	Verdict      string  `json:"verdict"`
 	Round        int     `json:"round,omitempty"`
@@ -198,6 +201,7 @@ func (m *measurement) measures() runMeasures {
 		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
+		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
 		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
 	}
 	if s.Bytes > 0 {

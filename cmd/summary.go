@@ -162,8 +162,8 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	if line.Interrupted > 0 {
 		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
 	}
-	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
-		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
+	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
+		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
 	if latency {
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
 		where := ""
@@ -298,4 +298,10 @@ func threeDigits(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// windowText says where the window of requests in flight settled and
+// why: "64 (knee)", "256 (budget)".
+func windowText(s transfer.Summary) string {
+	return fmt.Sprintf("%d (%s)", s.Window, s.WindowStop)
 }

@@ -45,6 +45,7 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"throughput", fmt.Sprintf("%.3f Gibps (%.3f GiB/s)", Gibps(s.Bytes, s.Elapsed), Gibps(s.Bytes, s.Elapsed)/8)},
 		{"requests", fmt.Sprintf("%d, %d retries, %d SlowDowns", s.Requests, s.Retries, s.SlowDowns)},
 		{"requests in flight", fmt.Sprintf("mean %.1f, peak %d, bound %d", p.Stats.InFlightMean, p.Stats.InFlightPeak, r.MaxRequests)},
+		{"window", windowText(s)},
 		{"CPU", cpuText(r)},
 		{"peak memory", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSKiB)/1024)},
 	}
@@ -209,3 +210,18 @@ var p=document.getElementById("contents");p.textContent=c.length+" charts, "+n+"
 </script>
 </body></html>
 `
+
+// windowText says where the window of requests in flight settled and
+// why.
+func windowText(s transfer.Summary) string {
+	why := map[string]string{
+		transfer.WindowBudget:   "at the budget",
+		transfer.WindowKnee:     "at the knee: a step up bought no more throughput",
+		transfer.WindowSlowDown: "set by the server's SlowDowns",
+		transfer.WindowDemand:   "still climbing: the requests never filled it for long",
+	}[s.WindowStop]
+	if why == "" {
+		return fmt.Sprint(s.Window)
+	}
+	return fmt.Sprintf("%d, %s", s.Window, why)
+}

@@ -63,6 +63,18 @@ type level struct {
 	w        int
 	rate     float64
 	inFlight float64
+	bytes    int64 // moved over the span
+	span     time.Duration
+}
+
+// enough says whether l moved enough to judge it by: kneeSpan, and
+// kneeCounts x countEvery bytes per request in flight. A range adds its
+// bytes to the run's count every countEvery, so each of those in flight
+// holds up to that much not yet counted at either end of the span: with
+// twice that per request, the error is under a tenth of the step's worth
+// from 32 requests up.
+func (l level) enough() bool {
+	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*max(1, l.inFlight)*countEvery
 }
 
 // kneeSpan is the least time a window's throughput is measured over: at
@@ -70,6 +82,17 @@ type level struct {
 // but did not count yet stay a few percent of it. It paces the climb
 // only where the time to first byte is shorter (loopback, local copies).
 const kneeSpan = 20 * time.Millisecond
+
+// kneeCounts is how many counts of its bytes (countEvery) a window's
+// measure needs per request in flight (see enough).
+const kneeCounts = 2
+
+// kneeWait is the longest a step waits for the measure of the window
+// before it where the time to first byte is shorter than kneeSpan: a
+// slow run does not climb slower for it (its steps then go out at once,
+// and a window its next step's answers catch without enough bytes is
+// not judged).
+const kneeWait = 4 * kneeSpan
 
 // kneeGain is how much more throughput a step that doubles the window
 // must buy to pay (a smaller step, in proportion): more than the
@@ -103,10 +126,13 @@ func (k *knee) measure(g *gate, now time.Time) (level, bool) {
 		return level{}, false
 	}
 	g.account(now)
+	n := g.moved() - k.bytes
 	return level{
 		w:        k.win,
-		rate:     float64(g.moved()-k.bytes) / d.Seconds(),
+		rate:     float64(n) / d.Seconds(),
 		inFlight: float64(g.area-k.area) / float64(d),
+		bytes:    n,
+		span:     d,
 	}, true
 }
 
@@ -127,7 +153,7 @@ func (l level) perRequest() float64 {
 // the gate's lock.
 func (g *gate) climb(now time.Time) bool {
 	k := &g.kn
-	if k.closing && now.Sub(k.from) >= kneeSpan && !g.judgeLast(now) {
+	if cur, ok := k.measure(g, now); k.closing && ok && cur.enough() && !g.judgeLast(now, cur) {
 		return false // settled
 	}
 	if k.at > 0 && !k.probe {
@@ -148,7 +174,7 @@ func (g *gate) climb(now time.Time) bool {
 	// little there), and always above the knee and at the budget; where
 	// the time to first byte is longer it goes at once, and a knee found
 	// then steps back from one step further up.
-	return !k.closing || !k.probe && g.allowed < g.max && g.growInterval() >= kneeSpan
+	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan || now.Sub(k.from) >= kneeWait)
 }
 
 // turnOn starts the measure of the window of the last step, whose
@@ -158,8 +184,16 @@ func (g *gate) climb(now time.Time) bool {
 func (g *gate) turnOn(now time.Time) bool {
 	k := &g.kn
 	if k.closing {
-		if cur, ok := k.measure(g, now); ok && !g.judge(now, cur) {
-			return false
+		// The step went out before the window before it was measured
+		// enough: judged now if it moved enough, else not at all.
+		cur, ok := k.measure(g, now)
+		switch {
+		case ok && cur.enough():
+			if !g.judge(now, cur) {
+				return false
+			}
+		default:
+			k.prev = level{}
 		}
 	}
 	k.start(g, now, g.allowed)
@@ -170,12 +204,11 @@ func (g *gate) turnOn(now time.Time) bool {
 	return true
 }
 
-// judgeLast closes the measure of the window of the last step, kneeSpan
-// after its requests were answered, and judges it; false if the window
-// settled. Under the gate's lock.
-func (g *gate) judgeLast(now time.Time) bool {
+// judgeLast closes the measure cur of the window of the last step, once
+// it moved enough, and judges it; false if the window settled. Under the
+// gate's lock.
+func (g *gate) judgeLast(now time.Time, cur level) bool {
 	k := &g.kn
-	cur, _ := k.measure(g, now)
 	k.closing = false
 	if !g.judge(now, cur) {
 		return false
@@ -233,10 +266,10 @@ func (g *gate) hold(now time.Time) {
 		k.start(g, now, g.allowed) // what the window before left in flight drains first
 		return
 	}
-	if now.Sub(k.from) < kneeSpan {
+	cur, ok := k.measure(g, now)
+	if !ok || !cur.enough() {
 		return
 	}
-	cur, _ := k.measure(g, now)
 	k.start(g, now, g.allowed)
 	k.closing = false
 	rose := cur.perRequest() >= kneeRise*k.perReq
