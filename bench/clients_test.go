@@ -140,7 +140,7 @@ func runBare(ctx context.Context, j clientJob, sum func(int, int64, checksum.Run
 // sdkClient is an SDK client with s3pd's transport tuning, so the
 // managers are not slowed by a pool that churns connections.
 func sdkClient(ctx context.Context, j clientJob, conns int) (*s3.Client, error) {
-	return s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: j.endpoint, Conns: conns})
+	return s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: j.endpoint, Transport: transportOf(conns)})
 }
 
 // listKeys lists the keys and sizes under the job's prefix.

@@ -115,7 +115,7 @@ func BenchmarkInProcess(b *testing.B) {
 // is empty), workers x threads, s3pd's defaults otherwise. It returns the
 // summary and how many objects had their CRC64NVME verified.
 func runEngine(ctx context.Context, endpoint, prefix, dir string, workers, threads int, verify transfer.Verify) (transfer.Summary, int64, error) {
-	client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: workers * threads})
+	client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Transport: transportOf(workers * threads)})
 	if err != nil {
 		return transfer.Summary{}, 0, err
 	}
@@ -172,7 +172,7 @@ func BenchmarkInProcessS3Like(b *testing.B) {
 				b.StopTimer()
 				dest := filepath.Join(root, strconv.Itoa(i))
 				b.StartTimer()
-				client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: s.MaxConcurrentRequests})
+				client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Transport: transportOf(s.MaxConcurrentRequests)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -233,7 +233,7 @@ func BenchmarkPerRequest(b *testing.B) {
 		perObject(b)
 	})
 	b.Run("client=s3pd-engine", func(b *testing.B) {
-		client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: 1})
+		client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Transport: transportOf(1)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // startServer runs the emulator in a child process (so its CPU and
@@ -235,4 +237,14 @@ func tmpfsRoot(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// transportOf is a transport of its own for a client of conns connections
+// (a run's one transport, as s3pd builds it, without settings).
+func transportOf(conns int) *s3store.Transport {
+	t, err := s3store.NewTransport(s3store.TransportOptions{Conns: conns})
+	if err != nil {
+		panic(err) // no CA bundle: no error
+	}
+	return t
 }

@@ -46,7 +46,7 @@ func BenchmarkListing(b *testing.B) {
 	b.Setenv("AWS_REGION", "us-east-1")
 	b.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	ctx := context.Background()
-	client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Conns: 32})
+	client, err := s3store.NewClient(ctx, s3emu.DefaultBucket, s3store.ClientOptions{EndpointURL: endpoint, Transport: transportOf(32)})
 	if err != nil {
 		b.Fatal(err)
 	}

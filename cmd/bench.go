@@ -25,9 +25,6 @@ const (
 )
 
 type benchOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument ("": the embedded emulator).
 	url string
 	// flags are the command's flags, for the settings they set.
@@ -56,7 +53,7 @@ and a realistic network model (30 ms before each response, 90 MB/s per
 connection), so it runs on a fresh machine with no AWS account.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("bench takes at most one s3:// URL, got %d arguments", len(args))
+				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
 			}
 			return nil
 		},
@@ -76,7 +73,6 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	opts.output.register(fs)
 	opts.output.report.register(fs)
 	opts.rules.register(fs)
-	registerTLSFlags(fs, &opts.tls)
 	fs.StringVar(&opts.dataset, "dataset", defaultBenchDataset, "synthetic dataset of the embedded emulator (NAME:COUNT:SIZE,...)")
 	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
@@ -90,6 +86,10 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	cells, err := opts.check()
 	if err != nil {
 		return err
+	}
+	if opts.sweep.savePreset != "" && userPresetDir(fac.getenv()) == "" {
+		// Refused now, not after the sweep has measured.
+		return usageErrorf("--save-preset: no config folder (set HOME or XDG_CONFIG_HOME)")
 	}
 	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, false)
 	defer f.end(&err)
@@ -117,9 +117,18 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		u.Key += "/"
 	}
 	if cells != nil {
+		// The run's transport, with pools for the widest cell, is built
+		// (and its settings checked) before the first cell.
+		widest := settings
+		for _, c := range cells {
+			widest.MaxConcurrentRequests = max(widest.MaxConcurrentRequests, c.Requests)
+		}
+		if _, err := f.transport(ctx, widest); err != nil {
+			return err
+		}
 		return runSweep(ctx, f, settings, u, cells, opts)
 	}
-	clients, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
+	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
@@ -158,6 +167,12 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) 
 // check checks bench's flags against each other (they do not depend on
 // the settings) and returns --sweep's settings (nil without it).
 func (opts *benchOptions) check() ([]sweep.Cell, error) {
+	if _, err := opts.output.verifyMode(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return nil, err
+	}
 	if err := opts.output.report.check(""); err != nil {
 		return nil, err
 	}
@@ -170,6 +185,12 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 	}
 	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
 		return nil, usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
+	}
+	if _, err := opts.output.verifyMode(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return nil, err
 	}
 	return cells, nil
 }

@@ -60,7 +60,7 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	}
 	changes := report.Compare(a, b)
 	w := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "FIGURE\tA (%d rounds)\tB (%d rounds)\tCHANGE\tVERDICT\n", len(a), len(b))
+	fmt.Fprintf(w, "FIGURE\tA (%s)\tB (%s)\tCHANGE\tVERDICT\n", plural(int64(len(a)), "round"), plural(int64(len(b)), "round"))
 	worse := 0
 	for _, c := range changes {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%+.1f%%\t%s\n", c.Name, meanText(c.A, c.SDA, c.NA), meanText(c.B, c.SDB, c.NB), c.Percent, c.Verdict)
@@ -73,7 +73,7 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 		fmt.Fprintf(f.IO.Out, "fewer than %d rounds on a side: noise cannot be told from change (bench --repeat %d)\n", report.MinRounds, report.MinRounds)
 	}
 	if worse > 0 && opts.failOnRegression {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d figures are worse in %s than in %s", worse, pathB, pathA)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s worse in %s than in %s", plural(int64(worse), "figure"), pathB, pathA)}
 	}
 	return nil
 }

@@ -51,9 +51,12 @@ system beneath, so the figures measure memory, not a disk.`,
 	fs := c.Flags()
 	fs.IntVar(&o.opts.Files, "files", 4, "files written at once")
 	fs.StringVar(&o.fileSize, "file-size", "256MiB", "size of each file")
-	fs.StringVar(&o.part, "part-size", "8MiB", "size of one part (a range of a download)")
+	fs.StringVar(&o.part, "partsize", "8MiB", "size of one part (a range of a download), as get's --partsize")
+	// The name this flag had before it was spelled as everywhere else.
+	fs.StringVar(&o.part, "part-size", "8MiB", "alias of --partsize")
+	_ = fs.MarkHidden("part-size")
 	fs.IntVar(&o.opts.Writers, "writers", 16, "parts written at once (requests in flight)")
-	fs.StringVar(&o.networkRate, "network-rate", "", "the network's rate to compare with, bytes per second (e.g. 12.5GB for 100 Gbit/s); default: the link speed of the cards on the default route")
+	fs.StringVar(&o.networkRate, "network-rate", "", "the network's rate to compare with, as --max-bandwidth reads it (100Gb/s in bits, 12GB/s in bytes); default: the link speed of the cards on the default route")
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per mode and one with the verdict")
 	return c
 }
@@ -83,11 +86,17 @@ type diskVerdictLine struct {
 
 func runBenchDisk(c *cobra.Command, f *Factory, o *diskOptions, dir string) error {
 	var err error
-	if o.opts.FileSize, err = config.ParseSize(o.fileSize); err != nil || o.opts.FileSize < 1<<20 {
+	if o.opts.FileSize, err = config.ParseSize(o.fileSize); err != nil {
+		return usageErrorf("--file-size: %w", err)
+	}
+	if o.opts.FileSize < 1<<20 {
 		return usageErrorf("--file-size %q: want at least 1MiB", o.fileSize)
 	}
-	if o.opts.PartSize, err = config.ParseSize(o.part); err != nil || o.opts.PartSize < 4096 || o.opts.PartSize%4096 != 0 {
-		return usageErrorf("--part-size %q: want a multiple of 4KiB", o.part)
+	if o.opts.PartSize, err = config.ParseSize(o.part); err != nil {
+		return usageErrorf("--partsize: %w", err)
+	}
+	if o.opts.PartSize < 4096 || o.opts.PartSize%4096 != 0 {
+		return usageErrorf("--partsize %q: want a multiple of 4KiB", o.part)
 	}
 	if o.opts.Files < 1 || o.opts.Writers < 1 {
 		return usageErrorf("--files and --writers must be at least 1")
@@ -97,9 +106,9 @@ func runBenchDisk(c *cobra.Command, f *Factory, o *diskOptions, dir string) erro
 	}
 	network := 0.0
 	if o.networkRate != "" {
-		n, err := config.ParseSize(o.networkRate)
+		n, err := config.ParseRate(o.networkRate)
 		if err != nil || n <= 0 {
-			return usageErrorf("--network-rate %q: want bytes per second, e.g. 12.5GB", o.networkRate)
+			return usageErrorf("--network-rate %q: want a rate such as 100Gb/s (bits) or 12GB/s (bytes)", o.networkRate)
 		}
 		network = float64(n)
 	} else {
@@ -112,7 +121,7 @@ func runBenchDisk(c *cobra.Command, f *Factory, o *diskOptions, dir string) erro
 	loop := diskbench.OnLoopDevice(dir)
 	out := f.IO.Out
 	if !o.asJSON {
-		fmt.Fprintf(out, "disk: %s, %d files of %s in %s parts, %d writers\n", dir, o.opts.Files, config.FormatSize(o.opts.FileSize), config.FormatSize(o.opts.PartSize), o.opts.Writers)
+		fmt.Fprintf(out, "disk: %s, %s of %s in %s parts, %s\n", dir, plural(int64(o.opts.Files), "file"), config.FormatSize(o.opts.FileSize), config.FormatSize(o.opts.PartSize), plural(int64(o.opts.Writers), "writer"))
 		if loop {
 			fmt.Fprintln(out, "note: on a loop device: this measures the backing file's page cache, not a disk")
 		}

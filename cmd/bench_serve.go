@@ -24,6 +24,11 @@ type benchServeOptions struct {
 	prepare  bool
 	throttle s3emu.Throttle
 	stalls   s3emu.Stalls
+	tls      bool
+	tlsCert  string
+	tlsKey   string
+	tlsKeyAs string
+	caOut    string
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
@@ -42,7 +47,12 @@ discard backend keeps only their size, ETag and checksum. --ttfb and
 --conn-rate model S3's latency and per-connection pace (default: none).
 --faults FILE injects scripted faults; --max-in-flight and --prefix-rate
 answer 503 SlowDown as S3 does; --stall-fraction stalls a seeded share of
-GETs mid-body (see docs/EMULATOR.md).`,
+GETs mid-body (see docs/EMULATOR.md).
+
+--tls serves HTTPS (HTTP/1.1 only, as S3) with a self-signed certificate
+for 127.0.0.1 and localhost, written to --ca-out (a temporary file
+removed at exit by default) and named in the --ca-bundle line printed
+to paste; --tls-cert and --tls-key serve a certificate of your own.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("bench serve takes no arguments, got %q", args)
@@ -70,6 +80,11 @@ GETs mid-body (see docs/EMULATOR.md).`,
 	fs.Float64Var(&opts.stalls.Fraction, "stall-fraction", 0, "stall this fraction of GETs (0 to 1) mid-body, the first attempt of each key and range")
 	nonNegativeDurationVar(fs, &opts.stalls.For, "stall-for", 5*time.Second, "how long a stalled GET sends nothing")
 	fs.Uint64Var(&opts.stalls.Seed, "stall-seed", 1, "seed of the hash that picks the stalled GETs")
+	fs.BoolVar(&opts.tls, "tls", false, "serve HTTPS (HTTP/1.1), with a self-signed certificate unless --tls-cert")
+	fs.StringVar(&opts.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with (implies --tls; needs --tls-key)")
+	fs.StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&opts.tlsKeyAs, "tls-key-type", s3emu.KeyRSA, "key of the self-signed certificate: rsa (2048 bits, as S3's) or ecdsa (P-256)")
+	fs.StringVar(&opts.caOut, "ca-out", "", "write the self-signed certificate here, kept at exit (default: a temporary file removed at exit)")
 	return c
 }
 
@@ -83,6 +98,9 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	}
 	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
 		Throttle: opts.throttle, Stalls: opts.stalls}
+	if eo.TLS, err = opts.tlsOptions(); err != nil {
+		return err
+	}
 	if opts.backend == s3emu.BackendSynthetic || opts.backend == "" {
 		eo.Dataset = opts.dataset
 	}
@@ -110,18 +128,83 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 		return usageErrorf("--listen %s: %v", opts.listen, errors.Unwrap(err))
 	}
 	defer emu.Close()
+	caFlag, cleanup, err := opts.writeCA(emu)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	out := f.IO.Out
 	desc := opts.backend
 	if ds := emu.Dataset(); len(ds.Groups) > 0 {
-		desc = fmt.Sprintf("%s dataset %s (%d objects, %.2f GiB)", opts.backend, opts.dataset, ds.Objects(), float64(ds.Bytes())/(1<<30))
+		desc = fmt.Sprintf("%s dataset %s (%s, %.2f GiB)", opts.backend, opts.dataset, plural(ds.Objects(), "object"), float64(ds.Bytes())/(1<<30))
 	}
 	fmt.Fprintf(out, "s3pd emulator serving bucket %q at %s: %s\n", s3emu.DefaultBucket, endpoint, desc)
-	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request\n", s3emu.DefaultBucket, endpoint)
+	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request%s\n", s3emu.DefaultBucket, endpoint, caFlag)
 	<-ctx.Done()
 	st := emu.Stats()
 	fmt.Fprintf(out, "served %d requests (%d GET, %d HEAD, %d LIST, %d PUT), sent %d bytes, received %d bytes, at most %d in flight, %d faults injected, %d throttled, %d stalled\n",
 		st.Requests, st.GetRequests, st.HeadRequests, st.ListRequests, st.PutRequests, st.BytesSent, st.BytesReceived, st.MaxInFlight, st.FaultsInjected, st.Throttled, st.Stalls)
+	if emu.TLS() {
+		fmt.Fprintf(out, "TLS: %d handshakes (%d resumed, %d failed); of the %d after the first completed, %d resumed\n",
+			st.TLSHandshakes, st.TLSResumed, st.TLSHandshakeErrors, st.TLSHandshakesAfterFirst, st.TLSResumedAfterFirst)
+	}
 	return nil
+}
+
+// tlsOptions reads --tls, --tls-cert, --tls-key, --tls-key-type and
+// --ca-out (nil: plain HTTP).
+func (opts *benchServeOptions) tlsOptions() (*s3emu.TLSOptions, error) {
+	own := opts.tlsCert != "" || opts.tlsKey != ""
+	switch {
+	case (opts.tlsCert == "") != (opts.tlsKey == ""):
+		return nil, usageErrorf("--tls-cert and --tls-key go together")
+	case !opts.tls && !own:
+		if opts.caOut != "" {
+			return nil, usageErrorf("--ca-out needs --tls")
+		}
+		return nil, nil
+	case own && opts.caOut != "":
+		return nil, usageErrorf("--ca-out is for the self-signed certificate, not --tls-cert's")
+	case opts.tlsKeyAs != s3emu.KeyRSA && opts.tlsKeyAs != s3emu.KeyECDSA:
+		return nil, usageErrorf("--tls-key-type %q: want rsa or ecdsa", opts.tlsKeyAs)
+	}
+	return &s3emu.TLSOptions{CertFile: opts.tlsCert, KeyFile: opts.tlsKey, Key: opts.tlsKeyAs}, nil
+}
+
+// writeCA writes a self-signed certificate where --ca-out says (or to a
+// temporary file that cleanup removes) and returns the --ca-bundle flag
+// a client needs: none for plain HTTP, the user's own certificate file
+// when it is self-signed, and none when an authority signed it (the
+// client trusts that authority already, or is told to by its user).
+func (opts *benchServeOptions) writeCA(emu *s3emu.Server) (flag string, cleanup func(), err error) {
+	cleanup = func() {}
+	switch {
+	case !emu.TLS():
+		return "", cleanup, nil
+	case opts.tlsCert != "":
+		if emu.SelfSigned() {
+			return " --ca-bundle " + opts.tlsCert, cleanup, nil
+		}
+		return "", cleanup, nil
+	}
+	path := opts.caOut
+	if path == "" {
+		tmp, err := os.CreateTemp("", "s3pd-emulator-*.pem")
+		if err != nil {
+			return "", nil, fmt.Errorf("bench serve: certificate file: %w", err)
+		}
+		tmp.Close()
+		path = tmp.Name()
+		cleanup = func() { os.Remove(path) }
+	}
+	if err := emu.WriteCertificate(path); err != nil {
+		cleanup()
+		if opts.caOut != "" {
+			return "", nil, usageErrorf("--ca-out: %v", err)
+		}
+		return "", nil, fmt.Errorf("bench serve: %w", err)
+	}
+	return " --ca-bundle " + path, cleanup, nil
 }
 
 // parseConnRate reads --conn-rate as every rate setting is read

@@ -3,8 +3,16 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +27,13 @@ import (
 // endpoint it printed and a function that stops it and returns its error
 // and remaining output.
 func runServe(t *testing.T, args ...string) (endpoint string, stop func() (string, error)) {
+	t.Helper()
+	endpoint, _, stop = runServeLine(t, args...)
+	return endpoint, stop
+}
+
+// runServeLine is runServe that also returns the line to paste.
+func runServeLine(t *testing.T, args ...string) (endpoint, paste string, stop func() (string, error)) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
@@ -55,15 +70,15 @@ func runServe(t *testing.T, args ...string) (endpoint string, stop func() (strin
 		return rest.String(), <-done
 	}
 	t.Cleanup(func() { stop() })
-	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+):`).FindStringSubmatch(first)
+	m := regexp.MustCompile(`at (https?://127\.0\.0\.1:\d+):`).FindStringSubmatch(first)
 	if m == nil {
 		_, err := stop()
 		t.Fatalf("bench serve printed %q, then ended with %v; want its endpoint", first, err)
 	}
-	if want := "s3pd get s3://bench/ DEST --endpoint-url " + m[1] + " --no-sign-request"; strings.TrimSpace(second) != want {
+	if want := "s3pd get s3://bench/ DEST --endpoint-url " + m[1] + " --no-sign-request"; !strings.HasPrefix(strings.TrimSpace(second), want) {
 		t.Errorf("second line %q, want %q", second, want)
 	}
-	return m[1], stop
+	return m[1], second, stop
 }
 
 func TestBenchServeServesUntilCancelled(t *testing.T) {
@@ -106,6 +121,12 @@ func TestBenchServeRejectsBadFlags(t *testing.T) {
 		{"--prefix-rate", "-5"},
 		{"--stall-fraction", "1.5"},
 		{"extra-arg"},
+		{"--tls-cert", "cert.pem"},
+		{"--tls-key", "key.pem"},
+		{"--ca-out", "ca.pem"},
+		{"--tls", "--tls-key-type", "dsa"},
+		{"--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"},
+		{"--tls", "--tls-key-type", "ecdsa", "--ca-out", "/nonexistent/dir/ca.pem"},
 	} {
 		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
 		c := NewCmdBenchServe(f, nil)
@@ -186,4 +207,98 @@ func timedGet(t *testing.T, url string) (*http.Response, []byte, time.Duration) 
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp, body, time.Since(t0)
+}
+
+// --tls serves HTTPS, HTTP/1.1 only, with a self-signed certificate in
+// the file the pasted line names; the summary counts the handshakes, and
+// the temporary file is gone at exit while --ca-out's stays.
+func TestBenchServeTLS(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		args := []string{"--listen", "127.0.0.1:0", "--dataset", "d:1:1KiB", "--tls", "--tls-key-type", "ecdsa"}
+		caOut := filepath.Join(t.TempDir(), "ca.pem")
+		if keep {
+			args = append(args, "--ca-out", caOut)
+		}
+		ep, paste, stop := runServeLine(t, args...)
+		m := regexp.MustCompile(` --ca-bundle (\S+)$`).FindStringSubmatch(strings.TrimSpace(paste))
+		if !strings.HasPrefix(ep, "https://") || m == nil || (keep && m[1] != caOut) {
+			t.Fatalf("endpoint %q, line %q; want https and --ca-bundle naming the certificate (%s if kept)", ep, paste, caOut)
+		}
+		resp, err := trusting(t, m[1]).Get(ep + "/bench/d/00000000")
+		if err != nil {
+			t.Fatalf("GET trusting %s: %v", m[1], err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(body) != 1024 || resp.ProtoMajor != 1 {
+			t.Errorf("GET: %d %s with %d bytes, want 200 HTTP/1.1 with 1024", resp.StatusCode, resp.Proto, len(body))
+		}
+		rest, err := stop()
+		if err != nil || !strings.Contains(rest, "TLS: 1 handshakes (0 resumed, 0 failed)") {
+			t.Errorf("bench serve ended with %v and %q; want nil and one handshake counted", err, rest)
+		}
+		if _, err := os.Stat(m[1]); (err == nil) != keep {
+			t.Errorf("certificate file %s after exit: %v; want it kept only with --ca-out", m[1], err)
+		}
+	}
+}
+
+// A self-signed certificate of the user's (here the one an earlier
+// server wrote, with its key) is served and named as the CA to trust.
+func TestBenchServeUserCertificate(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, certFile, keyFile)
+	ep, paste, stop := runServeLine(t, "--listen", "127.0.0.1:0", "--dataset", "d:1:1KiB", "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasSuffix(strings.TrimSpace(paste), " --ca-bundle "+certFile) {
+		t.Errorf("line %q, want --ca-bundle %s", paste, certFile)
+	}
+	resp, err := trusting(t, certFile).Get(ep + "/bench/d/00000000")
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	resp.Body.Close()
+	stop()
+}
+
+// trusting is an HTTP client that trusts the certificates in caFile.
+func trusting(t *testing.T, caFile string) *http.Client {
+	t.Helper()
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("%s holds no certificate", caFile)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// writeSelfSigned writes a self-signed ECDSA certificate for 127.0.0.1
+// and its key.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

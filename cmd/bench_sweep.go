@@ -85,16 +85,18 @@ func (s *sweepFlags) cells() ([]sweep.Cell, error) {
 // sweepLine is one --json line per measured setting, and the best one.
 type sweepLine struct {
 	header
-	PartSize  int64   `json:"part_size"`
-	Requests  int     `json:"max_concurrent_requests"`
-	Bytes     int64   `json:"bytes"`
-	Seconds   float64 `json:"seconds"`
-	Gibps     float64 `json:"gibps"`
-	TTFB50ms  float64 `json:"ttfb_p50_ms"`
-	InFlight  float64 `json:"in_flight_mean"`
-	Error     string  `json:"error,omitempty"`
-	Preset    string  `json:"preset,omitempty"`
-	PresetYML string  `json:"preset_file,omitempty"`
+	PartSize int64   `json:"part_size"`
+	Requests int     `json:"max_concurrent_requests"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	Gibps    float64 `json:"gibps"`
+	TTFB50ms float64 `json:"ttfb_p50_ms"`
+	InFlight float64 `json:"in_flight_mean"`
+	Error    string  `json:"error,omitempty"`
+	// Reason says how sweep_best was chosen.
+	Reason    string `json:"reason,omitempty"`
+	Preset    string `json:"preset,omitempty"`
+	PresetYML string `json:"preset_file,omitempty"`
 }
 
 func newSweepLine(typ string, r sweep.Result) sweepLine {
@@ -109,12 +111,19 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 // runSweep measures each cell over fresh lanes into a discard sink.
 func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
 	text, js := opts.output.textOut(f.Factory), opts.output.jsonOut(f.Factory)
+	// A cell runs as bench would, verifying as bench does, so the two
+	// differ only by what a cell is: short, from a cold start, and with
+	// its window fixed at the setting (--adaptive off): with the
+	// window's climb --max-concurrent-requests is a ceiling the window
+	// may stop below (at its knee), not what a row would measure.
+	verify, err := opts.output.verifyMode()
+	if err != nil {
+		return err
+	}
 	const row = "%10s %9s %10s %9s %11s %13s  %s\n"
 	if text != nil {
-		// Each setting runs with a fixed window (--adaptive off): with
-		// the window's climb, --max-concurrent-requests is a ceiling
-		// the window may stop below (at its knee), not what is measured.
-		fmt.Fprintf(text, "sweep: %d settings, %s each, with --adaptive off (the window fixed at each setting)\n", len(cells), opts.sweep.per)
+		fmt.Fprintf(text, "sweep: %s, %s each, each from a cold start (new connections) with --adaptive off (the requests in flight fixed at the setting) and cut off at its time: compare the rows with each other, not with a whole bench run, whose window may stop below its ceiling\n",
+			plural(int64(len(cells)), "setting"), opts.sweep.per)
 		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "IN FLIGHT", "GIBPS", "TTFB P50", "BYTES", "")
 	}
 	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
@@ -123,16 +132,20 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		// The cell's requests are the budget; as many objects may be
 		// open, so small ones fill it too.
 		cs.Workers = max(s.Workers, c.Requests)
-		clients, err := newS3Lanes(cctx, f, cs, opts.tls, u.Bucket)
+		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
+		// Each cell starts from no connection, as a run would (over the
+		// run's transport, whose TLS sessions resume).
+		f.net.t.CloseIdle()
 		src, err := job.ResolveS3(cctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true,
-			Target: s3store.Target{Bucket: u.Bucket, OnRetry: f.logListRetry}})
+			Target: s3store.Target{Bucket: u.Bucket, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}})
 		if err != nil {
 			return transfer.Summary{}, err
 		}
 		eopts := engineOptions(cs)
+		eopts.Verify, eopts.StallTimeout = verify, opts.output.stall
 		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
 		eng, err := transfer.New(src.Lanes, sink.Discard{}, eopts)
 		if err != nil {
@@ -142,7 +155,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		if err == nil && sum.Failed > 0 {
 			// Objects cut off by the cell's deadline are not failures;
 			// these failed on their own.
-			err = fmt.Errorf("%d objects failed", sum.Failed)
+			err = fmt.Errorf("%s failed", plural(sum.Failed, "object"))
 		}
 		return sum, err
 	}
@@ -165,9 +178,19 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 	}
 	best, ok := sweep.Best(results)
 	if !ok {
-		return &ExitError{Code: ExitFailed, Err: errors.New("sweep: no setting moved any data")}
+		err := errors.New("sweep: no setting moved any data")
+		for _, r := range results {
+			if r.Err != nil {
+				// Why the first cell failed: a certificate, an endpoint
+				// that does not answer, fail every cell alike.
+				err = fmt.Errorf("%w: %w", err, r.Err)
+				break
+			}
+		}
+		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	line := newSweepLine("sweep_best", best)
+	line.Reason = bestReason(best, results)
 	if name := opts.sweep.savePreset; name != "" {
 		host, _ := os.Hostname()
 		comment := []string{
@@ -184,12 +207,23 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		writeJSONLine(js, line)
 	}
 	if text != nil {
-		fmt.Fprintf(text, "best: --partsize %s --max-concurrent-requests %d (%.3f Gibps)\n", config.FormatSize(best.PartSize), best.Requests, best.Gibps)
+		fmt.Fprintf(text, "best: --partsize %s --max-concurrent-requests %d (%.3f Gibps): %s\n", config.FormatSize(best.PartSize), best.Requests, best.Gibps, line.Reason)
 		if line.Preset != "" {
 			fmt.Fprintf(text, "saved preset %s in %s: s3pd get --preset %s ...\n", line.Preset, line.PresetYML, line.Preset)
 		}
 	}
 	return nil
+}
+
+// bestReason says how the sweep chose best among results: the fastest
+// row, or the cheapest of those close to it.
+func bestReason(best sweep.Result, results []sweep.Result) string {
+	fastest, _ := sweep.Fastest(results)
+	if fastest.Cell == best.Cell {
+		return "the fastest row"
+	}
+	return fmt.Sprintf("the fewest requests in flight, then the smallest parts, of the rows within %.0f%% of the fastest (--partsize %s --max-concurrent-requests %d, %.3f Gibps): a gap that small is within a short measurement's noise, and fewer requests and smaller parts take fewer connections and less memory",
+		sweep.CloseEnough*100, config.FormatSize(fastest.PartSize), fastest.Requests, fastest.Gibps)
 }
 
 // userPresetDir is where saved presets live: presets/ in s3pd's config

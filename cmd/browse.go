@@ -11,7 +11,7 @@ import (
 // openSource starts the run of a command that reads a bucket without
 // transferring (ls, du) and returns its environment (never nil) and a
 // source over the bucket, built as get builds its first lane.
-func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, tls s3store.TLS, t s3store.Target) (f *runEnv, src *s3store.Source, err error) {
+func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t s3store.Target) (f *runEnv, src *s3store.Source, err error) {
 	f, settings, _, err := startRun(fac, fs, nil, false)
 	if err != nil {
 		return f, nil, err
@@ -19,7 +19,7 @@ func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, tls s3stor
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newS3Lanes(ctx, f, settings, tls, t.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, t.Bucket)
 	if err != nil {
 		return f, nil, startError(ctx, err)
 	}

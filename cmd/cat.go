@@ -41,7 +41,6 @@ taken literally ("*" and "?" are not wildcards).`,
 	opts.scale.fanOut = 1 // one object: no listing to fan out
 	fs := c.Flags()
 	addSettingsFlags(fs)
-	registerTLSFlags(fs, &opts.tls)
 	acceptQuiet(fs)
 	fs.StringVar(&opts.output.verify, "verify", "auto", "what to verify: auto, full or off (as get)")
 	fs.StringVar(&opts.versionID, "version-id", "", "version of the object")

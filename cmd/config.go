@@ -35,6 +35,8 @@ func newCmdConfigShow(f *Factory, runF func(*configShowOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "show [flags]",
 		Short: "Print every effective setting and where it came from",
+		// The words other tools use for it: "did you mean show?".
+		SuggestFor: []string{"list", "ls", "file", "view", "dump", "print", "get"},
 		Long: `Print every effective setting and its origin: default, aws-config (the s3
 section of the AWS profile), preset, file (the s3pd config file), profile
 (its profiles entry for the AWS profile), env (S3PD_*), flag, or derived

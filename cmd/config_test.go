@@ -151,3 +151,62 @@ func TestConfigShowRedactsEndpointUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigShowTLSSettings: ca_bundle and no_verify_ssl are settings,
+// read from every source with the precedence of the others, and config
+// show names where each came from.
+func TestConfigShowTLSSettings(t *testing.T) {
+	tests := []struct {
+		name       string
+		aws, file  string // the AWS config's and the s3pd config file's text
+		preset     string // a saved preset "lab", given with --preset
+		vars       map[string]string
+		args       []string
+		wantCA     string
+		wantSource string // of ca_bundle
+		wantVerify string // no_verify_ssl's value and source
+	}{
+		{name: "none", wantCA: "-", wantSource: "default", wantVerify: "false default"},
+		{name: "aws config", aws: "[default]\nca_bundle = /aws.pem\n", wantCA: "/aws.pem", wantSource: "aws-config"},
+		{name: "AWS_CA_BUNDLE over the aws config", aws: "[default]\nca_bundle = /aws.pem\n",
+			vars: map[string]string{"AWS_CA_BUNDLE": "/env.pem"}, wantCA: "/env.pem", wantSource: "env AWS_CA_BUNDLE"},
+		{name: "s3pd file", file: "ca_bundle: /file.pem\nno_verify_ssl: true\n", wantCA: "/file.pem", wantSource: "file",
+			wantVerify: "true file"},
+		{name: "S3PD_CA_BUNDLE over AWS_CA_BUNDLE", vars: map[string]string{"AWS_CA_BUNDLE": "/env.pem", "S3PD_CA_BUNDLE": "/s3pd.pem",
+			"S3PD_NO_VERIFY_SSL": "true"}, wantCA: "/s3pd.pem", wantSource: "env S3PD_CA_BUNDLE", wantVerify: "true env S3PD_NO_VERIFY_SSL"},
+		{name: "a saved preset", preset: "no_verify_ssl: true\nca_bundle: /preset.pem\n", wantCA: "/preset.pem", wantSource: "preset lab",
+			wantVerify: "true preset lab"},
+		{name: "flags over all", file: "ca_bundle: /file.pem\n", vars: map[string]string{"AWS_CA_BUNDLE": "/env.pem"},
+			args: []string{"--ca-bundle", "/flag.pem", "--no-verify-ssl"}, wantCA: "/flag.pem", wantSource: "flag --ca-bundle",
+			wantVerify: "true flag --no-verify-ssl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newSettingsEnv(t)
+			if tt.aws != "" {
+				e.writeFile(t, "aws-config", tt.aws)
+			}
+			if tt.file != "" {
+				e.writeFile(t, "home/.config/s3pd/config.yaml", tt.file)
+			}
+			args := tt.args
+			if tt.preset != "" {
+				e.writeFile(t, "home/.config/s3pd/presets/lab.yaml", tt.preset)
+				args = append([]string{"--preset", "lab"}, args...)
+			}
+			for k, v := range tt.vars {
+				e.vars[k] = v
+			}
+			out, err := runConfigShow(t, e, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasLine(out, []string{"ca_bundle", tt.wantCA, tt.wantSource}) {
+				t.Errorf("want a line ca_bundle %s %s in:\n%s", tt.wantCA, tt.wantSource, out)
+			}
+			if tt.wantVerify != "" && !hasLine(out, append([]string{"no_verify_ssl"}, strings.Fields(tt.wantVerify)...)) {
+				t.Errorf("want a line no_verify_ssl %s in:\n%s", tt.wantVerify, out)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -126,8 +127,12 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if isS3(opts.src) && (opts.benchmark || !isS3(opts.dst)) {
 		return copyDownload(ctx, f, opts, settings, origins)
 	}
+	t, err := opts.transport(ctx, f, settings)
+	if err != nil {
+		return err
+	}
 	var failures atomic.Int64 // entries of a local source that could not be read
-	spec, err := opts.spec(f, settings, origins, threshold, &failures)
+	spec, err := opts.spec(f, settings, origins, threshold, t, &failures)
 	if err != nil {
 		return err
 	}
@@ -137,11 +142,11 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	}
 	defer c.Close()
 	out := opts.output
-	out.localTo = c.LocalTo
+	out.localTo, out.dryVerb = c.LocalTo, "copy"
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
 		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled})
 	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d entries of %s could not be read", failures.Load(), opts.src)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
 	}
 	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
 }
@@ -151,9 +156,9 @@ func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, ru
 	if err != nil || c.Listed == nil {
 		return err
 	}
-	what := "objects"
+	what := "object"
 	if c.LocalTo == "local" {
-		what = "files"
+		what = "file"
 	}
 	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
 		return c.Delete(ctx, rules.Match, out.dryRun, report)
@@ -162,7 +167,7 @@ func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, ru
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *s3store.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -175,12 +180,12 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
 		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
-		Upload: opts.upload, Client: clientOptions(f, settings),
+		Upload: opts.upload, Client: clientOptions(f, settings, t),
 		Target:   s3store.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
 		PartSize: settings.PartSize, Threshold: settings.MultipartThreshold, CopyThreshold: threshold,
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
-		Scale: opts.scale.scaleSpec(f, settings, shardSpec, opts.rules.rules)}
+		Scale: opts.scale.scaleSpec(f, settings, t, shardSpec, opts.rules.rules)}
 	spec.Upload.Overwrite, spec.Upload.Req = opts.overwrite, opts.req
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
@@ -195,6 +200,20 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		spec.SourceClient = &so
 	}
 	return spec, nil
+}
+
+// transport is the run's transport when SRC or DEST is in S3 (nil for
+// local to local, which checks only that the cards of --nics exist).
+func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
+	if isS3(opts.src) || isS3(opts.dst) {
+		return f.transport(ctx, s)
+	}
+	if len(s.NICs) > 0 {
+		if _, err := nics.Resolve(strings.Join(s.NICs, ",")); err != nil {
+			return nil, usageError(err)
+		}
+	}
+	return nil, nil
 }
 
 // copySettings are the settings the engine runs c with: a server-side
@@ -214,6 +233,12 @@ func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
 // the settings) and returns --copy-threshold.
 func (opts *copyOptions) check() (int64, error) {
 	dst := opts.dst
+	if _, err := opts.output.verifyMode(); err != nil {
+		return 0, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return 0, err
+	}
 	if opts.benchmark && dst != "" {
 		return 0, usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
 	}
@@ -241,6 +266,12 @@ func (opts *copyOptions) check() (int64, error) {
 	}
 	if opts.delete && (opts.benchmark || dst == "-") {
 		return 0, usageErrorf("--delete needs a directory or a prefix as DEST")
+	}
+	if _, err := opts.output.verifyMode(); err != nil {
+		return 0, err
+	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return 0, err
 	}
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
 	opts.upload.NoClobber = opts.noClobber
@@ -288,10 +319,4 @@ func reportUnread(f *runEnv, failures *atomic.Int64, p string, err error) {
 	}
 	failures.Add(1)
 	f.Logger.Error("cannot read", zap.String("path", p), zap.String("reason", err.Error()))
-}
-
-// clientOptions are the S3 clients' options from the run's settings.
-func clientOptions(f *runEnv, s config.Settings) s3store.ClientOptions {
-	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, Conns: s.MaxConcurrentRequests, OnRetry: f.logRetry}
 }

@@ -13,15 +13,14 @@ import (
 )
 
 type duOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument; flags are the command's, for the settings.
 	url    string
 	flags  *pflag.FlagSet
 	rules  ruleFlags
 	asJSON bool
-	bytes  bool
+	// bytes and human: the size in bytes only, or in binary units only
+	// (by default both).
+	bytes, human bool
 }
 
 // NewCmdDu builds `s3pd du`. runF, when set, runs instead of runDu with
@@ -36,7 +35,7 @@ ls --recursive --summarize does: every key that starts with the prefix as
 given. A key with "*" or "?" counts only the keys that match it, and
 --include/--exclude apply as in get.`,
 		Example: `  s3pd du s3://my-bucket/models/
-  s3pd du s3://my-bucket/models/*.safetensors
+  s3pd du 's3://my-bucket/models/*.safetensors'
   s3pd du --json s3://my-bucket/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -54,11 +53,12 @@ given. A key with "*" or "?" counts only the keys that match it, and
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
-	registerTLSFlags(fs, &opts.tls)
+	hideTransferSettings(fs)
 	acceptQuiet(fs)
 	opts.rules.register(fs)
 	fs.BoolVar(&opts.asJSON, "json", false, `one JSON line of type "usage" (docs/JSON.md)`)
 	fs.BoolVarP(&opts.bytes, "bytes", "b", false, "the size in bytes only, without binary units")
+	fs.BoolVarP(&opts.human, "human-readable", "H", false, "the size in binary units only (KiB, MiB, ...), as s5cmd's du -H")
 	return c
 }
 
@@ -81,11 +81,14 @@ func newUsageLine(url string, u s3store.Usage) usageLine {
 }
 
 func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions, arg string) (err error) {
+	if opts.bytes && opts.human {
+		return usageErrorf("--bytes and --human-readable contradict each other")
+	}
 	u, err := opts.rules.parseSource(arg)
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
 	defer f.end(&err)
 	if err != nil {
 		return err
@@ -98,9 +101,12 @@ func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions
 		return json.NewEncoder(f.IO.Out).Encode(newUsageLine(arg, usage))
 	}
 	size := fmt.Sprintf("%s (%d bytes)", raid.HumanBytes(usage.Bytes), usage.Bytes)
-	if opts.bytes {
+	switch {
+	case opts.bytes:
 		size = fmt.Sprint(usage.Bytes)
+	case opts.human:
+		size = raid.HumanBytes(usage.Bytes)
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "%d objects, %s\t%s\n", usage.Objects, size, arg)
+	_, err = fmt.Fprintf(f.IO.Out, "%s, %s\t%s\n", plural(usage.Objects, "object"), size, arg)
 	return err
 }

@@ -10,7 +10,7 @@ var examples = map[string]string{
   s3pd --workers=40 --threads=32 s3://my-bucket/2GiB/ /mnt/ram-disk   # the original s3pd's form
   s3pd completion bash > ~/.local/share/bash-completion/completions/s3pd`,
 	"s3pd get": `  s3pd get s3://my-bucket/models/llama/ /data/llama
-  s3pd get s3://my-bucket/models/*.safetensors /data/weights
+  s3pd get 's3://my-bucket/models/*.safetensors' /data/weights
   s3pd get --nics eth0,eth1 --partsize 16MiB s3://my-bucket/dataset/ /striped
   s3pd get --delete --dry-run s3://my-bucket/dataset/ /data/dataset
   s3pd get s3://my-bucket/x.tar - | tar x

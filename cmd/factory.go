@@ -61,11 +61,13 @@ type runEnv struct {
 	JSON io.Writer
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
+	// net is the run's HTTP transport, built on first use (transport).
+	net *runTransport
 }
 
 // newRunEnv is the environment of a run that has built nothing of its
 // own (yet).
-func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f} }
+func newRunEnv(f *Factory) *runEnv { return &runEnv{Factory: f, net: &runTransport{}} }
 
 // end ends the run, deferred with the command's error: it flushes the
 // logger and runs the exits, or, when the run failed, hands itself to

@@ -21,9 +21,6 @@ import (
 // getOptions are get's own flags; the shared settings come from
 // loadSettings.
 type getOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// src and dest are the arguments (dest "" with --benchmark).
 	src, dest string
 	// flags are the command's flags, for the settings they set.
@@ -64,6 +61,9 @@ type outputFlags struct {
 	embedded bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
+	// dryVerb is what a dry run says it would do with each object:
+	// "fetch" (get, and copy from S3 to local) unless set ("copy").
+	dryVerb string
 	// localTo says where a copy from local files goes ("local" or "s3"),
 	// "" when the source is S3: local files carry no checksum, so the
 	// summary's advice on unverified objects fits the direction.
@@ -150,7 +150,6 @@ dropped.`,
 	opts.output.report.register(fs)
 	opts.rules.register(fs)
 	opts.scale.register(fs)
-	registerTLSFlags(fs, &opts.tls)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
@@ -233,6 +232,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if _, err := opts.output.verifyMode(); err != nil {
 		return u, nil, err
 	}
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return u, nil, err
+	}
 	return u, spec, nil
 }
 
@@ -247,7 +249,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
 	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
 	planNICs(f, &settings, out.dryRun)
-	lanes, err := newS3Lanes(ctx, f, settings, opts.tls, u.Bucket)
+	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
 	if err != nil {
 		return usageError(err)
 	}
@@ -269,7 +271,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, spec, opts.rules.rules),
+		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	})
 	if err != nil {
 		return jobError(ctx, err)
@@ -281,13 +283,13 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	if g.Listed == nil || err != nil {
 		return err
 	}
-	return runDelete(f, out, "files", g.Listed, func(report func(string, int64)) error {
+	return runDelete(f, out, "file", g.Listed, func(report func(string, int64)) error {
 		return g.Delete(opts.rules.rules.Match, out.dryRun, report)
 	})
 }
 
 // runDelete is --delete's step after a run without failures, given
-// what the run listed: it refuses after an incomplete listing, else
+// what the run listed (what: "file" or "object"): it refuses after an incomplete listing, else
 // removes (reportDeletes).
 func runDelete(f *runEnv, out outputFlags, what string, listed *job.Listed, remove func(report func(name string, size int64)) error) error {
 	if !listed.Complete() {
@@ -339,7 +341,7 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
 		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%d bytes)\n", printable(name), size)
+			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
 		}
 	})
 	if !out.asJSON && n > 0 {
@@ -347,7 +349,7 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f.Factory), "%s: %d %s, %d bytes\n", verb, n, what, bytes)
+		fmt.Fprintf(out.humanOut(f.Factory), "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -426,7 +428,7 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		rep.ObjectDone(transfer.Result{Object: *out.mustExist, Err: out.missing})
 		sum.Failed++
 	}
-	if shardReport != nil && shardReport.ListingHash == "" {
+	if shardReport != nil && !shardReport.Done() {
 		shardReport = nil // the listing did not complete
 	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, latency, shardReport, meas.measures())
@@ -436,9 +438,9 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	case err != nil:
 		return badManifest(err)
 	case sum.Failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d objects failed", sum.Failed, sum.Failed+sum.Objects+sum.Skipped)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
 	case rep.archived.Load() > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d objects are archived and were skipped: restore them first", rep.archived.Load())}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}
 	return nil
 }

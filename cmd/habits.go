@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-
-	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // registerHabits adds the AWS CLI's names for what s3pd spells otherwise,
@@ -57,10 +55,4 @@ func (v *setsFlags) Set(s string) error {
 		v.also()
 	}
 	return nil
-}
-
-// registerTLSFlags adds the AWS CLI's --no-verify-ssl and --ca-bundle.
-func registerTLSFlags(fs *pflag.FlagSet, t *s3store.TLS) {
-	fs.BoolVar(&t.Insecure, "no-verify-ssl", false, "do not verify the server's TLS certificate (as the AWS CLI's flag)")
-	fs.StringVar(&t.CABundle, "ca-bundle", "", "PEM file of the certificate authorities to trust for TLS (as the AWS CLI's flag and AWS_CA_BUNDLE)")
 }

@@ -2,9 +2,15 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/url"
+	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
@@ -12,43 +18,149 @@ import (
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
-// newS3Lanes builds one S3 client per network card named by --nics (one
-// in all without it), each with its own connection pool. Every client
-// spreads its connections over all the addresses the endpoint resolves
-// to, checks certificates as tls says, and logs the retries of listing
-// and HEAD requests as they happen.
-func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, tls s3store.TLS, bucket string) ([]job.S3Lane, error) {
-	type lane struct {
-		name   string
-		dialer *net.Dialer
-	}
-	// A connection that cannot be made in 10 s fails, rather than waiting
-	// for the kernel's two minutes of SYN retries.
-	lanes := []lane{{name: "default", dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}}}
+// laneProbeTimeout bounds the one connection each network card makes to
+// the endpoint before a run: a card that cannot reach it is found in
+// seconds, not after ten 10 s dials of the first request.
+const laneProbeTimeout = 5 * time.Second
+
+// runTransport is the run's one HTTP transport, built on first use from
+// the settings and shared by every S3 client the run makes.
+type runTransport struct {
+	once sync.Once
+	t    *s3store.Transport
+	err  error
+}
+
+// transport returns the run's transport, built from s the first time
+// (later calls return the same one, whatever s): the TLS settings, one
+// lane per card of --nics (each spreading its connections over the
+// endpoint's addresses), pools sized for s's request budget. A card that
+// is unknown, or that cannot reach the endpoint while others can, is a
+// usage error or a warning, before anything is sent.
+func (f *runEnv) transport(ctx context.Context, s config.Settings) (*s3store.Transport, error) {
+	f.net.once.Do(func() { f.net.t, f.net.err = newTransport(ctx, f, s) })
+	return f.net.t, f.net.err
+}
+
+func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
+	opts := transportOptions(s)
 	if len(s.NICs) > 0 {
 		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
 		if err != nil {
-			return nil, err
+			return nil, usageError(err)
 		}
-		lanes = lanes[:0]
 		for _, iface := range ifaces {
-			lanes = append(lanes, lane{name: iface.Name, dialer: nics.NewDialer(iface, nics.DialerOptions{})})
+			d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
+			opts.Lanes = append(opts.Lanes, s3store.DialLane{Name: iface.Name, Dial: d.DialContext})
 		}
+	} else {
+		// A connection that cannot be made in 10 s fails, rather than
+		// waiting for the kernel's two minutes of SYN retries.
+		d := nics.NewSpreadDialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, 0, nil)
+		opts.Lanes = []s3store.DialLane{{Name: "default", Dial: d.DialContext}}
 	}
-	copts := s3store.ClientOptions{
-		Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, TLS: tls, OnRetry: f.logRetry,
-		Conns: max(s.MaxConcurrentRequests/len(lanes), 1),
+	opts.Conns = max(s.MaxConcurrentRequests/len(opts.Lanes), 1)
+	t, err := s3store.NewTransport(opts)
+	if err != nil {
+		return nil, usageError(err)
 	}
-	var out []job.S3Lane
-	for _, l := range lanes {
-		copts.DialContext = nics.NewSpreadDialer(l.dialer, 0, nil).DialContext
-		client, err := s3store.NewClient(ctx, bucket, copts)
-		if err != nil {
+	if len(s.NICs) > 0 {
+		if err := probeLanes(ctx, f, t, s); err != nil {
 			return nil, err
 		}
-		copts.Region = client.Options().Region // detected once
-		out = append(out, job.S3Lane{Name: l.name, Base: s3store.NewSource(client, s3store.Target{Bucket: bucket})})
+	}
+	f.exits = append(f.exits, t.Close)
+	return t, nil
+}
+
+// transportOptions are the settings' part of the transport: how
+// certificates are checked.
+func transportOptions(s config.Settings) s3store.TransportOptions {
+	return s3store.TransportOptions{CABundle: s.CABundle, Insecure: s.NoVerifySSL}
+}
+
+// probeLanes connects once over every card to the endpoint: a card that
+// cannot is dropped with one warning when others can; when none can, the
+// run stops with exit 2 naming the cards.
+func probeLanes(ctx context.Context, f *runEnv, t *s3store.Transport, s config.Settings) error {
+	addr := endpointAddr(s)
+	failed := t.Probe(ctx, addr, laneProbeTimeout)
+	if len(failed) == 0 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	names := make([]string, 0, len(failed))
+	for n := range failed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(failed) == len(t.Names()) {
+		var why []string
+		for _, n := range names {
+			why = append(why, fmt.Sprintf("%s: %s", n, oneLine(failed[n].Error())))
+		}
+		return usageErrorf("--nics: no card reaches %s (%s)", addr, strings.Join(why, "; "))
+	}
+	t.Keep(func(name string) bool { return failed[name] == nil })
+	for _, n := range names {
+		if f.Logger != nil {
+			f.Logger.Warn("network card cannot reach the endpoint: not used", zap.String("nic", n),
+				zap.String("endpoint", addr), zap.String("reason", oneLine(failed[n].Error())))
+		}
+	}
+	return nil
+}
+
+// endpointAddr is the host:port the run's requests go to first: the
+// custom endpoint, else the region's S3 endpoint.
+func endpointAddr(s config.Settings) string {
+	if u, err := url.Parse(s.EndpointURL); err == nil && u.Host != "" {
+		if u.Port() != "" {
+			return u.Host
+		}
+		port := "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+		return net.JoinHostPort(u.Hostname(), port)
+	}
+	host := "s3.amazonaws.com"
+	if s.Region != "" {
+		host = "s3." + s.Region + ".amazonaws.com"
+		if strings.HasPrefix(s.Region, "cn-") {
+			host += ".cn"
+		}
+	}
+	return host + ":443"
+}
+
+// clientOptions are the S3 clients' options from the run's settings,
+// over the run's transport: each request over the next lane in turn
+// unless a caller picks one.
+func clientOptions(f *runEnv, s config.Settings, t *s3store.Transport) s3store.ClientOptions {
+	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
+		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: s3store.AllLanes}
+}
+
+// newS3Lanes builds one S3 client per lane of the run's transport (one
+// per network card named by --nics, one in all without it), each with
+// its own connection pool, and logs the retries of listing and HEAD
+// requests as they happen.
+func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, bucket string) ([]job.S3Lane, error) {
+	t, err := f.transport(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := s3store.NewLaneClients(ctx, bucket, clientOptions(f, s, t))
+	if err != nil {
+		return nil, err
+	}
+	names := t.Names()
+	out := make([]job.S3Lane, len(clients))
+	for i, c := range clients {
+		out[i] = job.S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: bucket})}
 	}
 	return out, nil
 }

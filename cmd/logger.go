@@ -47,7 +47,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 		if err != nil {
 			return env, config.Settings{}, nil, err
 		}
-		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute}
+		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute, net: env.net}
 	}
 	settings, origins, err := loadSettings(fac, fs)
 	if err != nil {
@@ -62,7 +62,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 			log.Warn(w)
 		}
 	}
-	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits}
+	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits, net: env.net}
 	return env, settings, origins, nil
 }
 

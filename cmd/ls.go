@@ -16,9 +16,6 @@ import (
 )
 
 type lsOptions struct {
-	// tls is how servers' certificates are checked (--ca-bundle,
-	// --no-verify-ssl).
-	tls s3store.TLS
 	// url is the argument ("": list the buckets).
 	url string
 	// flags are the command's flags, for the settings they set.
@@ -43,7 +40,7 @@ Without a URL, ls lists the buckets the credentials own.`,
   s3pd ls --json s3://my-bucket/models/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d arguments", len(args))
+				return usageErrorf("ls takes at most one s3://bucket[/prefix], got %d", len(args))
 			}
 			return nil
 		},
@@ -63,7 +60,7 @@ Without a URL, ls lists the buckets the credentials own.`,
 	}
 	fs := c.Flags()
 	addSettingsFlags(fs)
-	registerTLSFlags(fs, &opts.tls)
+	hideTransferSettings(fs)
 	acceptQuiet(fs)
 	fs.BoolVarP(&opts.recursive, "recursive", "r", false, "list every object under the prefix, with full keys")
 	fs.BoolVarP(&opts.human, "human-readable", "H", false, "sizes in binary units (KiB, MiB, ...)")
@@ -88,7 +85,7 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{Bucket: u.Bucket})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket})
 	defer f.end(&err)
 	if err != nil {
 		return err
@@ -153,7 +150,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
-	f, src, err := openSource(ctx, fac, fs, opts.tls, s3store.Target{})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{})
 	defer f.end(&err)
 	if err != nil {
 		return err

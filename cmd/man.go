@@ -2,9 +2,11 @@ package cmd
 
 import (
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 // NewCmdMan builds the hidden `s3pd man DIR`, which writes one man page
@@ -27,8 +29,33 @@ func NewCmdMan(f *Factory) *cobra.Command {
 			}
 			root := c.Root()
 			root.DisableAutoGenTag = true // pages do not change with the day they were built
+			escapeForMan(root)
 			header := &doc.GenManHeader{Title: "S3PD", Section: "1", Source: "s3pd " + f.Version, Manual: "s3pd manual"}
 			return doc.GenManTree(root, header, args[0])
 		},
+	}
+}
+
+// markdownEscaper escapes what Markdown would read as markup: cobra's
+// man pages go through go-md2man, which would take "*.safetensors" for
+// emphasis and "<basename>" for an HTML tag, and drop both.
+var markdownEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", `*`, `\*`, `_`, `\_`, `<`, `\<`, `>`, `\>`, `[`, `\[`, `]`, `\]`, `&`, `\&`,
+)
+
+// escapeForMan escapes the text of every command under c and of their
+// flags, so the pages say what --help says. The man command runs once
+// and exits, so the tree can be changed in place.
+func escapeForMan(c *cobra.Command) {
+	c.Short, c.Long = markdownEscaper.Replace(c.Short), markdownEscaper.Replace(c.Long)
+	esc := func(fl *pflag.Flag) { fl.Usage = markdownEscaper.Replace(fl.Usage) }
+	c.LocalFlags().VisitAll(esc)
+	c.PersistentFlags().VisitAll(func(fl *pflag.Flag) {
+		if c.LocalFlags().Lookup(fl.Name) == nil {
+			esc(fl)
+		}
+	})
+	for _, sub := range c.Commands() {
+		escapeForMan(sub)
 	}
 }

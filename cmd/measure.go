@@ -70,6 +70,9 @@ func (r *reportFlags) check(dest string) error {
 			return usageErrorf("--report %s is inside DEST %s: write it elsewhere", r.path, dest)
 		}
 	}
+	if st, err := os.Stat(filepath.Dir(abs)); err == nil && !st.IsDir() {
+		return usageErrorf("--report %s: %s is not a directory", r.path, filepath.Dir(abs))
+	}
 	if err := job.CheckWritable(filepath.Dir(abs)); err != nil {
 		return usageErrorf("--report %s: %v", r.path, err)
 	}

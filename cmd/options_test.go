@@ -136,8 +136,10 @@ func TestBrowseOptions(t *testing.T) {
 	}{
 		{"ls", nil, "url= recursive=false human=false summarize=false json=false"},
 		{"ls", []string{"-r", "-H", "--summarize", "s3://b/p/"}, "url=s3://b/p/ recursive=true human=true summarize=true json=false"},
-		{"du", []string{"--json", "s3://b/p/"}, "url=s3://b/p/ json=true bytes=false"},
-		{"du", []string{"-b", "s3://b/"}, "url=s3://b/ json=false bytes=true"},
+		{"du", []string{"--json", "s3://b/p/"}, "url=s3://b/p/ json=true bytes=false human=false"},
+		{"du", []string{"-b", "s3://b/"}, "url=s3://b/ json=false bytes=true human=false"},
+		{"du", []string{"-H", "s3://b/"}, "url=s3://b/ json=false bytes=false human=true"},
+		{"du", []string{"--human-readable", "s3://b/"}, "url=s3://b/ json=false bytes=false human=true"},
 	} {
 		t.Run(tt.cmd+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 			var got string
@@ -149,7 +151,7 @@ func TestBrowseOptions(t *testing.T) {
 				})
 			} else {
 				c = NewCmdDu(optionsFactory(), func(_ context.Context, o *duOptions) error {
-					got = fmt.Sprintf("url=%s json=%v bytes=%v", o.url, o.asJSON, o.bytes)
+					got = fmt.Sprintf("url=%s json=%v bytes=%v human=%v", o.url, o.asJSON, o.bytes, o.human)
 					return nil
 				})
 			}
@@ -160,6 +162,29 @@ func TestBrowseOptions(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestListingHelpHasNoTransferFlags: ls's and du's help lists where the
+// server is and how to sign, not how a transfer runs; they still accept
+// a transfer setting (a preset or config file sets it for every
+// command).
+func TestListingHelpHasNoTransferFlags(t *testing.T) {
+	for _, c := range []*cobra.Command{NewCmdLs(optionsFactory(), nil), NewCmdDu(optionsFactory(), nil)} {
+		help := c.LocalFlags().FlagUsages()
+		for _, flag := range []string{"--workers", "--threads", "--partsize", "--max-concurrent-requests", "--multipart-threshold", "--max-bandwidth", "--target-bandwidth"} {
+			if strings.Contains(help, flag+" ") {
+				t.Errorf("%s --help lists %s", c.Name(), flag)
+			}
+		}
+		for _, flag := range []string{"--endpoint-url", "--region", "--no-sign-request", "--profile"} {
+			if !strings.Contains(help, flag+" ") {
+				t.Errorf("%s --help lacks %s", c.Name(), flag)
+			}
+		}
+		if err := c.Flags().Parse([]string{"--workers", "8"}); err != nil {
+			t.Errorf("%s refuses --workers: %v", c.Name(), err)
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ usable. --teardown unmounts, stops the array and removes the fstab line;
 	fl.StringVar(&opts.owner, "owner", "", "chown the mount point to USER or USER:GROUP")
 	fl.BoolVar(&opts.fstab, "fstab", false, "add an fstab line (by UUID, nofail) so the volume mounts at boot")
 	fl.StringVar(&opts.fstabFile, "fstab-file", "/etc/fstab", "the fstab file --fstab and --teardown edit")
-	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); the filesystem label for --engine btrfs (default striped)")
+	fl.StringVar(&opts.name, "name", "md0", "md array name (/dev/NAME); with --engine btrfs the filesystem label, striped unless given")
 	fl.BoolVar(&opts.force, "force", false, "erase devices that hold a filesystem or partition table (never the root device)")
 	fl.BoolVarP(&opts.yes, "yes", "y", false, "run the plan without asking")
 	fl.BoolVar(&opts.dryRun, "dry-run", false, "print the plan and exit")
@@ -122,7 +122,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 	}
 	plan, err := raid.NewPlan(spec, inv)
 	if err != nil {
-		return usageError(fmt.Errorf("%w\nnothing was changed", err))
+		return usageError(fmt.Errorf("%w; nothing was changed", err))
 	}
 	spec = plan.Spec // with defaults filled in
 	if !opts.asJSON {
@@ -145,7 +145,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		return err
 	}
 	if err := plan.Checked(); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	res, err := raid.Apply(ctx, plan, raid.Env{Runner: deps.runner, MountInfo: deps.system.MountInfo, Report: raidReporter(f.IO.ErrOut)})
 	var pe *raid.PartialError
@@ -166,7 +166,7 @@ func runRaidSetup(ctx context.Context, f *Factory, deps raidDeps, opts *raidOpti
 		printRaidParts(f.IO.Out, plan)
 		return nil
 	}
-	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %d devices, UUID %s) mounted at %s\n", plan.Target, spec.FS, len(plan.Members), res.UUID, spec.Mount)
+	fmt.Fprintf(f.IO.Out, "ready: %s (%s over %s, UUID %s) mounted at %s\n", plan.Target, spec.FS, plural(int64(len(plan.Members)), "device"), res.UUID, spec.Mount)
 	printRaidParts(f.IO.Out, plan)
 	return nil
 }
@@ -343,7 +343,7 @@ func raidPreflight(deps raidDeps, tools []string) error {
 		return errors.New("raid-setup changes disks and must run as root (try sudo); nothing was changed")
 	}
 	if err := raid.CheckTools(tools, deps.lookPath); err != nil {
-		return fmt.Errorf("%w\nnothing was changed", err)
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3pd/s3pd/internal/testenv"
 	"github.com/s3pd/s3pd/pkg/raid"
 )
 
@@ -310,11 +311,11 @@ func TestRaidTeardownDryRun(t *testing.T) {
 // devices: real /sys, real mkfs.btrfs, mount, fstab in a temporary file.
 func TestRaidBtrfsOnLoopDevices(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for loop devices and mount")
+		testenv.Unavailable(t, "needs root for loop devices and mount")
 	}
 	for _, tool := range []string{"losetup", "mkfs.btrfs", "btrfs", "blkid", "wipefs", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (%s)", tool, raid.InstallHint(tool))
+			testenv.Unavailable(t, "%s is not installed (%s)", tool, raid.InstallHint(tool))
 		}
 	}
 	dir := t.TempDir()
@@ -329,7 +330,7 @@ func TestRaidBtrfsOnLoopDevices(t *testing.T) {
 		}
 		out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 		if err != nil {
-			t.Skipf("no loop device: %v: %s", err, out)
+			testenv.Unavailable(t, "no loop device: %v: %s", err, out)
 		}
 		dev := strings.TrimSpace(string(out))
 		loops = append(loops, dev)

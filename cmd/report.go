@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,13 +43,19 @@ type reporter struct {
 	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
+	// verb is what a dry run would do with each object ("fetch").
+	verb string
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
 	ended    atomic.Int64 // objects that reached a verdict (the bar)
+	started  atomic.Int64 // objects begun, done or not (the bar)
 	retries  atomic.Int64
-	// what a dry run would do, under mu
+	// what a dry run would do, under mu: the objects it would fetch
+	// (plan, listed at the end) and skip (skipsBy, by reason)
 	wouldFetch, wouldSkip, fetchBytes int64
+	plan                              []plannedFetch
+	skipsBy                           map[string]int64
 	tally                             tally // under mu
 	lastRetry                         time.Time
 }
@@ -54,7 +63,7 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, verb: cmp.Or(out.dryVerb, "fetch")}
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
@@ -67,6 +76,10 @@ func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedByt
 			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
+			// The line is as wide as the terminal (80 columns when it
+			// cannot tell): the bar takes up what the figures leave, so
+			// the line does not change width as they do.
+			progressbar.OptionFullWidth(),
 			progressbar.OptionClearOnFinish(),
 			// No spinner goroutine of the library's own: it reads the
 			// bar's state without its lock; render below drives the bar.
@@ -97,16 +110,26 @@ func (r *reporter) render() {
 				r.bar.ChangeMax64(total)
 				sized = true
 			}
-			of := "?"
-			if complete {
-				of = fmt.Sprint(objects)
-			}
-			r.bar.Describe(fmt.Sprintf("%d/%s objects", r.ended.Load(), of))
+			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete))
 			now := r.bytes.Load()
 			r.bar.Add64(now - shown)
 			shown = now
 		}
 	}
+}
+
+// barDescription is the bar's count of objects: those done of those
+// listed ("?" until the listing is complete) and those open, whose
+// bytes the bar counts before they are done (large objects in parallel
+// parts: 3 done at 35% of the bytes is no lag). Numbers are padded to
+// the width of the listing's count, so the text keeps its width.
+func barDescription(done, started, listed int64, complete bool) string {
+	of := "?"
+	if complete {
+		of = fmt.Sprint(listed)
+	}
+	w := max(len(of), len(fmt.Sprint(done)))
+	return fmt.Sprintf("%*d/%s objects, %*d open ", w, done, of, w, max(started-done, 0))
 }
 
 func (r *reporter) close() {
@@ -116,7 +139,7 @@ func (r *reporter) close() {
 	}
 }
 
-func (r *reporter) ObjectStarted(transfer.Object)          {}
+func (r *reporter) ObjectStarted(transfer.Object)          { r.started.Add(1) }
 func (r *reporter) Bytes(n int64)                          { r.bytes.Add(n) }
 func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 
@@ -148,6 +171,7 @@ type tally struct {
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
 	interrupted                 int64 // kept for resume by an interruption
+	intact                      int64 // skipped, read and found intact (--verify-existing)
 	failed                      []failure
 	failedCount                 int64
 }
@@ -217,6 +241,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 		t.resumed++
 		t.resumedBytes += res.Resumed
 	}
+	if res.Intact {
+		t.intact++
+	}
 	switch status {
 	case statusInterrupted:
 		t.interrupted++
@@ -255,20 +282,64 @@ func (r *reporter) count(res transfer.Result, status string) {
 func (r *reporter) dryRun(res transfer.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fetch := res.Skipped == transfer.DryRunReason
-	if fetch {
+	switch fetch := res.Skipped == transfer.DryRunReason; {
+	case fetch:
 		r.wouldFetch++
 		r.fetchBytes += max(res.Object.Size, 0)
-	} else if res.Skipped != "" {
+		if r.out != nil {
+			r.plan = append(r.plan, plannedFetch{key: res.Object.Key, dest: r.destinationOf(res.Object), size: res.Object.Size})
+		}
+	case res.Skipped != "":
 		r.wouldSkip++
+		if r.skipsBy == nil {
+			r.skipsBy = map[string]int64{}
+		}
+		r.skipsBy[res.Skipped]++
 	}
-	if r.out == nil {
+}
+
+// plannedFetch is one object a dry run would fetch, for its listing.
+type plannedFetch struct {
+	key, dest string
+	size      int64
+}
+
+// destinationOf is where o lands, "" when the run keeps nothing.
+func (r *reporter) destinationOf(o transfer.Object) string {
+	if r.destination == nil {
+		return ""
+	}
+	return r.destination(o.Name)
+}
+
+// printDryRun lists what a dry run would fetch, sorted by where each
+// object lands, then what it would skip in one line, by reason.
+func (r *reporter) printDryRun(w io.Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slices.SortFunc(r.plan, func(a, b plannedFetch) int { return cmp.Or(cmp.Compare(a.dest, b.dest), cmp.Compare(a.key, b.key)) })
+	for _, p := range r.plan {
+		to := ""
+		if p.dest != "" {
+			to = " -> " + printable(p.dest)
+		}
+		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.verb, printable(p.key), to, plural(p.size, "byte"))
+	}
+	if r.wouldSkip == 0 {
 		return
 	}
-	switch {
-	case fetch:
-		fmt.Fprintf(r.out, "would fetch: %s (%d bytes)\n", printable(res.Object.Key), res.Object.Size)
-	case res.Skipped != "":
-		fmt.Fprintf(r.out, "would skip: %s (%s)\n", printable(res.Object.Key), printable(res.Skipped))
+	var why []string
+	for _, reason := range slices.Sorted(maps.Keys(r.skipsBy)) {
+		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printable(reason)))
 	}
+	fmt.Fprintf(w, "would skip: %s: %s\n", plural(r.wouldSkip, "object"), strings.Join(why, ", "))
+}
+
+// plural is n with its noun, which takes an s unless n is one: "1
+// object", "2 objects".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

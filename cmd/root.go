@@ -45,6 +45,8 @@ runs get. A local SRC needs a command: s3pd copy SRC DEST.`,
 		NewCmdMan(f),
 	)
 	addExamples(root)
+	registerCompletions(root, enumFlags(f))
+	refuseUnknownSubcommands(root)
 	return root
 }
 
@@ -88,7 +90,11 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 		code = ExitUsage
 	}
 	msg := oneLine(err.Error())
+	var ce *s3store.CertificateError
 	switch {
+	case errors.As(err, &ce):
+		// What to do, without the SDK's chain around it.
+		msg = ce.Error()
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = ExitInterrupted, "interrupted"
 	case s3store.NoCredentials(err):

@@ -68,6 +68,17 @@ func TestCommandSurface(t *testing.T) {
 		{[]string{"./a", "./b"}, 2, "", "s3pd copy SRC DEST"},
 		{[]string{"get", "--worker", "3", "s3://b/k", "d"}, 2, "", "did you mean --workers?"},
 		{[]string{"frob"}, 2, "", "s3pd --help"},
+		{[]string{"config", "list"}, 2, "", `unknown command "list" for "s3pd config": did you mean "s3pd config show"?`},
+		{[]string{"config", "file"}, 2, "", `did you mean "s3pd config show"?`},
+		{[]string{"config"}, 0, "Inspect s3pd's configuration", ""},
+		{[]string{"shards", "frob"}, 2, "", `unknown command "frob" for "s3pd shards"`},
+		{[]string{"sync", "./a", "s3://b/a/"}, 2, "", `"s3pd copy --delete ./a s3://b/a/"`},
+		{[]string{"mv", "s3://b/k", "d"}, 2, "", `s3pd has no mv command: "s3pd copy s3://b/k d" copies`},
+		{[]string{"rm", "s3://b/k"}, 2, "", "s3pd has no rm command"},
+		{[]string{"get", "--partsize", "16M", "s3://bucket/p/", "d"}, 2, "", "did you mean 16MiB?"},
+		{[]string{"bench", "disk", "--partsize", "16M", "."}, 2, "", "--partsize: invalid size \"16M\""},
+		{[]string{"bench", "disk", "--network-rate", "12.5GB", "."}, 2, "", "want a rate such as 100Gb/s"},
+		{[]string{"bench", "serve", "--dataset", "x:1:16M"}, 2, "", "did you mean 16MiB?"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -90,6 +101,12 @@ func TestResolveVersion(t *testing.T) {
 		}
 	}
 	none := func() (*debug.BuildInfo, bool) { return nil, false }
+	vcs := func(rev, modified string) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/s3pd/s3pd", Version: "(devel)"},
+				Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}}, true
+		}
+	}
 	tests := []struct {
 		ldflags string
 		info    func() (*debug.BuildInfo, bool)
@@ -100,12 +117,34 @@ func TestResolveVersion(t *testing.T) {
 		{"dev", info("v1.2.3"), "v1.2.3"},
 		{"", info("(devel)"), "dev"},
 		{"", none, "dev"},
+		{"", vcs("0123456789abcdef0123", "false"), "dev-0123456789ab"},
+		{"dev", vcs("0123456789abcdef0123", "true"), "dev-0123456789ab-dirty"},
+		{"", vcs("", "true"), "dev"},
+		{"1.4.0", vcs("0123456789abcdef0123", "true"), "1.4.0"},
 	}
 	for _, tt := range tests {
 		if got := resolveVersion(tt.ldflags, tt.info); got != tt.want {
 			t.Errorf("resolveVersion(%q): got %q, want %q", tt.ldflags, got, tt.want)
 		}
 	}
+}
+
+// TestHelpShowsOneDefault: no flag's help line says two defaults (its
+// usage text giving one and pflag adding another).
+func TestHelpShowsOneDefault(t *testing.T) {
+	root := NewCmdRoot(&Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, l := range strings.Split(c.LocalFlags().FlagUsages(), "\n") {
+			if strings.Count(l, "(default") > 1 {
+				t.Errorf("%s: %s", c.CommandPath(), strings.TrimSpace(l))
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // TestManPages: the hidden man command writes one page per command.
@@ -149,6 +188,11 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			l = strings.TrimPrefix(strings.TrimSpace(l), "sudo ")
 			if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "s3pd ") {
 				t.Errorf("%s: example %q is not an s3pd command line", c.CommandPath(), l)
+			}
+			for _, w := range strings.Fields(l) {
+				if strings.HasPrefix(w, "s3://") && strings.ContainsAny(w, "*?") {
+					t.Errorf("%s: example %q leaves %s to the shell: quote it", c.CommandPath(), l, w)
+				}
 			}
 		}
 		for _, sub := range c.Commands() {

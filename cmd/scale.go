@@ -56,8 +56,8 @@ func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
 
 // printShard writes the human line about the shard.
 func printShard(w io.Writer, r *shard.Report) {
-	fmt.Fprintf(w, "shard %s: %d objects, %d bytes (%.1f%% of %d objects, %d bytes), keys %q to %q, listing %s\n",
-		r.Shard, r.Objects, r.Bytes, r.Share*100, r.ListingObjects, r.ListingBytes, r.FirstKey, r.LastKey, r.ListingHash)
+	fmt.Fprintf(w, "shard %s: %s, %s (%.1f%% of %s, %s), objects %s of listing %s\n",
+		r.Shard, plural(r.Objects, "object"), plural(r.Bytes, "byte"), r.Share*100, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"), r.Hash, r.ListingHash)
 }
 
 // badManifest turns a bad manifest entry into a usage error (exit 2).
@@ -70,9 +70,9 @@ func badManifest(err error) error {
 }
 
 // scaleSpec is what --manifest and --shard (spec, nil without it) ask
-// of the run; a manifest in S3 is read with the run's settings.
-func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
+// of the run; a manifest in S3 is read with the run's settings, over the
+// run's transport t.
+func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, t *s3store.Transport, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
 	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
-		Clients: s3store.ClientOptions{Region: settings.Region, EndpointURL: settings.EndpointURL, AddressingStyle: settings.AddressingStyle,
-			Profile: settings.Profile, NoSignRequest: settings.NoSignRequest, Conns: 4}}
+		Clients: clientOptions(f, settings, t)}
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/s3pd/s3pd/configs"
@@ -58,6 +59,21 @@ func addSettingsFlags(fs *pflag.FlagSet) {
 	fs.String(config.FlagProfile, "", "AWS profile whose s3 settings and credentials to use (default: AWS_PROFILE, else default)")
 	fs.String(config.FlagPreset, "", "preset settings for a machine: "+strings.Join(configs.Names(), ", ")+", or one saved by bench --sweep --save-preset (env S3PD_PRESET)")
 	fs.String(config.FlagConfig, "", "s3pd config file (env S3PD_CONFIG; default ~/.config/s3pd/config.yaml if present)")
+}
+
+// connectionSettings are the settings a listing uses: where the server
+// is, how to sign, what to log.
+var connectionSettings = []string{"region", "endpoint_url", "addressing_style", "no_sign_request", "ca_bundle", "no_verify_ssl", "log_level", "log_format"}
+
+// hideTransferSettings hides from a listing command's help the settings
+// only a transfer uses (--workers, --partsize, ...): it still accepts
+// them, as a preset or config file sets them for every command.
+func hideTransferSettings(fs *pflag.FlagSet) {
+	for _, d := range config.All() {
+		if !slices.Contains(connectionSettings, d.Name) {
+			_ = fs.MarkHidden(d.Flag) // registered by addSettingsFlags
+		}
+	}
 }
 
 // loadSettings resolves the effective settings (config.Load: defaults,

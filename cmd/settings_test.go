@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/s3pd/s3pd/configs"
+	"github.com/s3pd/s3pd/internal/testenv"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/spf13/pflag"
 )
@@ -43,7 +44,7 @@ func (e *settingsEnv) awsSet(t *testing.T, pairs ...string) {
 	t.Helper()
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the AWS CLI (aws) is not installed")
+		testenv.Unavailable(t, "the AWS CLI (aws) is not installed (.ci/run installs it)")
 	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		cmd := exec.Command(aws, "configure", "set", pairs[i], pairs[i+1])

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,12 +25,14 @@ func NewCmdShards(f *Factory, runF func(files []string) error) *cobra.Command {
 		Short:   "Merge the --json output of every shard into one verdict",
 		Example: `  s3pd shards check shard-0.json shard-1.json shard-2.json shard-3.json`,
 		Long: `Read the --json output of each process of a --shard K/N run (one file
-per process; the last summary line with a shard in each counts) and say
-whether together they transferred one listing exactly once: every shard
-0..N-1 present once, all of the same listing (its hash, objects and
-bytes), each starting where the one before it ended, none with failed
-objects. Exit 0 when so, 1 with one line per problem when not, 2 when a
-file cannot be read.`,
+per process; the last summary line in each counts) and say whether
+together they transferred one listing exactly once: every shard 0..N-1
+present once, all of the same listing (its set hash, objects and
+bytes), their objects, bytes and set hashes adding up to the listing's
+(an object in two shards or in none changes the sum), and every shard
+complete: not a dry run, nothing failed or interrupted, no error after
+its summary. Exit 0 when so, 1 with one line per problem (naming the
+shard and its file) when not, 2 when a file cannot be read.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("shards check takes the --json output of every shard")
@@ -48,67 +49,119 @@ file cannot be read.`,
 	return c
 }
 
-// shardSummary is what shards check reads of a --json line.
+// shardRun is what shards check reads of one shard's --json output:
+// its last summary line, and the error line after it, if any.
+type shardRun struct {
+	name    string
+	summary *shardSummary
+	err     *errorLine // the last error line after the summary (or of a run without one)
+}
+
+// shardSummary is what shards check reads of a summary line.
 type shardSummary struct {
-	Type   string        `json:"type"`
-	Failed int64         `json:"failed"`
-	Shard  *shard.Report `json:"shard"`
+	DryRun      bool          `json:"dry_run"`
+	Objects     int64         `json:"objects"`
+	Failed      int64         `json:"failed"`
+	Skipped     int64         `json:"skipped"`
+	Interrupted int64         `json:"interrupted"`
+	Shard       *shard.Report `json:"shard"`
 }
 
 func runShardsCheck(f *Factory, files []string) error {
 	var reports []shard.Report
 	var problems []string
 	for _, name := range files {
-		s, err := readShardSummary(name)
+		run, err := readShardRun(name)
 		if err != nil {
 			return usageError(err)
 		}
-		switch {
-		case s.Type == "dry-run":
-			problems = append(problems, fmt.Sprintf("shard %s (%s): a dry run transferred nothing", s.Shard.Shard, name))
-		case s.Failed > 0:
-			problems = append(problems, fmt.Sprintf("shard %s (%s): %d objects failed", s.Shard.Shard, name, s.Failed))
+		problems = append(problems, run.problems()...)
+		if run.summary != nil && run.summary.Shard != nil {
+			reports = append(reports, *run.summary.Shard)
 		}
-		reports = append(reports, *s.Shard)
 	}
-	problems = append(problems, shard.Check(reports)...)
+	if len(reports) > 0 || len(problems) == 0 {
+		problems = append(problems, shard.Check(reports)...)
+	}
 	if len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(f.IO.Out, p)
 		}
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d problems in %d shard summaries", len(problems), len(files))}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s in %s", plural(int64(len(problems)), "problem"), plural(int64(len(files)), "summary file"))}
 	}
 	r := reports[0]
-	fmt.Fprintf(f.IO.Out, "ok: %d shards cover listing %s exactly once: %d objects, %d bytes\n", r.Shard.N, r.ListingHash, r.ListingObjects, r.ListingBytes)
+	fmt.Fprintf(f.IO.Out, "ok: %s cover listing %s exactly once: %s, %s\n", plural(int64(r.Shard.N), "shard"), r.ListingHash, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"))
 	return nil
 }
 
-// readShardSummary finds the last summary line with a shard in a file
-// of --json output.
-func readShardSummary(name string) (shardSummary, error) {
+// problems says what keeps one shard's run from counting as complete:
+// no summary, no shard in it, a dry run, objects failed, interrupted or
+// not done, or an error after the summary. Each names the shard and its
+// file.
+func (r shardRun) problems() []string {
+	s := r.summary
+	switch {
+	case s == nil && r.err != nil:
+		return []string{fmt.Sprintf("%s: the run failed before its summary (exit %d): %s", r.name, r.err.ExitCode, r.err.Error)}
+	case s == nil:
+		return []string{fmt.Sprintf("%s: no --json summary: the run did not finish", r.name)}
+	case s.Shard == nil:
+		return []string{fmt.Sprintf("%s: its summary has no shard: the run ended before its listing did (%d failed, %d interrupted), or ran without --shard", r.name, s.Failed, s.Interrupted)}
+	}
+	id := fmt.Sprintf("shard %s (%s)", s.Shard.Shard, r.name)
+	var out []string
+	if s.DryRun {
+		out = append(out, id+": a dry run, which transferred nothing")
+	}
+	if s.Interrupted > 0 {
+		out = append(out, fmt.Sprintf("%s: interrupted, %s not complete: run it again", id, plural(s.Interrupted, "object")))
+	}
+	if s.Failed > 0 {
+		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
+	}
+	switch done := s.Objects + s.Skipped; {
+	case len(out) > 0: // the error line after the summary says the same
+	case r.err != nil:
+		out = append(out, fmt.Sprintf("%s: an error after its summary (exit %d): %s", id, r.err.ExitCode, r.err.Error))
+	case done != s.Shard.Objects:
+		out = append(out, fmt.Sprintf("%s: %d of its %d objects transferred or already complete", id, done, s.Shard.Objects))
+	}
+	return out
+}
+
+// readShardRun reads a file of --json output: its last summary line
+// and any error line after it.
+func readShardRun(name string) (shardRun, error) {
+	run := shardRun{name: name}
 	file, err := os.Open(name)
 	if err != nil {
-		return shardSummary{}, err
+		return run, err
 	}
 	defer file.Close()
-	var found shardSummary
 	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !strings.Contains(string(line), `"shard"`) {
+		var h header
+		if json.Unmarshal(line, &h) != nil {
 			continue
 		}
-		var s shardSummary
-		if json.Unmarshal(line, &s) == nil && s.Shard != nil && (s.Type == "summary" || s.Type == "dry-run") {
-			found = s
+		switch h.Type {
+		case lineSummary:
+			var s shardSummary
+			if err := json.Unmarshal(line, &s); err != nil {
+				return run, fmt.Errorf("%s: a summary line: %w", name, err)
+			}
+			run.summary, run.err = &s, nil
+		case lineError:
+			var e errorLine
+			if json.Unmarshal(line, &e) == nil {
+				run.err = &e
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return shardSummary{}, fmt.Errorf("%s: %w", name, err)
+		return run, fmt.Errorf("%s: %w", name, err)
 	}
-	if found.Shard == nil {
-		return shardSummary{}, fmt.Errorf("%s: no --json summary of a --shard run", name)
-	}
-	return found, nil
+	return run, nil
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -19,9 +20,10 @@ func explainUnknownCommand(root *cobra.Command, args []string, err error) error 
 		return err
 	}
 	word := words[0]
+	if msg, ok := otherToolsCommand(word, words[1:]); ok {
+		return usageError(errors.New(msg))
+	}
 	switch {
-	case word == "sync":
-		return usageErrorf(`s3pd has no sync command: "s3pd get --delete s3://bucket/prefix/ DIR" mirrors a prefix into DIR (new and changed objects fetched, files whose keys are gone removed)`)
 	case len(root.SuggestionsFor(word)) > 0:
 		return usageErrorf("unknown command %q: did you mean %s?", word, strings.Join(root.SuggestionsFor(word), " or "))
 	case len(words) == 2:
@@ -77,4 +79,49 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// refuseUnknownSubcommands makes every command under c that only groups
+// others (config, shards) refuse a word that is none of them: cobra
+// would print the help and exit 0. Without a word it still prints its
+// help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasParent() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			return usageErrorf("unknown command %q for %q: did you mean %q?", args[0], c.CommandPath(), c.CommandPath()+" "+s[0])
+		}
+		return usageErrorf("unknown command %q for %q: %q lists its commands", args[0], c.CommandPath(), c.CommandPath()+" --help")
+	}
+}
+
+// otherToolsCommand says what to run instead of a command of the AWS
+// CLI, s5cmd or rclone that s3pd does not have, given its arguments:
+// edit distance would offer "du or ls" for mv.
+func otherToolsCommand(word string, args []string) (string, bool) {
+	src, dest := "SRC", "DEST"
+	if len(args) == 2 {
+		src, dest = args[0], args[1]
+	}
+	switch word {
+	case "sync":
+		if strings.HasPrefix(src, "s3://") && !strings.HasPrefix(dest, "s3://") {
+			return fmt.Sprintf(`s3pd has no sync command: "s3pd get --delete %s %s" mirrors a prefix into a directory (new and changed objects fetched, files whose keys are gone removed)`, src, dest), true
+		}
+		return fmt.Sprintf(`s3pd has no sync command: "s3pd copy --delete %s %s" mirrors SRC into DEST (new and changed files copied, what SRC no longer has removed from DEST)`, src, dest), true
+	case "mv", "move", "moveto":
+		return fmt.Sprintf(`s3pd has no mv command: "s3pd copy %s %s" copies; s3pd never deletes a source, so remove it yourself once the copy succeeded`, src, dest), true
+	case "rm", "delete", "rb", "mb":
+		return fmt.Sprintf("s3pd has no %s command: it reads and copies, and deletes only under DEST with copy --delete or get --delete", word), true
+	}
+	return "", false
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -139,10 +140,14 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		}
 	}()
 	if line.DryRun {
-		fmt.Fprintf(w, "dry run: would fetch %d objects (%s), skip %d\n", line.WouldTransfer, humanBytes(line.WouldTransferBytes), line.Skipped)
+		r.printDryRun(w)
+		fmt.Fprintf(w, "dry run: would %s %s (%s), skip %d\n", cmp.Or(r.verb, "fetch"), plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
 		return
 	}
 	objects := fmt.Sprintf("objects: %d transferred, %d skipped, %d failed", line.Objects, line.Skipped, line.Failed)
+	if intact := r.intact(); intact > 0 {
+		objects = fmt.Sprintf("objects: %d transferred, %d checked intact, %d skipped, %d failed", line.Objects, intact, line.Skipped-intact, line.Failed)
+	}
 	if line.Interrupted > 0 {
 		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
 	}
@@ -157,10 +162,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		fmt.Fprintln(w, direct)
 	}
 	if line.ResumedObjects > 0 {
-		fmt.Fprintf(w, "resumed: %d objects, %s kept from an earlier run\n", line.ResumedObjects, humanBytes(line.ResumedBytes))
+		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))
 	}
 	if line.Interrupted > 0 {
-		fmt.Fprintf(w, "partial: %d objects kept for resume: run the same command again to resume them\n", line.Interrupted)
+		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.Interrupted, "object"))
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
@@ -177,6 +182,13 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
 	r.printFailures(w)
+}
+
+// intact is how many skipped objects were read and found intact.
+func (r *reporter) intact() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tally.intact
 }
 
 // unverifiedHints say, for each reason, what would check the objects.
@@ -208,19 +220,27 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if line.VerifiedObjects+line.UnverifiedObjects == 0 {
 		return
 	}
+	if r.localTo == "s3" && line.VerifiedObjects == 0 && line.UnverifiedReasons[transfer.UnverifiedNoChecksum] == line.UnverifiedObjects {
+		// Uploads of local files: nothing to compare with here, but
+		// every part carried a checksum that S3 checked on arrival.
+		fmt.Fprintf(w, "checked by S3: %s (%s), each part's checksum on arrival\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
+		return
+	}
 	var algs []string
 	for _, a := range slices.Sorted(maps.Keys(line.Checksums)) {
 		algs = append(algs, fmt.Sprintf("%s %d", a, line.Checksums[a]))
 	}
-	v := fmt.Sprintf("verified: %d objects (%s)", line.VerifiedObjects, humanBytes(line.VerifiedBytes))
+	v := fmt.Sprintf("verified: %s (%s)", plural(line.VerifiedObjects, "object"), humanBytes(line.VerifiedBytes))
 	if len(algs) > 0 {
 		v += " by " + strings.Join(algs, ", ")
 	}
-	fmt.Fprintln(w, v)
+	if line.VerifiedObjects > 0 {
+		fmt.Fprintln(w, v)
+	}
 	if len(line.UnverifiedReasons) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "unverified: %d objects (%s)\n", line.UnverifiedObjects, humanBytes(line.UnverifiedBytes))
+	fmt.Fprintf(w, "unverified: %s (%s)\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
 	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
 		hint := r.hint(why)
 		if hint != "" {
@@ -238,7 +258,7 @@ func (r *reporter) printFailures(w io.Writer) {
 	if t.failedCount == 0 {
 		return
 	}
-	fmt.Fprintf(w, "failed: %d objects\n", t.failedCount)
+	fmt.Fprintf(w, "failed: %s\n", plural(t.failedCount, "object"))
 	for _, f := range t.failed {
 		fmt.Fprintf(w, "  %s: %s\n", printable(f.key), f.reason)
 	}

@@ -1,11 +1,17 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -54,11 +60,11 @@ func TestHumanSummary(t *testing.T) {
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
 		"bytes: 2.00 MiB in 2.00 s, 1.00 MiB/s (0.01 Gbit/s)",
-		"verified: 1 objects (2.00 MiB) by crc64nvme 1",
+		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
 		"requests: 5, retries: 3",
 		"window 48 (knee)",
-		"failed: 1 objects\n  c: 404 NoSuchKey",
+		"failed: 1 object\n  c: 404 NoSuchKey",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -66,6 +72,122 @@ func TestHumanSummary(t *testing.T) {
 	}
 	if strings.Contains(out, "0.000") {
 		t.Errorf("summary has a zero with three decimals:\n%s", out)
+	}
+}
+
+// TestDryRunListing: a dry run lists what it would fetch sorted by
+// where each object lands, whatever order the objects end in, and what
+// it would skip in one line by reason, counts singular when one.
+func TestDryRunListing(t *testing.T) {
+	var out strings.Builder
+	f := &Factory{IO: &IOStreams{Out: &out, ErrOut: &strings.Builder{}}}
+	r := newReporter(f, zap.NewNop(), outputFlags{dryRun: true}, nil)
+	r.destination = func(name string) string { return "/data/" + name }
+	fetch := func(name string, size int64) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: "p/" + name, Name: name, Size: size}, Skipped: transfer.DryRunReason}
+	}
+	skip := func(name, why string) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: "p/" + name, Name: name, Size: 1}, Skipped: why}
+	}
+	for _, res := range []transfer.Result{fetch("c", 3), skip("s1", "unchanged (size and mtime)"), fetch("a", 1),
+		skip("s2", "unchanged (size and mtime)"), fetch("b/x", 2<<20), skip("m/", "directory marker: would create directory")} {
+		r.ObjectDone(res)
+	}
+	r.printSummary(&out, transfer.Summary{}, outputFlags{dryRun: true}, false, nil, runMeasures{})
+	want := `would fetch: p/a -> /data/a (1 byte)
+would fetch: p/b/x -> /data/b/x (2097152 bytes)
+would fetch: p/c -> /data/c (3 bytes)
+would skip: 3 objects: 1 directory marker: would create directory, 2 unchanged (size and mtime)
+dry run: would fetch 3 objects (2.00 MiB), skip 3
+`
+	if out.String() != want {
+		t.Errorf("dry run printed\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestSingularCounts: a count of one takes the singular.
+func TestSingularCounts(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 5}, Bytes: 5, Verification: transfer.Verification{Checksums: []string{"crc64nvme"}}})
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "b", Size: 5}, Err: errors.New("403 AccessDenied")})
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "partial: 1 object kept for resume"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{{0, "0 objects"}, {1, "1 object"}, {2, "2 objects"}} {
+		if got := plural(tt.n, "object"); got != tt.want {
+			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestSingularCountsInChecks: bench compare and shards check say one
+// round, one problem, one file.
+func TestSingularCountsInChecks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, line string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	round := write("a.json", `{"schema":"s3pd/1","type":"summary","bytes":100,"seconds":1,"gibps":1}`)
+	shard := write("s.json", `{"schema":"s3pd/1","type":"summary","failed":1,"shard":{"version":2,"id":"0/1","objects":1,"bytes":1,"hash":"00000000000000000000000000000000","listing_objects":1,"listing_bytes":1,"listing_hash":"00000000000000000000000000000000","share":1}}`)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "compare", round, round}, "A (1 round)  B (1 round)"},
+		{[]string{"shards", "check", shard}, "1 object failed"},
+		{[]string{"shards", "check", shard}, "s3pd: 1 problem in 1 summary file\n"},
+	} {
+		var out, errOut bytes.Buffer
+		Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", tt.args)
+		if !strings.Contains(out.String()+errOut.String(), tt.want) {
+			t.Errorf("%q: got %q, want %q in it", tt.args, out.String()+errOut.String(), tt.want)
+		}
+	}
+}
+
+// TestIntactCountedApart: --verify-existing's files found intact are
+// counted as such, not as skipped.
+func TestIntactCountedApart(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	for _, k := range []string{"a", "b"} {
+		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 5}, Skipped: "unchanged (size and mtime); verified crc64nvme", Intact: true})
+	}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Skipped: "exists (--no-clobber)"})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	if want := "objects: 0 transferred, 2 checked intact, 1 skipped, 0 failed"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestUploadSummaryIsNoWarning: an upload of local files says S3
+// checked every part's checksum, not "verified: 0", "unverified: N".
+func TestUploadSummaryIsNoWarning(t *testing.T) {
+	r := &reporter{log: zap.NewNop(), localTo: "s3"}
+	for _, k := range []string{"a", "b"} {
+		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 1 << 20}, Bytes: 1 << 20,
+			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
+	}
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, outputFlags{localTo: "s3"}, false, nil, runMeasures{})
+	out := b.String()
+	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
+		t.Errorf("summary lacks %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "verified: 0") || strings.Contains(out, "unverified") {
+		t.Errorf("an upload's summary reads as a warning:\n%s", out)
 	}
 }
 
@@ -140,5 +262,44 @@ func TestHumanSummaryDirectIO(t *testing.T) {
 		if line := r.summary(transfer.Summary{}, outputFlags{}); line.DirectIO != tt.st.State || line.DirectIOReason != tt.st.Reason {
 			t.Errorf("%+v: --json says %q, %q", tt.st, line.DirectIO, line.DirectIOReason)
 		}
+	}
+}
+
+// TestProgressBarKeepsItsWidth: the bar's line keeps one width as its
+// figures change (bytes, rate, objects done), and it counts the objects
+// open, whose bytes it shows before they are done.
+func TestProgressBarKeepsItsWidth(t *testing.T) {
+	var errOut syncBuffer
+	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
+	listed := &listedBytes{}
+	for range 157 {
+		listed.Listed(transfer.Object{Size: 64 << 20})
+	}
+	listed.ListingDone()
+	r := newReporter(f, zap.NewNop(), outputFlags{}, listed)
+	for i := range 40 {
+		r.ObjectStarted(transfer.Object{})
+		r.Bytes(int64(i) * 3 << 20)
+		if i%7 == 0 {
+			r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: 64 << 20}, Bytes: 64 << 20})
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(errOut.String(), "6/157 objects,  34 open") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.close()
+	widths := map[int]string{}
+	for _, frame := range strings.Split(errOut.String(), "\r") {
+		if strings.TrimSpace(frame) != "" {
+			widths[utf8.RuneCountInString(frame)] = frame
+		}
+	}
+	if len(widths) != 1 {
+		t.Errorf("the bar's line took %d widths, want one: %v", len(widths), widths)
+	}
+	if !strings.Contains(errOut.String(), "6/157 objects,  34 open") {
+		t.Errorf("the bar does not count the objects open: %q", errOut.String())
 	}
 }

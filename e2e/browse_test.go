@@ -124,6 +124,11 @@ func TestDu(t *testing.T) {
 	if want := "3 objects, 2.0 MiB (2098659 bytes)\t" + s.url("m/"); strings.TrimSpace(r.stdout) != want {
 		t.Errorf("got %q, want %q", r.stdout, want)
 	}
+	// s5cmd's du -H: binary units only.
+	r = run(t, nil, s.cmd("du", "-H", s.url("m/"))...)
+	if want := "3 objects, 2.0 MiB\t" + s.url("m/"); r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Errorf("du -H: exit %d, got %q, want %q", r.code, r.stdout, want)
+	}
 }
 
 func TestCat(t *testing.T) {
@@ -137,5 +142,29 @@ func TestCat(t *testing.T) {
 	}
 	if r := run(t, nil, s.cmd("cat", s.url("m/missing"))...); r.code == 0 || r.stdout != "" {
 		t.Errorf("cat of a missing key: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestBrowseErrorsRenderLikeGet: ls, du and cat say S3's answer as get
+// does ("404 NoSuchBucket: ..."), in one line, not the SDK's chain of
+// operation, status and request ID; on the emulator and on moto.
+func TestBrowseErrorsRenderLikeGet(t *testing.T) {
+	for _, s := range []*store{emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory}), motoStore(t)} {
+		t.Run(s.name, func(t *testing.T) {
+			const missing = "s3://no-such-bucket-s3pd/"
+			for _, args := range [][]string{
+				s.cmd("ls", missing),
+				s.cmd("ls", "--recursive", missing+"p/"),
+				s.cmd("du", missing),
+				s.cmd("cat", missing+"k"),
+				s.cmd("get", missing+"k", t.TempDir()),
+			} {
+				r := run(t, nil, args...)
+				line := strings.TrimSpace(r.stderr)
+				if r.code != 2 || strings.Count(line, "\n") > 0 || !strings.Contains(line, "404 NoSuchBucket: ") || strings.Contains(line, "operation error") {
+					t.Errorf("%s: exit %d, stderr %q; want 2 and one line with 404 NoSuchBucket", args[0], r.code, r.stderr)
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 func TestAWSConfigSetsPartSize(t *testing.T) {
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the AWS CLI is not installed")
+		unavailable(t, "the AWS CLI is not installed (.ci/run installs it)")
 	}
 	home := t.TempDir()
 	cfg := filepath.Join(home, "aws-config")

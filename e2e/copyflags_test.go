@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -122,8 +123,13 @@ func TestCopyNoClobberAndDelete(t *testing.T) {
 		if got := string(s.get(t, "up/a")); got != "old" {
 			t.Errorf("--no-clobber replaced up/a: %q", got)
 		}
-		if r := run(t, nil, s.cmd("copy", "--delete", "--dry-run", "--exclude", "*.log", src, s.url("up/"))...); r.code != 0 {
+		r := run(t, nil, s.cmd("copy", "--delete", "--dry-run", "--exclude", "*.log", src, s.url("up/"))...)
+		if r.code != 0 {
 			t.Fatalf("--delete --dry-run: exit %d\n%s", r.code, r.stderr)
+		}
+		// It names where each object would go, and sums up its skips.
+		if !strings.Contains(r.stdout, "would copy: "+filepath.Join(src, "a")+" -> "+s.url("up/a")+" (100 bytes)") || strings.Count(r.stdout, "would skip") > 1 {
+			t.Errorf("--delete --dry-run printed:\n%s", r.stdout)
 		}
 		if got := s.keys(t, ""); len(got) != 5 {
 			t.Errorf("--dry-run deleted: %v", got)

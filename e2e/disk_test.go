@@ -11,7 +11,7 @@ import (
 // file left behind, and a clear refusal of a missing directory.
 func TestBenchDisk(t *testing.T) {
 	dir := t.TempDir()
-	r := run(t, nil, "bench", "disk", "--json", "--files", "2", "--file-size", "8MiB", "--part-size", "1MiB", "--writers", "4", "--network-rate", "1TB", dir)
+	r := run(t, nil, "bench", "disk", "--json", "--files", "2", "--file-size", "8MiB", "--partsize", "1MiB", "--writers", "4", "--network-rate", "1TB", dir)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}

@@ -272,7 +272,7 @@ func TestDryRunPlansWithoutTheCards(t *testing.T) {
 	if !strings.Contains(r.stderr, "nosuch0") || !strings.Contains(r.stderr, "a real run would stop") {
 		t.Errorf("dry run with cards not here: stderr %q, want a warning naming nosuch0", r.stderr)
 	}
-	if !strings.Contains(r.stdout, "would fetch 1 objects") {
+	if !strings.Contains(r.stdout, "would fetch 1 object") {
 		t.Errorf("dry run with cards not here: stdout %q, want the plan", r.stdout)
 	}
 	if r := run(t, nil, s.cmd("get", "--nics", "nosuch0,nosuch1", s.url("p/"), dest)...); r.code != 2 {

@@ -248,7 +248,7 @@ func TestJSONUnverifiedOnMoto(t *testing.T) {
 		t.Errorf("human summary lacks the unverified reason and hint:\n%s%s", r.stdout, r.stderr)
 	}
 	r = run(t, nil, s.cmd("get", "--verify", "full", s.url("u/"), t.TempDir())...)
-	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "verified: 1 objects (4.88 KiB) by md5 1") {
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "verified: 1 object (4.88 KiB) by md5 1") {
 		t.Errorf("--verify full: want verified by md5:\n%s%s", r.stdout, r.stderr)
 	}
 }

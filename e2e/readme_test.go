@@ -88,6 +88,18 @@ func rewrite(c, endpoint, bucket, root string) string {
 	return strings.Join(out, " ")
 }
 
+// TestReadmeQuotesWildcards: a README line with "*" or "?" in a URL
+// quotes it, or zsh (and bash with a matching file) would expand it.
+func TestReadmeQuotesWildcards(t *testing.T) {
+	for _, c := range readmeCommands(t) {
+		for _, w := range strings.Fields(c) {
+			if strings.HasPrefix(w, "s3://") && strings.ContainsAny(w, "*?") {
+				t.Errorf("README: %s: quote %s ('%s')", c, w, w)
+			}
+		}
+	}
+}
+
 // TestReadmeExamples runs every s3pd command line of README.md, in order
 // and in one working directory, against the emulator.
 func TestReadmeExamples(t *testing.T) {

@@ -238,7 +238,7 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Fatalf("exit %d, want 130\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "partial: 1 objects kept for resume: run the same command again to resume them") {
+	if !strings.Contains(stdout.String(), "partial: 1 object kept for resume: run the same command again to resume them") {
 		t.Errorf("summary after Ctrl-C does not say what is kept:\n%s", stdout.String())
 	}
 	journals := journalLines(t, dest)

@@ -53,12 +53,15 @@ func runAll(t *testing.T, env [][]string, args [][]string) []result {
 
 // shardLine is what the tests read of a --json summary with a shard.
 type shardLine struct {
-	Type    string `json:"type"`
-	Bytes   int64  `json:"bytes"`
-	Retries int64  `json:"retries"`
-	Hedged  int64  `json:"hedged"`
-	Failed  int64  `json:"failed"`
-	Shard   *struct {
+	Type               string `json:"type"`
+	Bytes              int64  `json:"bytes"`
+	Retries            int64  `json:"retries"`
+	Hedged             int64  `json:"hedged"`
+	Failed             int64  `json:"failed"`
+	WouldTransfer      int64  `json:"would_transfer"`
+	WouldTransferBytes int64  `json:"would_transfer_bytes"`
+	Shard              *struct {
+		Version        int     `json:"version"`
 		ID             string  `json:"id"`
 		Objects        int64   `json:"objects"`
 		Bytes          int64   `json:"bytes"`
@@ -68,10 +71,32 @@ type shardLine struct {
 		ListingUnsized int64   `json:"listing_unsized"`
 		Unsized        int64   `json:"unsized"`
 		ListingHash    string  `json:"listing_hash"`
-		Index          int64   `json:"first_index"`
-		FirstKey       string  `json:"first_key"`
-		LastKey        string  `json:"last_key"`
+		Hash           string  `json:"hash"`
+		Whole          int64   `json:"whole"`
 	} `json:"shard"`
+}
+
+// objectStatus maps each key of a run's --json object lines to its
+// status.
+func objectStatus(t *testing.T, stdout string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var o struct{ Type, Key, Status string }
+		if err := json.Unmarshal([]byte(line), &o); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		if o.Type == "object" {
+			out[o.Key] = o.Status
+		}
+	}
+	return out
+}
+
+// offEven is how far a shard's bytes are from an even share, as a
+// fraction of it.
+func offEven(l shardLine, n int) float64 {
+	return float64(l.Shard.Bytes)/float64(l.Shard.ListingBytes)*float64(n) - 1
 }
 
 // lastShardLine parses the last JSON line of a run's stdout.
@@ -83,6 +108,22 @@ func lastShardLine(t *testing.T, stdout string) shardLine {
 		t.Fatalf("last line %q: %v (no shard)", lines[len(lines)-1], err)
 	}
 	return l
+}
+
+// saveOutputs writes each run's stdout to a file and returns their
+// paths, for shards check.
+func saveOutputs(t *testing.T, res []result) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var out []string
+	for k, r := range res {
+		f := filepath.Join(dir, fmt.Sprintf("shard-%d.json", k))
+		if err := os.WriteFile(f, []byte(r.stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // syntheticTree checks that every file under dirs is its synthetic
@@ -119,8 +160,12 @@ func syntheticTree(t *testing.T, prefix string, dirs []string) map[string]int {
 	return where
 }
 
+// TestShardsTogetherFetchEveryObjectOnce runs four shards at once over
+// an eighth of the mix of 100 x 1 MiB, 40 x 4, 10 x 16 and 4 x 64 MiB
+// (84.5 MiB): each gets within 2% of a quarter, the DESTs hold every
+// object once, byte-exact, and shards check agrees.
 func TestShardsTogetherFetchEveryObjectOnce(t *testing.T) {
-	const dataset = "mix/a:24:256KiB,mix/b:12:1MiB,mix/c:6:2MiB,mix/d:3:4MiB"
+	const dataset = "mix/a:100:128KiB,mix/b:40:512KiB,mix/c:10:2MiB,mix/d:4:8MiB"
 	s := emuStore(t, s3emu.Options{Dataset: dataset})
 	ds, err := s3emu.ParseDataset(dataset)
 	if err != nil {
@@ -145,6 +190,9 @@ func TestShardsTogetherFetchEveryObjectOnce(t *testing.T) {
 		}
 		if l.Bytes != l.Shard.Bytes {
 			t.Errorf("shard %d moved %d bytes, its share is %d", k, l.Bytes, l.Shard.Bytes)
+		}
+		if dev := offEven(l, n); dev > 0.02 || dev < -0.02 {
+			t.Errorf("shard %d/%d: %d bytes, %.2f%% off a quarter, want within 2%%", k, n, l.Shard.Bytes, dev*100)
 		}
 		sum += l.Shard.Bytes
 		retries += l.Retries + l.Hedged // a range taken over is asked for again too
@@ -219,5 +267,73 @@ func TestShardFlagErrors(t *testing.T) {
 		append(s.cmd("get", "--json", "--shard", "auto"), s.url("d/"), dest)...)
 	if r.code != 0 || lastShardLine(t, r.stdout).Shard.ID != "2/3" {
 		t.Fatalf("auto under Slurm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestShardsCheckNamesIncompleteShards: a fleet whose shards all ran
+// passes shards check; each way a shard can end without its objects (an
+// interrupt, a dry run, an error before or after its summary, no summary
+// at all) fails it with exit 1 and a line naming the shard or its file.
+func TestShardsCheckNamesIncompleteShards(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "s/a:2:16MiB,s/b:2:1MiB", ConnRate: 1 << 20})
+	shardArgs := func(k int, dest string, extra ...string) []string {
+		return append(s.cmd("get", append([]string{"--json", "--partsize", "1MiB", "--shard", fmt.Sprintf("%d/2", k)}, extra...)...), s.url("s/"), dest)
+	}
+	good := saveOutputs(t, runAll(t, nil, [][]string{shardArgs(0, t.TempDir()), shardArgs(1, t.TempDir())}))
+	if r := run(t, nil, "shards", "check", good[0], good[1]); r.code != 0 || !strings.Contains(r.stdout, "ok: 2 shards") {
+		t.Fatalf("shards check of a complete fleet: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	// Shard 0 interrupted once its 16 MiB object is under way, two
+	// parts at a time (at 1 MiB/s a connection).
+	dest := t.TempDir()
+	c := exec.Command(bin, shardArgs(0, dest, "--threads", "2")...)
+	c.Env = baseEnv(t)
+	var stdout bytes.Buffer
+	c.Stdout = &stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	waitForJournal(t, dest)
+	c.Process.Signal(os.Interrupt)
+	c.Wait()
+	if code := c.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("interrupted shard: exit %d, want 130", code)
+	}
+	interrupted := saveOutputs(t, []result{{stdout: stdout.String()}})[0]
+
+	dry := run(t, nil, shardArgs(0, t.TempDir(), "--dry-run")...)
+	failed := run(t, nil, append(s.cmd("get", "--json", "--shard", "0/2"), "s3://no-such-bucket/s/", t.TempDir())...)
+	if dry.code != 0 || failed.code == 0 {
+		t.Fatalf("dry run: exit %d; run of a missing bucket: exit %d", dry.code, failed.code)
+	}
+	goodOut, err := os.ReadFile(good[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	errorAfter := string(goodOut) + `{"schema":"s3pd/1","type":"error","error":"write /nvme/s/x: no space left on device","error_code":"LocalIOError","exit_code":1}` + "\n"
+	outs := saveOutputs(t, []result{dry, failed, {stdout: errorAfter}, {stdout: ""}})
+	for _, tc := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"interrupted", interrupted, []string{"shard 0/2 (" + interrupted + "): interrupted"}},
+		{"dry run", outs[0], []string{"shard 0/2 (" + outs[0] + "): a dry run"}},
+		{"failed before its summary", outs[1], []string{outs[1] + ": the run failed before its summary", "missing shard 0/2"}},
+		{"error after its summary", outs[2], []string{"shard 0/2 (" + outs[2] + "): an error after its summary (exit 1): write /nvme/s/x"}},
+		{"no summary", outs[3], []string{outs[3] + ": no --json summary", "missing shard 0/2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, nil, "shards", "check", tc.file, good[1])
+			if r.code != 1 || strings.Contains(r.stdout, "ok:") {
+				t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout %q lacks %q", r.stdout, w)
+				}
+			}
+		})
 	}
 }

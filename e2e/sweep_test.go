@@ -40,6 +40,11 @@ func TestSweepSavesAPresetThatGetUses(t *testing.T) {
 	if g := best["gibps"].(float64); g < 0.95*top {
 		t.Errorf("best %.3f Gibps, want within 5%% of the top %.3f", g, top)
 	}
+	// It says how it chose: the fastest, or why not the fastest.
+	reason, _ := best["reason"].(string)
+	if g := best["gibps"].(float64); (g == top) != (reason == "the fastest row") || (g < top && !strings.Contains(reason, "within 5% of the fastest")) {
+		t.Errorf("best %.3f Gibps of a top %.3f, reason %q", g, top, reason)
+	}
 	path := filepath.Join(home, ".config", "s3pd", "presets", "lab.yaml")
 	if best["preset_file"] != path {
 		t.Fatalf("preset saved at %v, want %s", best["preset_file"], path)

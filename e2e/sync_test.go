@@ -24,7 +24,7 @@ func TestSyncDeleteDryRunAndMarkers(t *testing.T) {
 
 	// A dry run lists and fetches nothing.
 	r := run(t, nil, s.cmd("get", "--dry-run", s.url("p/"), dest)...)
-	if r.code != 0 || !strings.Contains(r.stdout, "would fetch: p/a (1000 bytes)") || !strings.Contains(r.stdout, "would fetch 3 objects (2.94 KiB)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "would fetch: p/a -> "+filepath.Join(dest, "a")+" (1000 bytes)") || !strings.Contains(r.stdout, "would fetch 3 objects (2.94 KiB)") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if entries, _ := os.ReadDir(dest); len(entries) != 0 {
@@ -48,11 +48,15 @@ func TestSyncDeleteDryRunAndMarkers(t *testing.T) {
 	os.WriteFile(filepath.Join(dest, "stray.log"), []byte("x"), 0o644)
 
 	r = run(t, nil, s.cmd("get", "--delete", "--dry-run", "--exclude", "*.log", s.url("p/"), dest)...)
-	if r.code != 0 || !strings.Contains(r.stdout, "would delete: a (1000 bytes)") || !strings.Contains(r.stdout, "would delete: stray (1 bytes)") || strings.Contains(r.stdout, "stray.log") {
+	if r.code != 0 || !strings.Contains(r.stdout, "would delete: a (1000 bytes)") || !strings.Contains(r.stdout, "would delete: stray (1 byte)") || strings.Contains(r.stdout, "stray.log") {
 		t.Fatalf("delete dry run: exit %d\n%s", r.code, r.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(dest, "a")); err != nil {
 		t.Fatalf("a dry run deleted a file: %v", err)
+	}
+	// What it skips is one line, not one per file.
+	if n := strings.Count(r.stdout, "would skip"); n != 1 || !strings.Contains(r.stdout, "would skip: 2 objects: ") || strings.Contains(r.stdout, "((") {
+		t.Errorf("delete dry run: %d lines of skips, want one summing them up:\n%s", n, r.stdout)
 	}
 	r = run(t, nil, s.cmd("get", "--delete", "--exclude", "*.log", s.url("p/"), dest)...)
 	if r.code != 0 || !strings.Contains(r.stdout, "deleted: 2 files") {

@@ -35,7 +35,7 @@ func versitygwStore(t *testing.T) *store {
 	t.Helper()
 	exe := versitygwBinary()
 	if _, err := os.Stat(exe); err != nil {
-		t.Skipf("versitygw is not built (%s): run scripts/build-versitygw.sh (.ci/run does)", exe)
+		unavailable(t, "versitygw is not built (%s): run scripts/build-versitygw.sh (.ci/run does)", exe)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

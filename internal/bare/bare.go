@@ -100,7 +100,7 @@ func New(opts Options) *Client {
 	opts = opts.withDefaults()
 	return &Client{
 		opts: opts,
-		http: s3store.HTTPClient(s3store.ClientOptions{Conns: opts.Concurrency}),
+		http: s3store.HTTPClient(opts.Concurrency),
 		base: strings.TrimSuffix(opts.Endpoint, "/") + "/" + opts.Bucket + "/",
 	}
 }

@@ -34,7 +34,9 @@ type CopySpec struct {
 	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
 	// Threshold, Trailer and SourceChecksum are set here.
 	Upload s3store.UploadOptions
-	// Client reaches an S3 Dst, and an S3 Src unless SourceClient does.
+	// Client reaches an S3 Dst, and an S3 Src unless SourceClient does;
+	// its Transport carries every request of the copy (uploads and
+	// server-side copies take each part over the next lane in turn).
 	Client s3store.ClientOptions
 	// SourceClient, when set, reaches Src on another store (or with
 	// other credentials): the bytes stream through this process.
@@ -247,7 +249,10 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if err != nil {
 		return err
 	}
-	srcClient, err := s3store.NewClient(ctx, su.Bucket, *cmp.Or(spec.SourceClient, &spec.Client))
+	// One source lane per lane of the transport (network card): ranged
+	// GETs of a stream, and the parts of a server-side copy, spread over
+	// them.
+	srcClients, err := s3store.NewLaneClients(ctx, su.Bucket, *cmp.Or(spec.SourceClient, &spec.Client))
 	if err != nil {
 		return err
 	}
@@ -262,11 +267,15 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 			c.PartSize = copyPartSize
 		}
 	}
-	base := s3store.NewSource(srcClient, s3store.Target{Bucket: su.Bucket})
+	var lanes []S3Lane
+	names := laneNames(spec.Client.Transport, len(srcClients))
+	for i, c := range srcClients {
+		lanes = append(lanes, S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: su.Bucket})})
+	}
 	if spec.Scale.Manifest != "" {
 		su.Key, su.Prefix = ManifestPrefix(su.Key), true
 	}
-	from := S3Spec{Lanes: []S3Lane{{Name: "default", Base: base}}, Target: target, Key: su.Key, Prefix: su.Prefix,
+	from := S3Spec{Lanes: lanes, Target: target, Key: su.Key, Prefix: su.Prefix,
 		FirstRange: c.PartSize, FanOut: spec.FanOut, ServerSide: c.ServerSide}
 	if !su.Prefix {
 		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
@@ -297,6 +306,19 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	opts.SourceChecksum = res.Source.Checksum
 	c.Sink = s3store.NewUploadSink(dstClient, du.Bucket, opts)
 	return nil
+}
+
+// laneNames are the names of t's lanes ("default" for a transport of
+// its own).
+func laneNames(t *s3store.Transport, n int) []string {
+	if t != nil {
+		return t.Names()
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "default"
+	}
+	return out
 }
 
 // Listing is what observes the listing for the copy (nil: nothing).

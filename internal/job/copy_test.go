@@ -43,7 +43,7 @@ func emuStore(t *testing.T) s3store.ClientOptions {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "credentials"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{"b-1", "b-2"}})
-	return s3store.ClientOptions{Region: "us-east-1", EndpointURL: ts.URL, NoSignRequest: true, Conns: 4}
+	return s3store.ClientOptions{Region: "us-east-1", EndpointURL: ts.URL, NoSignRequest: true}
 }
 
 // keys lists the keys of bucket.

@@ -70,7 +70,7 @@ func ResolveS3(ctx context.Context, spec S3Spec) (*S3Source, error) {
 			if first != nil {
 				out.prefetch = transfer.NewPrefetch(obj.Key, first)
 			}
-		case errors.Is(err, transfer.ErrNotFound) && t.Version == "":
+		case errors.Is(err, transfer.ErrNotFound) && t.Version == "" && !s3store.NoSuchBucket(err):
 			out.Key += "/"
 		default:
 			return nil, err

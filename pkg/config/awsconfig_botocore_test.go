@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 // botocoreDump is a Python program that prints, for each config file named
@@ -30,10 +32,10 @@ print(json.dumps(out))
 func TestParseAWSConfigMatchesBotocore(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not installed")
+		testenv.Unavailable(t, "python3 is not installed")
 	}
 	if err := exec.Command(py, "-c", "import botocore.configloader").Run(); err != nil {
-		t.Skip("botocore (the AWS CLI's library) is not installed")
+		testenv.Unavailable(t, "botocore (the AWS CLI's library) is not installed (.ci/run installs awscli)")
 	}
 	texts := map[string]string{
 		"aws configure layout": "[default]\ns3 =\n    multipart_chunksize = 16MB\n    target_bandwidth = 50GB/s\nregion = us-west-2\n[profile dev]\ns3 =\n    max_concurrent_requests = 20\n",

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 // awsConfigure writes an AWS config file with the real AWS CLI, so the
@@ -14,7 +16,7 @@ func awsConfigure(t *testing.T, path string, pairs ...string) {
 	t.Helper()
 	aws, err := exec.LookPath("aws")
 	if err != nil {
-		t.Skip("the AWS CLI (aws) is not installed")
+		testenv.Unavailable(t, "the AWS CLI (aws) is not installed (.ci/run installs it)")
 	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		cmd := exec.Command(aws, "configure", "set", pairs[i], pairs[i+1])

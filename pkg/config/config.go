@@ -46,6 +46,11 @@ type Settings struct {
 	Profile string
 	// NoSignRequest sends anonymous requests.
 	NoSignRequest bool
+	// CABundle is a PEM file of the certificate authorities to trust for
+	// TLS instead of the system's; empty: the system's.
+	CABundle string
+	// NoVerifySSL skips the check of the server's certificate.
+	NoVerifySSL bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// LogFormat is console or json.

@@ -100,6 +100,7 @@ func TestSetRejects(t *testing.T) {
 		{"nics", "a/b", "invalid interface"},
 		{"endpoint_url", "localhost:9000", "http"},
 		{"no_sign_request", "maybe", "true or false"},
+		{"no_verify_ssl", "perhaps", "true or false"},
 		{"region", "us west", "invalid region"},
 		{"colour", "blue", "unknown setting"},
 	}
@@ -121,7 +122,7 @@ func TestSetAndFormatEverySetting(t *testing.T) {
 		"multipart_chunksize": "16MiB", "multipart_threshold": "64MiB", "max_queue_size": "10",
 		"max_bandwidth": "1GiB/s", "target_bandwidth": "50GiB/s", "preferred_transfer_client": "classic",
 		"nics": "eth0,eth1", "region": "us-west-2", "endpoint_url": "http://127.0.0.1:9000",
-		"addressing_style": "virtual", "no_sign_request": "true", "log_level": "debug", "log_format": "json",
+		"addressing_style": "virtual", "no_sign_request": "true", "ca_bundle": "/etc/ssl/corp.pem", "no_verify_ssl": "true", "log_level": "debug", "log_format": "json",
 		"direct_io": "on",
 	}
 	s := Defaults()

@@ -411,15 +411,17 @@ func yamlText(v any) (string, error) {
 }
 
 // awsProfileSettings reads what the AWS CLI reads from a profile besides
-// its s3 section: region, and endpoint_url (the [services NAME] section's
+// its s3 section: region, ca_bundle, and endpoint_url (the [services NAME] section's
 // s3 block first, as the AWS CLI does, then the profile's own).
 func awsProfileSettings(r *Resolver, c *AWSConfig, profile string, ignoreEndpoints bool) error {
 	at := func(what string) Origin {
 		return Origin{Source: SourceAWSConfig, Detail: fmt.Sprintf("%s [%s] %s", c.Path, profile, what)}
 	}
-	if v, ok := c.Get(profile, "region"); ok && v != "" {
-		if err := r.Set("region", v, at("region")); err != nil {
-			return err
+	for _, name := range []string{"region", "ca_bundle"} {
+		if v, ok := c.Get(profile, name); ok && v != "" {
+			if err := r.Set(name, v, at(name)); err != nil {
+				return err
+			}
 		}
 	}
 	if ignoreEndpoints {
@@ -436,11 +438,11 @@ func awsProfileSettings(r *Resolver, c *AWSConfig, profile string, ignoreEndpoin
 	return nil
 }
 
-// awsEnvSettings reads the AWS CLI's variables for the region and the
-// endpoint, the more specific one last so that it wins.
+// awsEnvSettings reads the AWS CLI's variables for the region, the CA
+// bundle and the endpoint, the more specific one last so that it wins.
 func awsEnvSettings(r *Resolver, getenv func(string) string, ignoreEndpoints bool) error {
 	vars := []struct{ name, setting string }{
-		{"AWS_DEFAULT_REGION", "region"}, {"AWS_REGION", "region"},
+		{"AWS_DEFAULT_REGION", "region"}, {"AWS_REGION", "region"}, {"AWS_CA_BUNDLE", "ca_bundle"},
 	}
 	if !ignoreEndpoints {
 		vars = append(vars, struct{ name, setting string }{"AWS_ENDPOINT_URL", "endpoint_url"},

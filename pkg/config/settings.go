@@ -117,6 +117,15 @@ var settings = []Setting{
 		set:    setNoSign,
 		get:    func(s Settings) any { return s.NoSignRequest },
 		format: func(s Settings) string { return strconv.FormatBool(s.NoSignRequest) }},
+	{Name: "ca_bundle", Flag: "ca-bundle", Syntax: "path",
+		Usage:  "PEM file of the certificate authorities to trust for TLS instead of the system's (also AWS_CA_BUNDLE and the AWS config's ca_bundle)",
+		set:    setCABundle,
+		get:    func(s Settings) any { return s.CABundle },
+		format: func(s Settings) string { return s.CABundle }},
+	{Name: "no_verify_ssl", Flag: "no-verify-ssl", Syntax: "bool", Bool: true, Usage: "do not verify the server's TLS certificate (as the AWS CLI's flag)",
+		set:    boolSetter(func(s *Settings) *bool { return &s.NoVerifySSL }),
+		get:    func(s Settings) any { return s.NoVerifySSL },
+		format: func(s Settings) string { return strconv.FormatBool(s.NoVerifySSL) }},
 	{Name: "log_level", Flag: "log-level", Syntax: "debug|info|warn|error", Usage: "log level",
 		set:    enumSetter(func(s *Settings) *string { return &s.LogLevel }, "debug", "info", "warn", "error"),
 		get:    func(s Settings) any { return s.LogLevel },
@@ -271,10 +280,27 @@ func setEndpoint(s *Settings, v string) error {
 }
 
 func setNoSign(s *Settings, v string) error {
-	b, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		return fmt.Errorf("want true or false")
+	return boolSetter(func(s *Settings) *bool { return &s.NoSignRequest })(s, v)
+}
+
+func boolSetter(field func(*Settings) *bool) func(*Settings, string) error {
+	return func(s *Settings, v string) error {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		*field(s) = b
+		return nil
 	}
-	s.NoSignRequest = b
+}
+
+// setCABundle takes a path; whether it holds certificates is checked when
+// the transport is built, which reads it.
+func setCABundle(s *Settings, v string) error {
+	v = strings.TrimSpace(v)
+	if strings.ContainsRune(v, 0) {
+		return fmt.Errorf("invalid path")
+	}
+	s.CABundle = v
 	return nil
 }

@@ -31,12 +31,26 @@ func ParseSize(s string) (int64, error) {
 	}
 	n, err := parseCount(strings.TrimSpace(v[:len(v)-len(suffix)]))
 	if err != nil {
-		return 0, fmt.Errorf("invalid size %q: want an integer with an optional KB, MB, GB, TB (or KiB, MiB, GiB, TiB) suffix", s)
+		return 0, fmt.Errorf("invalid size %q: want an integer with an optional KB, MB, GB, TB (or KiB, MiB, GiB, TiB) suffix%s", s, sizeHint(s))
 	}
 	if n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("invalid size %q: too large", s)
 	}
 	return n * mult, nil
+}
+
+// sizeHint suggests the spelling meant by a size with a one-letter unit
+// ("16M": "; did you mean 16MiB?"), which the AWS CLI refuses too; ""
+// when there is none.
+func sizeHint(s string) string {
+	v := strings.TrimSpace(s)
+	if len(v) < 2 || !strings.ContainsRune("kmgtKMGT", rune(v[len(v)-1])) {
+		return ""
+	}
+	if _, err := parseCount(v[:len(v)-1]); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s%ciB?", v[:len(v)-1], strings.ToUpper(v[len(v)-1:])[0])
 }
 
 // ParseRate reads a rate in bytes per second in the AWS CLI's syntax: a

@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	tests := []struct {
@@ -34,6 +37,26 @@ func TestParseSize(t *testing.T) {
 		got, err := ParseSize(tt.in)
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("ParseSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestParseSizeSuggests: a one-letter unit, which the AWS CLI refuses
+// too, is refused with the spelling meant.
+func TestParseSizeSuggests(t *testing.T) {
+	for _, tt := range []struct{ in, hint string }{
+		{"16M", "did you mean 16MiB?"},
+		{"512k", "did you mean 512KiB?"},
+		{"2G", "did you mean 2GiB?"},
+		{"16X", ""},
+		{"M", ""},
+	} {
+		_, err := ParseSize(tt.in)
+		if err == nil {
+			t.Fatalf("ParseSize(%q) accepted", tt.in)
+		}
+		if got := strings.Contains(err.Error(), "did you mean"); got != (tt.hint != "") || !strings.Contains(err.Error(), tt.hint) {
+			t.Errorf("ParseSize(%q): %v, want hint %q", tt.in, err, tt.hint)
 		}
 	}
 }

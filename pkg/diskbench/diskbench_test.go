@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 func TestRunWritesEveryByteAndCleansUp(t *testing.T) {
@@ -60,14 +62,11 @@ func TestBoundNamesTheSlowerSide(t *testing.T) {
 // real disk, only that the pattern runs and each mode works.
 func TestXFSOnLoopDevice(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for a loop device and mount")
+		testenv.Unavailable(t, "needs root for a loop device and mount")
 	}
 	for _, tool := range []string{"losetup", "mkfs.xfs", "mount", "umount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed: scripts/ci-raid-deps.sh installs it", tool)
-			}
-			t.Skipf("%s is not installed", tool)
+			testenv.Unavailable(t, "%s is not installed: scripts/ci-raid-deps.sh installs it", tool)
 		}
 	}
 	img := filepath.Join(t.TempDir(), "xfs.img")
@@ -79,7 +78,7 @@ func TestXFSOnLoopDevice(t *testing.T) {
 	}
 	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 	if err != nil {
-		t.Skipf("no loop device: %v: %s", err, out)
+		testenv.Unavailable(t, "no loop device: %v: %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 func TestNewDialer(t *testing.T) {
@@ -26,7 +28,7 @@ func TestNewDialer(t *testing.T) {
 	}
 
 	if os.Geteuid() != 0 || !BindToDevicePermitted() {
-		t.Skip("SO_BINDTODEVICE not permitted here (needs root or CAP_NET_RAW before Linux 5.7): binding by device not tested")
+		testenv.Unavailable(t, "SO_BINDTODEVICE not permitted here (needs root or CAP_NET_RAW before Linux 5.7): binding by device not tested")
 	}
 	// Bound to a device that does not exist, the socket cannot be made.
 	d := NewDialer(Interface{Name: "nosuch0", IPv4: lo.IPv4}, DialerOptions{})

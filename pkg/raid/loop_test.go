@@ -12,17 +12,19 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 // needRoot skips a test that needs root and the given tools.
 func needRoot(t *testing.T, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for loop devices and mount; run the tests as root to cover them")
+		testenv.Unavailable(t, "needs root for loop devices and mount; run the tests as root to cover them")
 	}
 	for _, tool := range append([]string{"losetup", "mount", "umount", "blkid", "wipefs"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (%s); scripts/ci-raid-deps.sh installs it", tool, InstallHint(tool))
+			testenv.Unavailable(t, "%s is not installed (%s); scripts/ci-raid-deps.sh installs it", tool, InstallHint(tool))
 		}
 	}
 }
@@ -42,7 +44,7 @@ func loopDevice(t *testing.T, size int64) string {
 	f.Close()
 	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
 	if err != nil {
-		t.Skipf("no loop device available: losetup: %v: %s", err, out)
+		testenv.Unavailable(t, "no loop device available: losetup: %v: %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {

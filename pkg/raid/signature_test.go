@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 func TestProbe(t *testing.T) {
@@ -74,7 +76,7 @@ func TestProbeRealFilesystems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
 			if _, err := exec.LookPath(tt.tool); err != nil {
-				t.Skipf("%s not installed (apt-get install %s)", tt.tool, InstallHint(tt.tool))
+				testenv.Unavailable(t, "%s not installed (apt-get install %s)", tt.tool, InstallHint(tt.tool))
 			}
 			f := filepath.Join(t.TempDir(), "img")
 			if err := os.WriteFile(f, nil, 0o600); err != nil {

@@ -142,15 +142,19 @@ func charts(r Run) []template.HTML {
 		}
 		return []mark{{"p50", h.Quantile(0.5)}, {"p90", h.Quantile(0.9)}, {"p99", h.Quantile(0.99)}, {"p99.9", h.Quantile(0.999)}}
 	}
-	return []template.HTML{
+	out := []template.HTML{
 		timeChart("chart-throughput", "Throughput over time", "Gibps", ss, []line{{name: "throughput", ys: gibps}}),
 		timeChart("chart-inflight", "Requests in flight", "requests", ss, []line{{name: "in flight", ys: inflight}}),
 		histogramChart("chart-ttfb", "Time to first byte", r.Summary.TTFB, marks(r.Summary.TTFB)),
 		histogramChart("chart-request", "Request time (request sent to last byte written)", r.Summary.Request, marks(r.Summary.Request)),
-		timeChart("chart-lanes", "Throughput per NIC (lane)", "Gibps", ss, lanes),
-		timeChart("chart-retries", "Retries and SlowDowns", "per interval", ss, []line{{name: "other retries", ys: retries, bars: true}, {name: "SlowDown", ys: slow, bars: true}}),
-		timeChart("chart-writes", "Write wait: the share of the requests' time spent writing to the destination", "%", ss, []line{{name: "write wait", ys: wait}}),
 	}
+	if len(lanes) > 1 {
+		// One lane's chart would repeat the throughput chart.
+		out = append(out, timeChart("chart-lanes", "Throughput per NIC (lane)", "Gibps", ss, lanes))
+	}
+	return append(out,
+		timeChart("chart-retries", "Retries and SlowDowns", "per interval", ss, []line{{name: "other retries", ys: retries, bars: true}, {name: "SlowDown", ys: slow, bars: true}}),
+		timeChart("chart-writes", "Write wait: the share of the requests' time spent writing to the destination", "%", ss, []line{{name: "write wait", ys: wait}}))
 }
 
 func fmtTime(t time.Time) string {
@@ -179,7 +183,8 @@ th{color:#374151;font-weight:600}td.num{text-align:right;font-variant-numeric:ta
 .grid2{display:grid;grid-template-columns:1fr 1fr;gap:0 24px}
 svg.chart{width:100%;height:auto;display:block;margin:8px 0 16px}
 svg .title{font-size:14px;font-weight:600;fill:#111827}svg .tick,svg .unit,svg .legend{font-size:11px;fill:#4b5563}
-svg .grid{stroke:#e5e7eb;stroke-width:1}svg .mark{stroke-width:1.5;stroke-dasharray:4 3}svg .marklabel{font-size:11px}
+svg .title .unit{font-weight:400}
+svg .grid{stroke:#e5e7eb;stroke-width:1}svg .mark{stroke-width:1.5;stroke-dasharray:4 3}svg .marklabel{font-size:11px;paint-order:stroke;stroke:#fff;stroke-width:3px}
 svg .empty{font-size:13px;fill:#9ca3af}
 footer{color:#6b7280;font-size:12px;margin-top:24px}
 </style></head><body>

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,9 +136,59 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || strings.Contains(page, `<b>bold`) {
 		t.Errorf("the page does not escape what it shows")
 	}
-	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-lanes"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:", "64, at the knee"} {
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:", "64, at the knee"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestLanesChartOnlyForSeveralLanes: the per-NIC chart is drawn when
+// there are lanes to tell apart; one lane's would repeat the throughput
+// chart.
+func TestLanesChartOnlyForSeveralLanes(t *testing.T) {
+	for _, lanes := range []int{1, 2} {
+		r := steady(128)
+		r.Summary.Lanes = nil
+		for i := range lanes {
+			r.Summary.Lanes = append(r.Summary.Lanes, transfer.LaneSummary{Name: fmt.Sprintf("eth%d", i), Bytes: 10 << 30 / int64(lanes)})
+		}
+		for i := range r.Samples {
+			r.Samples[i].Lanes = make([]int64, lanes)
+		}
+		var b bytes.Buffer
+		if err := WriteHTML(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), `id="chart-lanes"`); got != (lanes > 1) {
+			t.Errorf("%d lanes: a per-NIC chart %v, want %v", lanes, got, lanes > 1)
+		}
+	}
+}
+
+// TestPercentileLabelsApart: the percentile labels of a histogram, even
+// of marks that fall together, take places clear of each other, inside
+// the plot.
+func TestPercentileLabelsApart(t *testing.T) {
+	for _, xs := range [][]float64{
+		{500, 520, 860, 860}, // the user's: p99 and p99.9 at the right edge
+		{100, 100, 100, 100}, // all in one bar
+		{70, 855, 857, 859},  // at both edges
+		{300, 340, 380, 420}, // a bar apart each
+	} {
+		var placed []labelBox
+		for _, x := range xs {
+			b := placeLabel(x, labelWidth("p99.9 262.1ms"), xs, placed)
+			if b.x0 < padL || b.x1 > padL+plotW {
+				t.Errorf("marks %v: a label at %.0f-%.0f leaves the plot", xs, b.x0, b.x1)
+			}
+			if !labelClear(b, nil, placed) {
+				t.Errorf("marks %v: the label of the mark at %.0f (%.0f-%.0f, row %d) runs into another", xs, x, b.x0, b.x1, b.row)
+			}
+			if padT+10+b.row*percentileLabelSpacing > padT+plotH {
+				t.Errorf("marks %v: a label in row %d, below the plot", xs, b.row)
+			}
+			placed = append(placed, b)
 		}
 	}
 }

@@ -39,14 +39,29 @@ func (s *svgBuilder) add(format string, a ...any) { fmt.Fprintf(&s.b, format, a.
 func (s *svgBuilder) open(id, title, yUnit string, ymax float64, points int) {
 	s.add(`<svg class="chart" id="%s" data-points="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		id, points, chartW, chartH, esc(title))
-	s.add(`<text class="title" x="%d" y="18">%s</text>`, padL, esc(title))
+	// The unit follows the title on its line, where no tick label or
+	// title can run into it.
+	s.add(`<text class="title" x="%d" y="18">%s <tspan class="unit">(%s)</tspan></text>`, padL, esc(title), esc(yUnit))
 	for i := 0; i <= 4; i++ {
 		v := ymax * float64(i) / 4
 		y := float64(padT+plotH) - float64(plotH)*float64(i)/4
 		s.add(`<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, padL, padL+plotW, y, y)
 		s.add(`<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>`, padL-6, y+4, esc(number(v)))
 	}
-	s.add(`<text class="unit" x="8" y="%d">%s</text>`, padT-10, esc(yUnit))
+}
+
+// xTick labels the x axis at x, centred unless that would run into the
+// y axis's labels or out of the chart.
+func (s *svgBuilder) xTick(x float64, text string) {
+	half := labelWidth(text) / 2
+	anchor := "middle"
+	switch {
+	case x-half < padL:
+		x, anchor = math.Max(x-half, padL), "start"
+	case x+half > chartW-2:
+		x, anchor = math.Min(x+half, chartW-2), "end"
+	}
+	s.add(`<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x, padT+plotH+16, anchor, esc(text))
 }
 
 func (s *svgBuilder) close() template.HTML {
@@ -77,7 +92,7 @@ func timeChart(id, title, yUnit string, samples []transfer.Sample, lines []line)
 	y := func(v float64) float64 { return float64(padT+plotH) - float64(plotH)*v/ymax }
 	for i := 0; i <= 4; i++ {
 		t := end * float64(i) / 4
-		s.add(`<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s s</text>`, x(t), padT+plotH+16, esc(number(t)))
+		s.xTick(x(t), number(t)+" s")
 	}
 	for li, l := range lines {
 		color := palette[li%len(palette)]
@@ -162,9 +177,10 @@ func histogramChart(id, title string, h transfer.Histogram, marks []mark) templa
 	step := max(1, len(bars)/6)
 	for i := 0; i < len(bars); i += step {
 		upper := h.Upper(min(lo+i*group+group-1, len(h.Counts)-1))
-		s.add(`<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>`, float64(padL)+w*(float64(i)+0.5), padT+plotH+16, esc(round(upper).String()))
+		s.xTick(float64(padL)+w*(float64(i)+0.5), round(upper).String())
 	}
 	// A percentile falls in the bar whose range holds it.
+	xs := make([]float64, len(marks))
 	for mi, m := range marks {
 		pos := -1
 		for i := range bars {
@@ -176,15 +192,94 @@ func histogramChart(id, title string, h transfer.Histogram, marks []mark) templa
 		if pos < 0 {
 			pos = len(bars) - 1
 		}
-		x := float64(padL) + w*(float64(pos)+0.5)
-		s.add(`<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s"/>`, x, x, padT, padT+plotH, palette[1+mi%3])
-		lx, anchor := x+3, "start"
-		if x > padL+plotW-100 {
-			lx, anchor = x-3, "end" // near the right edge: the label goes left
+		xs[mi] = float64(padL) + w*(float64(pos)+0.5)
+		s.add(`<line class="mark" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s"/>`, xs[mi], xs[mi], padT, padT+plotH, palette[1+mi%3])
+	}
+	var placed []labelBox
+	for mi, m := range marks {
+		text := m.name + " " + round(m.at).String()
+		b := placeLabel(xs[mi], labelWidth(text), xs, placed)
+		placed = append(placed, b)
+		lx, anchor := b.x0, "start"
+		if b.left {
+			lx, anchor = b.x1, "end"
 		}
-		s.add(`<text class="marklabel" x="%.1f" y="%d" fill="%s" text-anchor="%s">%s %s</text>`, lx, padT+10+mi*percentileLabelSpacing, palette[1+mi%3], anchor, esc(m.name), esc(round(m.at).String()))
+		s.add(`<text class="marklabel" x="%.1f" y="%d" fill="%s" text-anchor="%s">%s</text>`, lx, padT+10+b.row*percentileLabelSpacing, palette[1+mi%3], anchor, esc(text))
 	}
 	return s.close()
+}
+
+// labelBox is where a percentile's label goes: a row under the top of
+// the plot and the span it covers, right (or left) of its mark.
+type labelBox struct {
+	row    int
+	x0, x1 float64
+	left   bool
+}
+
+// labelWidth estimates the width of a label at the marks' 11 px
+// (DejaVu Sans: digits and most letters 0.64 em, "." and " " 0.32, "m"
+// 0.97), with a tenth to spare for a wider fallback font.
+func labelWidth(text string) float64 {
+	w := 0.0
+	for _, r := range text {
+		switch r {
+		case '.', ' ':
+			w += 0.32
+		case 'm', 'w':
+			w += 0.97
+		default:
+			w += 0.64
+		}
+	}
+	return w * 11 * 1.1
+}
+
+// placeLabel finds a place for a label of width w by the mark at x:
+// the first row, right of the mark or else left of it, inside the plot
+// and clear of every label placed; among the first rows, one also clear
+// of the other marks' lines if there is one (a line that crosses a
+// label leaves it readable: labels have a white outline).
+func placeLabel(x, w float64, marks []float64, placed []labelBox) labelBox {
+	const gap = 3
+	try := func(rows int, lines []float64) (labelBox, bool) {
+		for row := 0; row < rows; row++ {
+			for _, left := range []bool{false, true} {
+				b := labelBox{row: row, x0: x + gap, x1: x + gap + w, left: left}
+				if left {
+					b.x0, b.x1 = x-gap-w, x-gap
+				}
+				if b.x0 >= padL && b.x1 <= padL+plotW && labelClear(b, lines, placed) {
+					return b, true
+				}
+			}
+		}
+		return labelBox{}, false
+	}
+	if b, ok := try(len(marks), marks); ok {
+		return b
+	}
+	if b, ok := try(len(marks)+len(placed)+1, nil); ok {
+		return b
+	}
+	// Wider than the plot on either side of the mark: a row of its own.
+	return labelBox{row: len(placed), x0: x + gap, x1: x + gap + w}
+}
+
+// labelClear reports whether b is clear of the labels placed and of the
+// lines at xs.
+func labelClear(b labelBox, xs []float64, placed []labelBox) bool {
+	for _, p := range placed {
+		if p.row == b.row && b.x0 < p.x1+4 && p.x0 < b.x1+4 {
+			return false
+		}
+	}
+	for _, x := range xs {
+		if x > b.x0-1 && x < b.x1+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for v <= 0).

@@ -136,43 +136,39 @@ func (d Dataset) Lookup(key string) (size int64, ok bool) {
 	return g.Size, true
 }
 
-// ParseSize parses a byte count: a plain integer, or one followed by a
-// unit. KB, MB, GB and TB, KiB, MiB, GiB and TiB, and the single letters
-// K, M, G and T are all powers of 1024, as the AWS CLI and every s3pd
-// flag read them. Units are case insensitive ("16mb" is 16 MiB).
+// ParseSize parses a byte count as every s3pd flag reads one (the AWS
+// CLI's syntax): a non-negative integer with an optional,
+// case-insensitive KB, MB, GB, TB (or KiB, MiB, GiB, TiB) suffix, each a
+// power of 1024 ("16MB" is 16 MiB). A one-letter unit ("16M") is refused,
+// as the flags refuse it, with the spelling meant.
 func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
+	t := strings.ToLower(strings.TrimSpace(s))
 	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
 		i++
 	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	if num == "" {
-		return 0, fmt.Errorf("parse size %q: no number", s)
-	}
+	num, unit := t[:i], strings.TrimSpace(t[i:])
 	mult, ok := sizeUnits[unit]
-	if !ok {
-		return 0, fmt.Errorf("parse size %q: unknown unit %q", s, t[i:])
-	}
-	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
-		if n > (1<<63-1)/mult {
-			return 0, fmt.Errorf("parse size %q: too large", s)
+	if num == "" || !ok {
+		hint := ""
+		if num != "" && len(unit) == 1 && strings.Contains("kmgt", unit) {
+			hint = fmt.Sprintf("; did you mean %s%siB?", num, strings.ToUpper(unit))
 		}
-		return n * mult, nil
+		return 0, fmt.Errorf("parse size %q: want an integer with an optional KB, MB, GB, TB (or KiB, MiB, GiB, TiB) suffix%s", s, hint)
 	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f*float64(mult) >= 1<<63 {
-		return 0, fmt.Errorf("parse size %q: bad number", s)
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n > (1<<63-1)/mult {
+		return 0, fmt.Errorf("parse size %q: too large", s)
 	}
-	return int64(f * float64(mult)), nil
+	return n * mult, nil
 }
 
 var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10,
-	"m": 1 << 20, "mib": 1 << 20, "mb": 1 << 20,
-	"g": 1 << 30, "gib": 1 << 30, "gb": 1 << 30,
-	"t": 1 << 40, "tib": 1 << 40, "tb": 1 << 40,
+	"":   1,
+	"kb": 1 << 10, "kib": 1 << 10,
+	"mb": 1 << 20, "mib": 1 << 20,
+	"gb": 1 << 30, "gib": 1 << 30,
+	"tb": 1 << 40, "tib": 1 << 40,
 }
 
 // keyIter walks a dataset's keys in lexical order without materialising

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -21,9 +22,12 @@ func TestParseSize(t *testing.T) {
 		{in: "4GiB", want: 4 << 30},
 		{in: "16MB", want: 16 << 20}, // as the AWS CLI reads it
 		{in: "90mb", want: 90 << 20},
-		{in: "16M", want: 16 << 20},
-		{in: "1.5KiB", want: 1536},
-		{in: "7B", want: 7},
+		{in: " 16 MiB ", want: 16 << 20},
+		// Refused as every s3pd flag refuses them (config.ParseSize).
+		{in: "16M", bad: true},
+		{in: "1.5KiB", bad: true},
+		{in: "7B", bad: true},
+		{in: "-5", bad: true},
 		{in: "", bad: true},
 		{in: "MiB", bad: true},
 		{in: "12XB", bad: true},
@@ -40,6 +44,14 @@ func TestParseSize(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("ParseSize(%q) = %d, %v, want %d", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// TestParseSizeSuggests: a one-letter unit is refused with the spelling
+// meant, as the flags say it.
+func TestParseSizeSuggests(t *testing.T) {
+	if _, err := ParseDataset("x:1:16M"); err == nil || !strings.Contains(err.Error(), "did you mean 16MiB?") {
+		t.Errorf("ParseDataset(x:1:16M): %v, want a refusal suggesting 16MiB", err)
 	}
 }
 

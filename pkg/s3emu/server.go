@@ -2,8 +2,10 @@ package s3emu
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"runtime"
@@ -65,6 +67,9 @@ type Options struct {
 	// leave it off.
 	LogRequests bool
 	LogLimit    int
+	// TLS, when set, makes Start serve HTTPS (HTTP/1.1 only) with the
+	// certificate it names or a self-signed one.
+	TLS *TLSOptions
 }
 
 // Stats are the emulator's counters since it started or since ResetStats.
@@ -84,6 +89,17 @@ type Stats struct {
 	Stalls         int64 // GETs stalled by Options.Stalls
 	PacingFailures int64 // connections whose rate cap could not be set
 	LogDropped     int64 // requests not logged because the log was full
+
+	// TLS handshakes, counted by the server (zero without TLS) when a
+	// connection's first request arrives, or when it closes without one.
+	TLSHandshakes      int64 // handshakes completed
+	TLSResumed         int64 // among them, sessions resumed
+	TLSHandshakeErrors int64 // handshakes that failed (an untrusted certificate, say)
+	// Of the connections accepted after the first handshake completed
+	// (those that could have resumed it), how many completed a handshake
+	// and how many of them resumed.
+	TLSHandshakesAfterFirst int64
+	TLSResumedAfterFirst    int64
 }
 
 // Request is one entry of the request log, in order of arrival.
@@ -119,6 +135,7 @@ type Server struct {
 	faults  *Faults
 	limit   *throttle // nil: no throttling
 	stall   *stalls   // nil: no stalls
+	tls     *tlsState // nil: plain HTTP
 
 	c counters
 
@@ -143,6 +160,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, faults: opts.Faults, backend: &backendStore{},
 		limit: newThrottle(opts.Throttle), stall: newStalls(opts.Stalls)}
+	if opts.TLS != nil {
+		st, err := newTLSState(*opts.TLS)
+		if err != nil {
+			return nil, fmt.Errorf("new emulator: %w", err)
+		}
+		s.tls = st
+	}
 	var be gofakes3.Backend
 	switch opts.Backend {
 	case "", BackendSynthetic:
@@ -204,7 +228,8 @@ func (s *Server) Dataset() Dataset {
 }
 
 // Start serves the emulator on addr (e.g. "127.0.0.1:0") until Close and
-// returns its endpoint URL, e.g. "http://127.0.0.1:41234".
+// returns its endpoint URL, e.g. "http://127.0.0.1:41234" (https with
+// Options.TLS).
 func (s *Server) Start(addr string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -218,11 +243,21 @@ func (s *Server) Start(addr string) (string, error) {
 	if s.opts.ConnRate > 0 {
 		ln = &pacedListener{Listener: ln, rate: uint64(s.opts.ConnRate), failures: &s.c.pacingFailures}
 	}
-	s.ln = ln
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: time.Minute}
+	scheme := "http://"
+	if s.tls != nil {
+		// An empty TLSNextProto keeps net/http from offering HTTP/2:
+		// S3 speaks HTTP/1.1, and so must what is measured against it.
+		ln = tls.NewListener(ln, s.tls.config())
+		s.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		s.srv.ConnState = s.tls.connState
+		s.srv.ErrorLog = log.New(errorLog{&s.tls.failed}, "", 0)
+		scheme = "https://"
+	}
+	s.ln = ln
 	s.serveErr = make(chan error, 1)
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), nil
+	return scheme + ln.Addr().String(), nil
 }
 
 // Handler returns the emulator as an http.Handler (TTFB and faults
@@ -249,7 +284,7 @@ func (s *Server) Close() error {
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Requests:       s.c.requests.Load(),
 		GetRequests:    s.c.gets.Load(),
 		HeadRequests:   s.c.heads.Load(),
@@ -266,6 +301,11 @@ func (s *Server) Stats() Stats {
 		PacingFailures: s.c.pacingFailures.Load(),
 		LogDropped:     s.c.logDropped.Load(),
 	}
+	if t := s.tls; t != nil {
+		st.TLSHandshakes, st.TLSResumed, st.TLSHandshakeErrors = t.handshakes.Load(), t.resumed.Load(), t.failed.Load()
+		st.TLSHandshakesAfterFirst, st.TLSResumedAfterFirst = t.lateHandshakes.Load(), t.lateResumed.Load()
+	}
+	return st
 }
 
 // ResetStats zeroes the counters (MaxInFlight restarts from InFlight), the
@@ -283,6 +323,9 @@ func (s *Server) ResetStats() {
 	}
 	if s.stall != nil {
 		s.stall.reset()
+	}
+	if s.tls != nil {
+		s.tls.reset()
 	}
 	s.c.maxInFlight.Store(s.c.inFlight.Load())
 	s.keyBytes.Clear()

@@ -1,6 +1,11 @@
 package s3emu
 
-import "context"
+import (
+	"context"
+	"crypto/tls"
+	"net/http"
+	"path/filepath"
+)
 
 // TB is the part of testing.TB that NewTestServer uses (testing.TB
 // satisfies it; s3emu does not import testing into the binary).
@@ -9,6 +14,7 @@ type TB interface {
 	Fatalf(format string, args ...any)
 	Errorf(format string, args ...any)
 	Cleanup(func())
+	TempDir() string
 }
 
 // TestServer is an emulator serving on loopback for one test, in the
@@ -18,6 +24,20 @@ type TestServer struct {
 	// URL is the endpoint, e.g. "http://127.0.0.1:41234"; empty when the
 	// server was not started (Unstarted).
 	URL string
+	// CAFile is a PEM file of the served certificate, what a client is
+	// given as --ca-bundle; empty without TLS.
+	CAFile string
+}
+
+// Client returns an HTTP/1.1 client that trusts the server's
+// certificate (any client without TLS).
+func (ts *TestServer) Client() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = false
+	if ts.TLS() {
+		tr.TLSClientConfig = &tls.Config{RootCAs: ts.CertPool()}
+	}
+	return &http.Client{Transport: tr}
 }
 
 // TestOption changes how NewTestServer starts the emulator.
@@ -26,6 +46,7 @@ type TestOption func(*testStart)
 type testStart struct {
 	prepare   bool
 	unstarted bool
+	tls       bool
 	addr      string
 	within    func(start func() error) error
 }
@@ -33,6 +54,10 @@ type testStart struct {
 // Prepared computes the synthetic objects' ETags and checksums before
 // the server starts, so that a timed transfer does not pay for them.
 func Prepared() TestOption { return func(s *testStart) { s.prepare = true } }
+
+// OverTLS serves HTTPS with a self-signed ECDSA certificate (quick to
+// make) when the options name no TLS of their own.
+func OverTLS() TestOption { return func(s *testStart) { s.tls = true } }
 
 // Unstarted leaves the server without a listener, as
 // httptest.NewUnstartedServer: the test serves its Handler itself.
@@ -54,6 +79,9 @@ func NewTestServer(t TB, opts Options, options ...TestOption) *TestServer {
 	for _, o := range options {
 		o(&how)
 	}
+	if how.tls && opts.TLS == nil {
+		opts.TLS = &TLSOptions{Key: KeyECDSA}
+	}
 	s, err := New(opts)
 	if err != nil {
 		t.Fatalf("s3emu: new test server: %v", err)
@@ -69,6 +97,12 @@ func NewTestServer(t TB, opts Options, options ...TestOption) *TestServer {
 		}
 	}
 	ts := &TestServer{Server: s}
+	if s.TLS() {
+		ts.CAFile = filepath.Join(t.TempDir(), "s3emu-ca.pem")
+		if err := s.WriteCertificate(ts.CAFile); err != nil {
+			t.Fatalf("s3emu: %v", err)
+		}
+	}
 	if how.unstarted {
 		return ts
 	}
@@ -81,6 +115,14 @@ func NewTestServer(t TB, opts Options, options ...TestOption) *TestServer {
 		t.Fatalf("s3emu: start test server: %v", err)
 	}
 	return ts
+}
+
+// NewTLSTestServer is NewTestServer over HTTPS: its URL is https, its
+// CAFile the certificate to trust, its Client one that trusts it, and its
+// Stats count the handshakes and resumptions.
+func NewTLSTestServer(t TB, opts Options, options ...TestOption) *TestServer {
+	t.Helper()
+	return NewTestServer(t, opts, append(options, OverTLS())...)
 }
 
 // Serve prepares srv's synthetic objects, starts it on addr, hands its

@@ -46,7 +46,7 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, err)
+			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, statusError(err))
 		}
 		// S3 returns objects and prefixes in two lists, each in key
 		// order; merge them.
@@ -132,7 +132,7 @@ func (s *Source) Usage(ctx context.Context, filter func(transfer.Object) bool) (
 func (s *Source) Buckets(ctx context.Context) ([]Entry, error) {
 	out, err := s.client.ListBuckets(ctx, &s3.ListBucketsInput{})
 	if err != nil {
-		return nil, fmt.Errorf("list buckets: %w", err)
+		return nil, fmt.Errorf("list buckets: %w", statusError(err))
 	}
 	entries := make([]Entry, len(out.Buckets))
 	for i, b := range out.Buckets {

@@ -6,18 +6,15 @@ package s3store
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -33,60 +30,26 @@ type ClientOptions struct {
 	AddressingStyle string
 	Profile         string // AWS profile for credentials
 	NoSignRequest   bool   // anonymous requests (public buckets)
-	// Conns is the number of connections to keep per host (the
-	// concurrency), so the pool does not churn.
-	Conns int
 	// OnRetry, when set, is called before the SDK retries a listing, HEAD
 	// or upload request, with the attempt that failed (1-based) and why.
 	OnRetry func(attempt int, err error)
-	// DialContext, when set, dials every connection (per-NIC binding,
-	// spreading over the endpoint's addresses).
-	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// TLS is how the server's certificate is checked.
-	TLS TLS
+	// Transport carries every request: the run's one transport (nil: a
+	// default one of its own, for tests and tools).
+	Transport *Transport
+	// Lane is the lane of Transport the client sends over; AllLanes: each
+	// request over the next lane in turn (uploads, server-side copies).
+	Lane int
 }
 
-// TLS says how a server's certificate is checked: against the system's
-// authorities by default.
-type TLS struct {
-	// CABundle is a PEM file of the authorities to trust instead
-	// (the AWS CLI's --ca-bundle; AWS_CA_BUNDLE is read by the SDK).
-	CABundle string
-	// Insecure skips the check (the AWS CLI's --no-verify-ssl).
-	Insecure bool
-}
+// AllLanes makes a client send each request over the next lane in turn.
+const AllLanes = -1
 
-// HTTPClient builds an HTTP client tuned for many parallel range GETs:
-// one pool sized to the concurrency, no transparent decompression, and
-// Accept-Encoding: identity on every request, so bytes are saved as stored.
-func HTTPClient(opts ClientOptions) aws.HTTPClient {
-	return identity{buildableClient(opts)}
-}
-
-// buildableClient is the tuned client before decoration; the SDK needs
-// its builder methods to add a custom CA bundle (AWS_CA_BUNDLE).
-func buildableClient(opts ClientOptions) *awshttp.BuildableClient {
-	conns := max(opts.Conns, 16)
-	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConns = conns * 2
-		t.MaxIdleConnsPerHost = conns * 2
-		t.MaxConnsPerHost = 0
-		t.DisableCompression = true
-		t.IdleConnTimeout = 90 * time.Second
-		// A safety net for the SDK's calls (listing, HEAD); object GETs
-		// are watched for stalls by the engine, much sooner.
-		t.ResponseHeaderTimeout = 2 * time.Minute
-		t.ExpectContinueTimeout = 0
-		if opts.DialContext != nil {
-			t.DialContext = opts.DialContext
-		}
-		if opts.TLS.Insecure {
-			if t.TLSClientConfig == nil {
-				t.TLSClientConfig = &tls.Config{}
-			}
-			t.TLSClientConfig.InsecureSkipVerify = true
-		}
-	})
+// HTTPClient builds an HTTP client tuned for many parallel range GETs,
+// with conns connections kept per host, over a default transport: for
+// tools that need no settings (the reference clients).
+func HTTPClient(conns int) aws.HTTPClient {
+	t, _ := NewTransport(TransportOptions{Conns: conns}) // no CA bundle: no error
+	return t.Lane(0)
 }
 
 // identity asks for bytes as stored.
@@ -95,6 +58,32 @@ type identity struct{ c aws.HTTPClient }
 func (i identity) Do(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Accept-Encoding", "identity")
 	return i.c.Do(r)
+}
+
+// httpClient is the client's HTTP client from opts.
+func (opts ClientOptions) httpClient() (*Transport, aws.HTTPClient, error) {
+	t := opts.Transport
+	if t == nil {
+		var err error
+		if t, err = NewTransport(TransportOptions{}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if opts.Lane == AllLanes {
+		return t, t.RoundRobin(), nil
+	}
+	if opts.Lane < 0 || opts.Lane >= len(t.lanes) {
+		return nil, nil, fmt.Errorf("lane %d of %d", opts.Lane, len(t.lanes))
+	}
+	return t, t.Lane(opts.Lane), nil
+}
+
+// sdkHTTP is the HTTP client the SDK's calls go through: the lane's,
+// under the region redirect rule on AWS's endpoints. direct is the lane's
+// own, for the signed GETs, which follow a region redirect themselves.
+type sdkHTTP struct {
+	aws.HTTPClient
+	direct aws.HTTPClient
 }
 
 // NewClient returns an S3 client for bucket. Without a region, it asks
@@ -109,25 +98,28 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if opts.Region != "" {
 		load = append(load, config.WithRegion(opts.Region))
 	}
-	load = append(load, config.WithHTTPClient(buildableClient(opts)),
-		// The SDK would print its own warnings to stderr; s3pd reports
-		// errors itself, one line each.
-		config.WithLogger(logging.Nop{}))
+	t, hc, err := opts.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	// The SDK would print its own warnings to stderr; s3pd reports
+	// errors itself, one line each.
+	load = append(load, config.WithLogger(logging.Nop{}))
 	if opts.NoSignRequest {
 		load = append(load, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
-	if opts.TLS.CABundle != "" {
-		pem, err := os.ReadFile(opts.TLS.CABundle)
-		if err != nil {
-			return nil, fmt.Errorf("ca bundle: %w", err)
-		}
+	if pem := t.CABundle(); pem != nil {
+		// For the SDK's own clients (credentials), and so that it does
+		// not read AWS_CA_BUNDLE over the run's ca_bundle.
 		load = append(load, config.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	cfg.HTTPClient = identity{cfg.HTTPClient}
+	// Every request of the client goes over the run's transport; the
+	// SDK's own default client served only the loading above.
+	cfg.HTTPClient = sdkHTTP{HTTPClient: newRegionRedirect(hc, cfg.Credentials, opts.EndpointURL != ""), direct: hc}
 	configure := func(o *s3.Options) {
 		if opts.EndpointURL != "" {
 			o.BaseEndpoint = aws.String(opts.EndpointURL)
@@ -152,7 +144,8 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 			so.MaxAttempts = 10
 			so.MaxBackoff = 5 * time.Second
 			so.RateLimiter = ratelimit.None
-			so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial)}, so.Retryables...)
+			so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial),
+				retry.IsErrorRetryableFunc(noRetryOnCertificate)}, so.Retryables...)
 		}), opts.OnRetry}
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -168,6 +161,10 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 				var nf manager.BucketNotFound
 				if errors.As(err, &nf) {
 					return nil, fmt.Errorf("bucket %s: NoSuchBucket", bucket)
+				}
+				var ce *CertificateError
+				if errors.As(err, &ce) {
+					return nil, ce
 				}
 				return nil, fmt.Errorf("detect region of bucket %s: %w", bucket, err)
 			}
@@ -198,10 +195,43 @@ func noRetryOnDial(err error) aws.Ternary {
 	return aws.UnknownTernary
 }
 
+// noRetryOnCertificate says that a certificate that does not verify is
+// not retried: it will not verify on a new connection either.
+func noRetryOnCertificate(err error) aws.Ternary {
+	if certificateFailed(err) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
+
 // dialFailed reports whether err is a failure to connect: refused, no
 // such host, or a connect timeout.
 func dialFailed(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
 	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// NewLaneClients returns one client for bucket per lane of opts'
+// transport, in order, each with its lane's connection pool; the
+// bucket's region is detected once, by the first.
+func NewLaneClients(ctx context.Context, bucket string, opts ClientOptions) ([]*s3.Client, error) {
+	if opts.Transport == nil {
+		t, err := NewTransport(TransportOptions{})
+		if err != nil {
+			return nil, err
+		}
+		opts.Transport = t
+	}
+	var out []*s3.Client
+	for i := range opts.Transport.lanes {
+		opts.Lane = i
+		c, err := NewClient(ctx, bucket, opts)
+		if err != nil {
+			return nil, err
+		}
+		opts.Region = c.Options().Region // detected once
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -66,6 +66,13 @@ func (e *StatusError) Throttle() bool {
 	return e.Code == "SlowDown" || e.Status == 503 || e.Status == 429
 }
 
+// NoSuchBucket reports whether err is S3's answer that the bucket does
+// not exist: a missing object under it is no prefix either.
+func NoSuchBucket(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == "NoSuchBucket"
+}
+
 // Unwrap maps the answers that mean "not there" to transfer.ErrNotFound
 // and a failed If-Match to transfer.ErrModified.
 func (e *StatusError) Unwrap() error {
@@ -81,6 +88,11 @@ func (e *StatusError) Unwrap() error {
 // statusError turns an SDK error into a *StatusError where the server
 // answered, so the engine can classify it.
 func statusError(err error) error {
+	var ce *CertificateError
+	if errors.As(err, &ce) {
+		// One line, without the SDK's chain around it.
+		return ce
+	}
 	if NoCredentials(err) {
 		return withCredentials(err)
 	}
@@ -100,6 +112,10 @@ func statusError(err error) error {
 	}
 	if se.Code == "" {
 		se.Code = codeOfStatus(se.Status)
+	}
+	if isRedirect(se.Status) && re.Response != nil {
+		h := re.Response.Header
+		return &RedirectError{Status: se.Status, Location: h.Get("Location"), Region: h.Get("X-Amz-Bucket-Region"), Err: se}
 	}
 	return se
 }

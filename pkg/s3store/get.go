@@ -1,7 +1,6 @@
 package s3store
 
 import (
-	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -49,6 +48,9 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 func newGetter(client *s3.Client, bucket string) *getter {
 	o := client.Options()
 	g := &getter{http: o.HTTPClient}
+	if sh, ok := o.HTTPClient.(sdkHTTP); ok {
+		g.http = sh.direct
+	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		g.creds = o.Credentials
 	}
@@ -61,7 +63,8 @@ func newGetter(client *s3.Client, bucket string) *getter {
 		} else {
 			prefix = base.Scheme + "://" + bucket + "." + base.Host + strings.TrimSuffix(base.Path, "/") + "/"
 		}
-		// A custom endpoint's URL names no region.
+		// A custom endpoint's URL names no region: the bucket's region
+		// is signed for on the same endpoint.
 		g.placeFor = func(region string) *place { return &place{region, prefix} }
 	} else {
 		g.pathStyle = strings.Contains(bucket, ".") || o.UsePathStyle
@@ -208,13 +211,16 @@ func (g *getter) sendTo(ctx context.Context, method, u, region string, req Reque
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	bodyRegion, err := responseError(resp)
+	body, err := responseError(resp)
 	// The bucket's region, as botocore looks for it: x-amz-bucket-region,
-	// else the Region of the error body (400 AuthorizationHeaderMalformed).
-	home := cmp.Or(resp.Header.Get("X-Amz-Bucket-Region"), bodyRegion)
-	if home != "" && home != region &&
-		(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusBadRequest) {
+	// else the Region or Endpoint of the error body (a 301, 307 or 400
+	// AuthorizationHeaderMalformed).
+	home := homeRegion(resp.Header, body)
+	if home != "" && home != region && (isRedirect(resp.StatusCode) || resp.StatusCode == http.StatusBadRequest) {
 		return nil, &wrongRegion{region: home, err: err}
+	}
+	if isRedirect(resp.StatusCode) {
+		return nil, &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location"), Region: home, Err: err}
 	}
 	return nil, err
 }
@@ -230,22 +236,18 @@ func (w *wrongRegion) Error() string {
 }
 func (w *wrongRegion) Unwrap() error { return w.err }
 
-// responseError reads an S3 error answer, and the bucket's region when
-// the answer names it (the Region of a wrong-region error).
-func responseError(resp *http.Response) (region string, err error) {
+// responseError reads an S3 error answer, with what it says of the
+// bucket's region (the Region or Endpoint of a wrong-region error).
+func responseError(resp *http.Response) (redirectBody, error) {
 	se := &StatusError{Status: resp.StatusCode}
-	var body struct {
-		Code    string `xml:"Code"`
-		Message string `xml:"Message"`
-		Region  string `xml:"Region"`
-	}
+	var body redirectBody
 	if xml.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) == nil {
 		se.Code, se.Message = body.Code, body.Message
 	}
 	if se.Code == "" {
 		se.Code = codeOfStatus(se.Status)
 	}
-	return body.Region, se
+	return body, se
 }
 
 // headerChecksums gathers the full-object checksums of a response.

@@ -124,6 +124,9 @@ func NewCopySink(client *s3.Client, srcBucket, bucket string, opts UploadOptions
 
 func (c *CopySink) url(key string) string { return "s3://" + c.bucket + "/" + key }
 
+// Destination is the URL of the object that name is copied to.
+func (c *CopySink) Destination(name string) string { return c.url(c.opts.Prefix + name) }
+
 // Create implements transfer.Sink. Unless Overwrite, an object already
 // copied (same size and ETag) is skipped.
 func (c *CopySink) Create(ctx context.Context, obj transfer.Object) (transfer.File, error) {

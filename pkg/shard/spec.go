@@ -1,10 +1,12 @@
 // Package shard splits one listing over N processes that do not talk to
-// each other: process K of N takes the objects whose cumulative-byte
-// midpoint falls in the K-th N-th of the listing's bytes, so the shards
-// are contiguous runs of the listing with nearly equal bytes. It also
-// reads the shard from a scheduler's environment (a Kubernetes Indexed
-// Job, a Slurm job array) and checks that a fleet's summaries cover a
-// listing exactly once.
+// each other: the largest objects go whole, largest first, to the shard
+// with the fewest bytes, and the rest are laid out by a hash of key and
+// size and cut into stretches of what each shard still lacks, so every
+// shard is near an even share of the bytes and the split depends on the
+// set of objects alone, not on the order of the listing
+// (docs/SCALE-OUT.md). It also reads the shard from a scheduler's
+// environment (a Kubernetes Indexed Job, a Slurm job array) and checks,
+// by set hashes, that a fleet's summaries cover a listing exactly once.
 package shard
 
 import (

@@ -1,17 +1,21 @@
 package shard
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
-	"math/bits"
-	"strconv"
+	"slices"
+	"strings"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
+
+// Version numbers the split and the Report: a fleet of one version
+// agrees on every split. Version 2 places large objects whole and lays
+// the rest out by entry hash, whatever the listing's order; its Report
+// carries set hashes where version 1 carried positions and keys.
+const Version = 2
 
 // Options configure a split.
 type Options struct {
@@ -23,44 +27,56 @@ type Options struct {
 }
 
 // Report is what a shard saw: the whole listing (its length, bytes and
-// hash, the same in every shard of an unchanged listing) and its share.
+// set hash, the same in every shard of one listing whatever order it
+// arrived in) and its own share.
 type Report struct {
-	Shard Spec `json:"id"`
+	Version int  `json:"version"`
+	Shard   Spec `json:"id"`
 	// ListingObjects and ListingBytes are the whole listing's (after the
-	// include/exclude rules); ListingHash identifies it: SHA-256 over
-	// each object's key, size and ETag in order, 32 hex digits.
-	// ListingUnsized counts the objects the listing gives no size for (a
-	// manifest's entries without one): ListingBytes counts only the
-	// sizes given.
-	ListingObjects int64  `json:"listing_objects"`
-	ListingBytes   int64  `json:"listing_bytes"`
-	ListingUnsized int64  `json:"listing_unsized,omitempty"`
-	ListingHash    string `json:"listing_hash"`
+	// include/exclude rules); ListingHash is its set Hash. ListingUnsized
+	// counts the objects the listing gives no size for (a manifest's
+	// entries without one): ListingBytes counts only the sizes given.
+	ListingObjects int64 `json:"listing_objects"`
+	ListingBytes   int64 `json:"listing_bytes"`
+	ListingUnsized int64 `json:"listing_unsized,omitempty"`
+	ListingHash    Hash  `json:"listing_hash"`
 	// Objects and Bytes are this shard's share (Unsized of its objects
-	// have no size in the listing); Index is the position in the listing
-	// of its first object (where it would be when empty).
-	Objects  int64   `json:"objects"`
-	Bytes    int64   `json:"bytes"`
-	Unsized  int64   `json:"unsized,omitempty"`
-	Share    float64 `json:"share"` // of the split's weight: Bytes / ListingBytes when every size is given
-	Index    int64   `json:"first_index"`
-	FirstKey string  `json:"first_key,omitempty"`
-	LastKey  string  `json:"last_key,omitempty"`
+	// have no size in the listing), Hash their set Hash: the shards'
+	// hashes add up to the listing's.
+	Objects int64   `json:"objects"`
+	Bytes   int64   `json:"bytes"`
+	Unsized int64   `json:"unsized,omitempty"`
+	Hash    Hash    `json:"hash"`
+	Share   float64 `json:"share"` // of the split's weight: Bytes / ListingBytes when every size is given
+	// Whole counts this shard's objects placed whole, largest first
+	// (docs/SCALE-OUT.md).
+	Whole int64 `json:"whole,omitempty"`
+	// done: the listing was read to its end and every object of the
+	// shard emitted.
+	done bool
 }
+
+// Done says whether the report is complete: the whole listing was read
+// and every object of the shard emitted.
+func (r *Report) Done() bool { return r.done }
 
 // Split returns a lister of shard spec of what inner lists, and the
 // report it fills before it emits the first object. The lister reads
 // inner's whole listing once (spooled to disk) before emitting anything:
 // the split needs the total. It is a transfer.Refresher when inner is.
 //
-// The split depends on nothing but the listing, so every node that sees
-// the same listing computes the same split: an object whose size the
-// listing does not give (Size < 0, a manifest entry without one) weighs
-// the mean size of the objects that have one (1 byte when none has),
-// never a size learnt from a request, which could differ from node to
-// node or fail on one of them. It is emitted with its size unknown.
+// The split depends on nothing but the set of objects listed (keys and
+// sizes), never on their order nor on a request, so every node
+// that lists the same objects computes the same split, whether from a
+// listing, a fan-out of listings, an unordered listing or a manifest in
+// any order: an object whose size the listing does not give (Size < 0,
+// a manifest entry without one) weighs the mean size of the objects that
+// have one (1 byte when none has), never a size learnt from a request,
+// which could differ from node to node or fail on one of them. It is
+// emitted with its size unknown. The objects are emitted in listing
+// order, except those near the shard's cuts, emitted last.
 func Split(inner transfer.Lister, spec Spec, opts Options) (transfer.Lister, *Report) {
-	l := &lister{inner: inner, spec: spec, opts: opts, report: &Report{Shard: spec}}
+	l := &lister{inner: inner, spec: spec, opts: opts, report: &Report{Version: Version, Shard: spec}}
 	if r, ok := inner.(transfer.Refresher); ok {
 		return refreshing{l, r}, l.report
 	}
@@ -79,6 +95,12 @@ type refreshing struct {
 	transfer.Refresher
 }
 
+// held is a small object in a bucket that a cut falls in.
+type held struct {
+	o transfer.Object
+	h Hash
+}
+
 // List implements transfer.Lister.
 func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) error {
 	sp, err := newSpool(l.opts.TempDir)
@@ -86,21 +108,17 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		return err
 	}
 	defer sp.Close()
-	sum := newListingHash()
-	var count, known, unsized int64
+	t := newTally(l.spec.N)
+	var buf []byte
 	err = l.inner.List(ctx, func(o transfer.Object) error {
 		if l.opts.Filter != nil && !l.opts.Filter(o) {
 			return nil
 		}
-		if o.Size < 0 {
-			o.Size = -1
-			unsized++
-		} else {
-			known += o.Size
-		}
-		sum.add(o)
-		count++
-		return sp.put(o)
+		o.Size = max(o.Size, -1)
+		var h Hash
+		h, buf = entryHash(o, buf)
+		t.add(o, h)
+		return sp.put(o, h)
 	})
 	if err != nil {
 		return err
@@ -108,106 +126,105 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	if err := sp.rewind(); err != nil {
 		return err
 	}
+	p := newPlan(t, l.spec.K)
 	r := l.report
-	r.ListingObjects, r.ListingBytes, r.ListingUnsized, r.ListingHash = count, known, unsized, sum.hex()
-	w := unsizedWeight(count-unsized, known)
-	total := known + unsized*w
-	var cum, mine, i int64
-	r.Index = count
-	for ; i < count; i++ {
-		o, err := sp.get()
+	r.ListingObjects, r.ListingBytes, r.ListingUnsized, r.ListingHash = t.count, t.known, t.unsized, t.listing
+	e := &emitter{p: p, r: r, emit: emit}
+	class := p.classify()
+	var split []held
+	for range t.count {
+		h, size, err := sp.head()
 		if err != nil {
 			return err
 		}
-		size := o.Size
-		if size < 0 {
-			size = w
+		c := class[bucketOf(h)]
+		if p.whole(size) {
+			if !p.mineWhole(h) {
+				continue
+			}
+			e.r.Whole++
+		} else if c == bucketOthers {
+			continue // read no further
 		}
-		k := Of(cum, size, i, total, count, l.spec.N)
-		cum += size
-		if k < l.spec.K {
-			continue
+		o, err := sp.object(size)
+		switch {
+		case err != nil:
+		case p.whole(size) || c == bucketMine:
+			err = e.small(o, h)
+		default:
+			split = append(split, held{o, h})
 		}
-		if k > l.spec.K {
-			break // shards are contiguous: the rest belong to later ones
-		}
-		if r.Objects == 0 {
-			r.Index, r.FirstKey = i, o.Key
-		}
-		r.Objects++
-		mine += size
-		if o.Size < 0 {
-			r.Unsized++
-		} else {
-			r.Bytes += o.Size
-		}
-		r.LastKey = o.Key
-		if err := emit(o); err != nil {
+		if err != nil {
 			return err
 		}
 	}
-	if r.Objects == 0 {
-		r.Index = i
+	if _, _, err := sp.head(); !errors.Is(err, io.EOF) {
+		return errors.New("shard: the spooled listing is longer than the listing")
 	}
-	if total > 0 {
-		r.Share = float64(mine) / float64(total)
+	if err := e.split(split); err != nil {
+		return err
 	}
-	if i == count {
-		if _, err := sp.get(); !errors.Is(err, io.EOF) {
-			return errors.New("shard: the spooled listing is longer than the listing")
+	if p.total > 0 {
+		r.Share = float64(e.weight) / float64(p.total)
+	} else if t.count > 0 {
+		r.Share = float64(r.Objects) / float64(t.count)
+	}
+	r.done = true
+	return nil
+}
+
+// emitter hands on the plan's shard's objects and counts them in its
+// report.
+type emitter struct {
+	p      *plan
+	r      *Report
+	emit   func(transfer.Object) error
+	weight int64
+}
+
+// small emits o, the shard's.
+func (e *emitter) small(o transfer.Object, h Hash) error {
+	r := e.r
+	r.Objects++
+	r.Hash = r.Hash.Plus(h)
+	if o.Size < 0 {
+		r.Unsized++
+	} else {
+		r.Bytes += o.Size
+	}
+	e.weight += e.p.bytesWeight(o)
+	return e.emit(o)
+}
+
+// split places the small objects of the buckets that a cut falls in one
+// by one, in the order of their entry hash (then key, ETag and size, so
+// that the order is total), and emits the shard's.
+func (e *emitter) split(objs []held) error {
+	slices.SortFunc(objs, func(a, b held) int {
+		switch {
+		case a.h.less(b.h):
+			return -1
+		case b.h.less(a.h):
+			return 1
+		}
+		return cmp.Or(strings.Compare(a.o.Key, b.o.Key), strings.Compare(a.o.ETag, b.o.ETag), cmp.Compare(a.o.Size, b.o.Size))
+	})
+	p := e.p
+	for i := 0; i < len(objs); {
+		b := bucketOf(objs[i].h)
+		at := p.starts[b]
+		for ; i < len(objs) && bucketOf(objs[i].h) == b; i++ {
+			w := p.weight(objs[i].o)
+			if p.in(p.midpoint(at, w)) {
+				if err := e.small(objs[i].o, objs[i].h); err != nil {
+					return err
+				}
+			}
+			at += 2 * uint64(w)
+		}
+		if at != p.starts[b+1] {
+			return errors.New("shard: the spooled listing differs from the listing")
 		}
 	}
 	return nil
 }
-
-// unsizedWeight is what an object of unknown size weighs in the split:
-// the mean of the sizes the listing gives (sized objects of known
-// bytes), 1 when it gives none.
-func unsizedWeight(sized, known int64) int64 {
-	if sized == 0 {
-		return 1
-	}
-	return known / sized
-}
-
-// Of is the shard, of n, of an object of size bytes that starts cum
-// bytes into a listing of total bytes: the one whose range [K*total/n,
-// (K+1)*total/n) holds the object's midpoint cum+size/2. A listing of
-// empty objects only (total 0) is split by count: object i of count
-// takes the midpoint i+1/2.
-func Of(cum, size, i, total, count int64, n int) int {
-	num, den := uint64(2*cum+size), uint64(2*total)
-	if total == 0 {
-		num, den = uint64(2*i+1), uint64(2*count)
-	}
-	if den == 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(uint64(n), num)
-	if hi >= den {
-		return n - 1 // cum+size > total: not a listing this split made
-	}
-	q, _ := bits.Div64(hi, lo, den)
-	return min(int(q), n-1)
-}
-
-// listingHash identifies a listing by its keys, sizes and ETags in order.
-type listingHash struct {
-	h   hash.Hash
-	buf []byte
-}
-
-func newListingHash() *listingHash { return &listingHash{h: sha256.New()} }
-
-func (l *listingHash) add(o transfer.Object) {
-	b := append(l.buf[:0], o.Key...)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, o.Size, 10)
-	b = append(b, 0)
-	b = append(b, o.ETag...)
-	b = append(b, '\n')
-	l.buf = b
-	l.h.Write(b)
-}
-
-func (l *listingHash) hex() string { return hex.EncodeToString(l.h.Sum(nil)[:16]) }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,12 +17,15 @@ import (
 // spool keeps a listing on disk between the pass that sizes it and the
 // pass that emits one shard of it, so a listing of any length runs in
 // fixed memory and both passes see the same objects in the same order.
-// The file is unlinked as soon as it is created.
+// The file is unlinked as soon as it is created. A record is an object's
+// entry hash, its size and the rest of it behind its length, so that the
+// second pass reads in full only the objects it keeps.
 type spool struct {
-	f   *os.File
-	w   *bufio.Writer
-	r   *bufio.Reader
-	buf []byte
+	f         *os.File
+	w         *bufio.Writer
+	r         *bufio.Reader
+	buf, rest []byte
+	pending   int // bytes of the record under the read head not yet read
 }
 
 func newSpool(dir string) (*spool, error) {
@@ -35,34 +39,40 @@ func newSpool(dir string) (*spool, error) {
 
 func (s *spool) Close() error { return s.f.Close() }
 
-// put appends one object. The name is stored as a suffix length when it
-// is the tail of the key, as it is for a prefix listing.
-func (s *spool) put(o transfer.Object) error {
-	b := s.buf[:0]
-	b = appendString(b, o.Key)
+// put appends one object and its entry hash. The name is stored as a
+// suffix length when it is the tail of the key, as it is for a prefix
+// listing.
+func (s *spool) put(o transfer.Object, h Hash) error {
+	r := appendString(s.rest[:0], o.Key)
 	if strings.HasSuffix(o.Key, o.Name) {
-		b = binary.AppendUvarint(b, uint64(len(o.Name))<<1)
+		r = binary.AppendUvarint(r, uint64(len(o.Name))<<1)
 	} else {
-		b = binary.AppendUvarint(b, uint64(len(o.Name))<<1|1)
-		b = append(b, o.Name...)
+		r = binary.AppendUvarint(r, uint64(len(o.Name))<<1|1)
+		r = append(r, o.Name...)
 	}
-	b = binary.AppendVarint(b, o.Size)
-	b = appendString(b, o.ETag)
-	b = appendString(b, o.VersionID)
-	b = appendString(b, o.ChecksumAlgorithm)
-	b = appendString(b, o.StorageClass)
+	r = appendString(r, o.ETag)
+	r = appendString(r, o.VersionID)
+	r = appendString(r, o.ChecksumAlgorithm)
+	r = appendString(r, o.StorageClass)
 	var mt int64
 	if !o.ModTime.IsZero() {
 		mt = o.ModTime.UnixNano()
 	}
-	b = binary.AppendVarint(b, mt)
-	b = binary.AppendUvarint(b, uint64(len(o.Checksums)))
+	r = binary.AppendVarint(r, mt)
+	r = binary.AppendUvarint(r, uint64(len(o.Checksums)))
 	for alg, v := range o.Checksums {
-		b = appendString(b, alg)
-		b = appendString(b, v)
+		r = appendString(r, alg)
+		r = appendString(r, v)
 	}
-	s.buf = b
-	_, err := s.w.Write(b)
+	b := binary.BigEndian.AppendUint64(s.buf[:0], h.hi)
+	b = binary.BigEndian.AppendUint64(b, h.lo)
+	b = binary.AppendVarint(b, o.Size)
+	b = binary.AppendUvarint(b, uint64(len(r)))
+	s.buf, s.rest = b, r
+	if _, err := s.w.Write(b); err != nil {
+		return err
+	}
+	_, err := s.w.Write(r)
 	return err
 }
 
@@ -78,79 +88,131 @@ func (s *spool) rewind() error {
 	return nil
 }
 
-// get reads the next object; io.EOF after the last.
-func (s *spool) get() (transfer.Object, error) {
-	var o transfer.Object
-	key, err := s.string()
-	if err != nil {
-		return o, err // io.EOF at a clean end
+// head reads the entry hash and size of the next object, skipping what
+// is left of the one before; io.EOF after the last. Then object reads
+// the rest of it.
+func (s *spool) head() (Hash, int64, error) {
+	if _, err := s.r.Discard(s.pending); err != nil {
+		return Hash{}, 0, corrupt(err)
 	}
-	o.Key = key
-	n, err := binary.ReadUvarint(s.r)
-	if err != nil {
-		return o, corrupt(err)
+	s.pending = 0
+	b, err := s.r.Peek(16 + 2*binary.MaxVarintLen64)
+	switch {
+	case len(b) == 0 && errors.Is(err, io.EOF):
+		return Hash{}, 0, io.EOF // a clean end
+	case len(b) < 16:
+		return Hash{}, 0, corrupt(cmp.Or(err, io.ErrUnexpectedEOF))
 	}
+	h := Hash{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16])}
+	size, m := binary.Varint(b[16:])
+	if m <= 0 {
+		return h, 0, corrupt(io.ErrUnexpectedEOF)
+	}
+	n, m2 := binary.Uvarint(b[16+m:])
+	if m2 <= 0 || n > 1<<30 {
+		return h, 0, corrupt(errors.New("a bad record length"))
+	}
+	s.r.Discard(16 + m + m2)
+	s.pending = int(n)
+	return h, size, nil
+}
+
+// get reads the next object and its entry hash; io.EOF after the last.
+func (s *spool) get() (transfer.Object, Hash, error) {
+	h, size, err := s.head()
+	if err != nil {
+		return transfer.Object{}, h, err
+	}
+	o, err := s.object(size)
+	return o, h, err
+}
+
+// object reads the rest of the object whose head was read last.
+func (s *spool) object(size int64) (transfer.Object, error) {
+	if cap(s.rest) < s.pending {
+		s.rest = make([]byte, s.pending)
+	}
+	rec := recordReader{b: s.rest[:s.pending]}
+	s.pending = 0
+	if _, err := io.ReadFull(s.r, rec.b); err != nil {
+		return transfer.Object{}, corrupt(err)
+	}
+	o := transfer.Object{Key: rec.string(), Size: size}
+	n := rec.uvarint()
 	if n&1 == 0 {
-		if int(n>>1) > len(key) {
+		if int(n>>1) > len(o.Key) {
 			return o, corrupt(errors.New("name longer than key"))
 		}
-		o.Name = key[len(key)-int(n>>1):]
-	} else if o.Name, err = s.bytes(int(n >> 1)); err != nil {
-		return o, corrupt(err)
+		o.Name = o.Key[len(o.Key)-int(n>>1):]
+	} else {
+		o.Name = rec.bytes(int(n >> 1))
 	}
-	if o.Size, err = binary.ReadVarint(s.r); err != nil {
-		return o, corrupt(err)
-	}
-	for _, f := range []*string{&o.ETag, &o.VersionID, &o.ChecksumAlgorithm, &o.StorageClass} {
-		if *f, err = s.string(); err != nil {
-			return o, corrupt(err)
-		}
-	}
-	mt, err := binary.ReadVarint(s.r)
-	if err != nil {
-		return o, corrupt(err)
-	}
-	if mt != 0 {
+	o.ETag, o.VersionID, o.ChecksumAlgorithm, o.StorageClass = rec.string(), rec.string(), rec.string(), rec.string()
+	if mt := rec.varint(); mt != 0 {
 		o.ModTime = time.Unix(0, mt).UTC()
 	}
-	sums, err := binary.ReadUvarint(s.r)
-	if err != nil {
-		return o, corrupt(err)
-	}
-	for range sums {
-		alg, err := s.string()
-		if err != nil {
-			return o, corrupt(err)
-		}
-		v, err := s.string()
-		if err != nil {
-			return o, corrupt(err)
+	for range rec.uvarint() {
+		if rec.err != nil {
+			break
 		}
 		if o.Checksums == nil {
 			o.Checksums = map[string]string{}
 		}
-		o.Checksums[alg] = v
+		alg := rec.string()
+		o.Checksums[alg] = rec.string()
+	}
+	if rec.err != nil || len(rec.b) != 0 {
+		return o, corrupt(cmp.Or(rec.err, errors.New("record longer than its fields")))
 	}
 	return o, nil
 }
 
-func (s *spool) string() (string, error) {
-	n, err := binary.ReadUvarint(s.r)
-	if err != nil {
-		return "", err
-	}
-	return s.bytes(int(n))
+// recordReader decodes the fields of one record; the first error sticks.
+type recordReader struct {
+	b   []byte
+	err error
 }
 
-func (s *spool) bytes(n int) (string, error) {
-	if n == 0 {
-		return "", nil
+func (r *recordReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(s.r, b); err != nil {
-		return "", err
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
 	}
-	return string(b), nil
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) string() string { return r.bytes(int(r.uvarint())) }
+
+func (r *recordReader) bytes(n int) string {
+	if r.err != nil || n == 0 {
+		return ""
+	}
+	if n > len(r.b) {
+		r.fail()
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *recordReader) fail() {
+	if r.err == nil {
+		r.err = io.ErrUnexpectedEOF
+	}
+	r.b = nil
 }
 
 func appendString(b []byte, s string) []byte {

@@ -75,13 +75,13 @@ func Run(ctx context.Context, cells []Cell, per time.Duration, measure Measure, 
 	return out, nil
 }
 
-// closeEnough is the share of the best throughput within which a cheaper
-// setting (fewer requests, then smaller parts: less memory, fewer
+// CloseEnough is the share of the best throughput within which a
+// cheaper setting (fewer requests, then smaller parts: less memory, fewer
 // connections) is preferred: closer than the noise of one short cell.
-const closeEnough = 0.05
+const CloseEnough = 0.05
 
 // Best is the setting to keep: among the cells without an error within
-// closeEnough of the highest throughput, the one with the fewest requests
+// CloseEnough of the highest throughput, the one with the fewest requests
 // in flight, then the smallest parts. ok is false when no cell moved data.
 func Best(results []Result) (best Result, ok bool) {
 	top := 0.0
@@ -95,7 +95,7 @@ func Best(results []Result) (best Result, ok bool) {
 	}
 	var near []Result
 	for _, r := range results {
-		if r.Err == nil && r.Gibps >= (1-closeEnough)*top {
+		if r.Err == nil && r.Gibps >= (1-CloseEnough)*top {
 			near = append(near, r)
 		}
 	}
@@ -106,6 +106,18 @@ func Best(results []Result) (best Result, ok bool) {
 		return int(a.PartSize - b.PartSize)
 	})
 	return near[0], true
+}
+
+// Fastest is the cell without an error that moved the most, which Best
+// gives up for a cheaper one within CloseEnough of it. ok is false when
+// no cell moved data.
+func Fastest(results []Result) (fastest Result, ok bool) {
+	for _, r := range results {
+		if r.Err == nil && r.Gibps > fastest.Gibps {
+			fastest, ok = r, true
+		}
+	}
+	return fastest, ok
 }
 
 // Preset is the YAML of a preset that runs with best's setting; comment

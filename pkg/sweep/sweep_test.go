@@ -46,6 +46,24 @@ func TestRunBoundsEachCellAndPicksTheCheapestOfTheBest(t *testing.T) {
 	}
 }
 
+func TestFastestIsTheTopCleanCell(t *testing.T) {
+	res := []Result{
+		{Cell: Cell{1, 1}, Gibps: 9, Err: errors.New("boom")},
+		{Cell: Cell{2, 2}, Gibps: 8},
+		{Cell: Cell{3, 3}, Gibps: 7.9},
+	}
+	if f, ok := Fastest(res); !ok || f.Cell != (Cell{2, 2}) {
+		t.Fatalf("fastest %+v, want the top clean cell", f.Cell)
+	}
+	if best, _ := Best(res); best.Cell != (Cell{2, 2}) {
+		// 7.9 is within 5% of 8 but has more requests: not cheaper.
+		t.Fatalf("best %+v, want 2/2", best.Cell)
+	}
+	if _, ok := Fastest(res[:1]); ok {
+		t.Fatal("a fastest among failed cells")
+	}
+}
+
 func TestBestSkipsFailedCells(t *testing.T) {
 	res := []Result{
 		{Cell: Cell{1, 1}, Gibps: 9, Err: errors.New("boom")},

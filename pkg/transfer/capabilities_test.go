@@ -114,8 +114,8 @@ func TestVerifyExistingRefetchesOnlyDamagedFiles(t *testing.T) {
 	if sum.Skipped != 1 || sum.Objects != 1 {
 		t.Fatalf("summary %+v, want the good file skipped and the damaged one fetched", sum)
 	}
-	if r := result(t, rec, "good"); !strings.Contains(r.Skipped, "verified crc64nvme") {
-		t.Errorf("good: skipped %q, want it verified by crc64nvme", r.Skipped)
+	if r := result(t, rec, "good"); !strings.Contains(r.Skipped, "verified crc64nvme") || !r.Intact {
+		t.Errorf("good: skipped %q, intact %v, want it verified by crc64nvme and intact", r.Skipped, r.Intact)
 	}
 	wantCommitted(t, sink.Sink, src, "good", "bad")
 }
@@ -124,9 +124,12 @@ func TestVerifyExistingRefetchesOnlyDamagedFiles(t *testing.T) {
 // has no checksum is verified by the object's MD5 ETag, and kept but said
 // unverified when the ETag is no MD5 either.
 func TestVerifyExistingWithoutChecksum(t *testing.T) {
-	for _, tt := range []struct{ name, etag, want string }{
-		{"an MD5 ETag", "", "verified md5"},
-		{"no MD5 ETag", `"not-an-md5"`, "not verified: the object has no checksum"},
+	for _, tt := range []struct {
+		name, etag, want string
+		intact           bool
+	}{
+		{"an MD5 ETag", "", "verified md5", true},
+		{"no MD5 ETag", `"not-an-md5"`, "not verified: the object has no checksum", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := transfertest.NewSource()
@@ -137,8 +140,12 @@ func TestVerifyExistingWithoutChecksum(t *testing.T) {
 			sink := transfertest.CheckSink{Sink: transfertest.NewSink()}
 			sink.Put(o, src.Data("k"))
 			_, rec := run(t, src, sink, transfer.Options{VerifyExisting: true})
-			if r := result(t, rec, "k"); !strings.Contains(r.Skipped, tt.want) {
+			r := result(t, rec, "k")
+			if !strings.Contains(r.Skipped, tt.want) {
 				t.Errorf("skipped %q, want %q", r.Skipped, tt.want)
+			}
+			if r.Intact != tt.intact {
+				t.Errorf("Intact %v, want %v", r.Intact, tt.intact)
 			}
 		})
 	}

@@ -30,7 +30,12 @@ var ErrNotFound = errors.New("not found")
 
 // SkipError tells the engine that an object is deliberately not
 // transferred (unchanged, archived, a dry run), with the reason.
-type SkipError struct{ Reason string }
+type SkipError struct {
+	Reason string
+	// Intact: the file already at the final name was read and matches
+	// the object's checksum (Options.VerifyExisting).
+	Intact bool
+}
 
 func (s *SkipError) Error() string { return "skipped: " + s.Reason }
 

@@ -65,7 +65,7 @@ func (e *Engine) verifyExisting(ctx context.Context, o *Object, skip error) erro
 	if !match {
 		return nil // damaged: fetch it again
 	}
-	return &SkipError{Reason: why + "; verified " + strings.ToLower(alg)}
+	return &SkipError{Reason: why + "; verified " + strings.ToLower(alg), Intact: true}
 }
 
 // existingWant returns the checksum to compare an existing file with:

@@ -265,6 +265,8 @@ func (t *object) finish(r Result) {
 	r.Object, r.Elapsed = t.o, time.Since(t.began)
 	switch why := SkipReason(r.Err); {
 	case why != "":
+		var se *SkipError
+		r.Intact = errors.As(r.Err, &se) && se.Intact
 		r.Err, r.Skipped = nil, why
 		e.skipped.Add(1)
 	case r.Err != nil:

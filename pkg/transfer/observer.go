@@ -34,6 +34,9 @@ type Result struct {
 	Err error
 	// Skipped says why the object was not transferred, when it was not.
 	Skipped string
+	// Intact: skipped because the file at its final name was read and
+	// matches the object's checksum (Options.VerifyExisting).
+	Intact bool
 	// Resumed is how many of the object's bytes an earlier run had
 	// already written and this run kept.
 	Resumed int64

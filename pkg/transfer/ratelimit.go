@@ -16,9 +16,15 @@ type RateLimiter struct {
 	tat       atomic.Int64 // theoretical arrival time, ns since base
 }
 
-// NewRateLimiter returns a limiter of bytesPerSec with a 100 ms burst.
+// NewRateLimiter returns a limiter of bytesPerSec with a 100 ms burst
+// after an idle spell. It starts with the burst spent: the first 100 ms
+// of a run are not free, so no second, the first included, moves more
+// than bytesPerSec.
 func NewRateLimiter(bytesPerSec int64) *RateLimiter {
-	return &RateLimiter{nsPerByte: 1e9 / float64(bytesPerSec), burst: int64(100 * time.Millisecond), base: time.Now()}
+	burst := int64(100 * time.Millisecond)
+	l := &RateLimiter{nsPerByte: 1e9 / float64(bytesPerSec), burst: burst, base: time.Now()}
+	l.tat.Store(burst)
+	return l
 }
 
 // WaitN waits until n more bytes fit within the rate.

@@ -1,0 +1,285 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// refusal is one command line s3pd must refuse: exit 2, one line on
+// stderr that matches want, nothing sent (the endpoint, 127.0.0.1:1,
+// accepts nothing: a refusal that is removed fails its row with a
+// connection error or another message).
+type refusal struct {
+	args []string
+	want string            // a regular expression the error line matches
+	env  map[string]string // set for the row
+}
+
+// endpoint points a row at no server.
+var endpoint = []string{"--endpoint-url", "http://127.0.0.1:1", "--region", "us-east-1", "--no-sign-request"}
+
+// refusals are every flag refusal of every command, in the manner of
+// cli/cli's wantErr rows. {dir} is an empty directory, {file} a small
+// file, {badfaults} a file that is no fault script, {missing} a path
+// that does not exist.
+func refusals() []refusal {
+	s3 := func(args ...string) []string { return append(args, endpoint...) }
+	return []refusal{
+		// get
+		{args: s3("get", "s3://bkt/k", "{dir}", "extra"), want: `get takes SRC and DEST \(SRC alone with --benchmark\), got 3`},
+		{args: s3("get", "--benchmark", "s3://bkt/k", "{dir}"), want: `--benchmark keeps nothing: drop DEST`},
+		{args: s3("get", "--overwrite", "--no-clobber", "s3://bkt/k", "{dir}"), want: `--overwrite and --no-clobber contradict each other`},
+		{args: s3("get", "--verify-existing", "--no-clobber", "s3://bkt/k", "{dir}"), want: `--verify-existing replaces files that differ`},
+		{args: s3("get", "--delete", "s3://bkt/p/", "-"), want: `--delete needs a directory DEST`},
+		{args: s3("get", "--version-id", "v1", "s3://bkt/p/", "{dir}"), want: `--version-id names one object; s3://bkt/p/ is a prefix`},
+		{args: s3("get", "--delete", "--shard", "0/2", "s3://bkt/p/", "{dir}"), want: `--delete with --shard`},
+		{args: s3("get", "--delete", "--manifest", "{file}", "s3://bkt/p/", "{dir}"), want: `--delete with --manifest`},
+		{args: s3("get", "--version-id", "v1", "--manifest", "{file}", "s3://bkt/k", "{dir}"), want: `--version-id with --manifest`},
+		{args: s3("get", "--manifest", "{file}", "s3://bkt/p", "-"), want: `DEST - takes a single object, not a --manifest`},
+		{args: s3("get", "--list-concurrency", "-1", "s3://bkt/p/", "{dir}"), want: `--list-concurrency -1: want 1 or more`},
+		{args: s3("get", "--request-payer", "me", "s3://bkt/k", "{dir}"), want: `--request-payer "me": the only value is requester`},
+		{args: s3("get", "--verify", "sometimes", "s3://bkt/k", "{dir}"), want: `--verify "sometimes": want auto, full or off`},
+		{args: s3("get", "--adaptive", "maybe", "s3://bkt/k", "{dir}"), want: `--adaptive "maybe": want on or off`},
+		{args: s3("get", "--sse-c-key", "k", "--sse-c-key-file", "{file}", "s3://bkt/k", "{dir}"), want: `--sse-c-key and --sse-c-key-file: give the key once`},
+		{args: s3("get", "--sse-c-key-file", "{missing}", "s3://bkt/k", "{dir}"), want: `read the SSE-C key \(--sse-c-key-file\)`},
+		{args: s3("get", "--sse-c-key", "short", "s3://bkt/k", "{dir}"), want: `the SSE-C key from --sse-c-key must be 32 bytes, got 5`},
+		{args: s3("get", "--shard", "3/2", "s3://bkt/p/", "{dir}"), want: `--shard`},
+		{args: s3("get", "--interval", "-1s", "s3://bkt/k", "{dir}"), want: `--interval -1s: want a positive duration`},
+		{args: s3("get", "--report", "{dir}", "s3://bkt/k", "{missing}"), want: `--report .* is a directory: give a file name`},
+		{args: s3("get", "--report", "{dir}/sub/r.html", "s3://bkt/k", "{dir}"), want: `--report .* is inside DEST .*: write it elsewhere`},
+		{args: s3("get", "--report", "{file}/r.html", "s3://bkt/k", "{dir}"), want: `--report .*/r.html: `},
+		{args: s3("get", "--json-file", "{missing}/x.json", "s3://bkt/k", "{dir}"), want: `--json-file: `},
+		{args: s3("get", "--workers", "0", "s3://bkt/k", "{dir}"), want: `workers`},
+		{args: s3("get", "--log-format", "xml", "s3://bkt/k", "{dir}"), want: `log_format`},
+		{args: s3("get", "s3://b/k", "{dir}"), want: `bucket name "b" must be 3 to 63 characters`},
+		{args: s3("get", "--nics", "doesnotexist0", "s3://bkt/k", "{dir}"), want: `doesnotexist0`},
+		{args: s3("get", "--ca-bundle", "{missing}", "s3://bkt/k", "{dir}"), want: `ca_bundle: `},
+		{args: s3("get", "--ca-bundle", "{file}", "s3://bkt/k", "{dir}"), want: `ca_bundle .*: no PEM certificate in it`},
+
+		// copy
+		{args: s3("copy", "{dir}"), want: `copy takes SRC and DEST \(SRC alone with --benchmark\), got 1`},
+		{args: s3("copy", "--benchmark", "{dir}", "s3://bkt/p/"), want: `--benchmark keeps nothing: drop DEST`},
+		{args: s3("copy", "--checksum-algorithm", "MD5", "{dir}", "s3://bkt/p/"), want: `--checksum-algorithm "MD5": want CRC64NVME or CRC32C`},
+		{args: s3("copy", "--sse", "rot13", "{dir}", "s3://bkt/p/"), want: `--sse "rot13": want AES256, aws:kms or aws:kms:dsse`},
+		{args: s3("copy", "--sse-kms-key-id", "k", "{dir}", "s3://bkt/p/"), want: `--sse-kms-key-id needs --sse aws:kms`},
+		{args: s3("copy", "--request-payer", "me", "{dir}", "s3://bkt/p/"), want: `--request-payer "me": the only value is requester`},
+		{args: s3("copy", "--storage-class", "COLD", "{dir}", "s3://bkt/p/"), want: `--storage-class "COLD": want one of`},
+		{args: s3("copy", "--overwrite", "--no-clobber", "{dir}", "s3://bkt/p/"), want: `--overwrite and --no-clobber contradict each other`},
+		{args: s3("copy", "--delete", "s3://bkt/p/", "-"), want: `--delete needs a directory or a prefix as DEST`},
+		{args: s3("copy", "--copy-threshold", "6GiB", "s3://bkt/a/", "s3://bkt/b/"), want: `--copy-threshold "6GiB": want a size from 1 byte to 5GiB`},
+		{args: s3("copy", "--manifest", "{file}", "{dir}", "s3://bkt/p/"), want: `--manifest names S3 objects; SRC .* is local`},
+		{args: s3("copy", "--source-region", "eu-west-1", "{dir}", "s3://bkt/p/"), want: `--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies`},
+		{args: s3("copy", "--nics", "doesnotexist0", "{dir}", "s3://bkt/p/"), want: `doesnotexist0`},
+		{args: s3("copy", "--nics", "doesnotexist0", "{dir}", "{missing}"), want: `doesnotexist0`},
+		{args: s3("copy", "--nics", "doesnotexist0", "s3://bkt/a/", "s3://bkt/b/"), want: `doesnotexist0`},
+		{args: s3("copy", "--ca-bundle", "{missing}", "{dir}", "s3://bkt/p/"), want: `ca_bundle: `},
+		{args: s3("copy", "--ca-bundle", "{missing}", "s3://bkt/a/", "s3://bkt/b/"), want: `ca_bundle: `},
+		{args: s3("copy", "--ca-bundle", "{missing}", "s3://bkt/a/", "{dir}"), want: `ca_bundle: `},
+		{args: s3("copy", "--shard", "0/0", "{dir}", "s3://bkt/p/"), want: `--shard`},
+
+		// ls, du, cat
+		{args: s3("ls", "s3://bkt/a", "s3://bkt/b"), want: `ls takes at most one s3://bucket\[/prefix\], got 2`},
+		{args: s3("ls", "s3://b"), want: `bucket name "b" must be 3 to 63 characters`},
+		{args: s3("ls", "--ca-bundle", "{missing}", "s3://bkt/p/"), want: `ca_bundle: `},
+		{args: s3("ls", "--nics", "doesnotexist0", "s3://bkt/p/"), want: `doesnotexist0`},
+		{args: s3("du"), want: `du takes one s3://bucket\[/prefix\], got 0 argument\(s\)`},
+		{args: s3("du", "s3://b/p/"), want: `bucket name "b" must be 3 to 63 characters`},
+		{args: s3("du", "--bytes", "--human-readable", "s3://bkt/p/"), want: `--bytes and --human-readable contradict each other`},
+		{args: s3("du", "--ca-bundle", "{missing}", "s3://bkt/p/"), want: `ca_bundle: `},
+		{args: s3("cat"), want: `cat takes one s3://bucket/key, got 0 argument\(s\)`},
+		{args: s3("cat", "--ca-bundle", "{missing}", "s3://bkt/k"), want: `ca_bundle: `},
+
+		// bench
+		{args: s3("bench", "s3://bkt/a/", "s3://bkt/b/"), want: `bench takes at most one s3:// URL, got 2`},
+		{args: s3("bench", "--repeat", "0", "s3://bkt/p/"), want: `--repeat 0: want at least 1 round`},
+		{args: s3("bench", "--sweep", "--repeat", "2", "s3://bkt/p/"), want: `--sweep runs one short measurement per setting`},
+		{args: []string{"bench", "--endpoint-url", "http://127.0.0.1:1"}, want: `bench without a URL runs the embedded emulator`},
+		{args: []string{"bench", "--conn-rate", "fast"}, want: `--conn-rate "fast": `},
+		{args: []string{"bench", "--dataset", "nonsense"}, want: `--dataset "nonsense": `},
+		{args: s3("bench", "--save-preset", "p1", "s3://bkt/p/"), want: `--save-preset needs --sweep`},
+		{args: s3("bench", "--sweep", "--sweep-time", "0s", "s3://bkt/p/"), want: `--sweep-time 0s: want a positive duration`},
+		{args: s3("bench", "--sweep", "--save-preset", "a/b", "s3://bkt/p/"), want: `--save-preset "a/b": use letters, digits`},
+		{args: s3("bench", "--sweep", "--save-preset", "m6in.32xlarge", "s3://bkt/p/"), want: `--save-preset "m6in.32xlarge" is a built-in preset`},
+		{args: s3("bench", "--sweep", "--sweep-parts", "1KiB", "s3://bkt/p/"), want: `--sweep-parts "1KiB": want sizes from 1MiB to`},
+		{args: s3("bench", "--sweep", "--sweep-requests", "0", "s3://bkt/p/"), want: `--sweep-requests "0": want whole numbers from 1 to`},
+		{args: s3("bench", "--sweep", "--save-preset", "mine", "--sweep-time", "1ms", "s3://bkt/p/"),
+			env: map[string]string{"HOME": "", "XDG_CONFIG_HOME": ""}, want: `--save-preset: no config folder`},
+		{args: s3("bench", "--ca-bundle", "{missing}", "s3://bkt/p/"), want: `ca_bundle: `},
+		{args: s3("bench", "--sweep", "--sweep-time", "1ms", "--ca-bundle", "{missing}", "s3://bkt/p/"), want: `ca_bundle: `},
+		{args: s3("bench", "--nics", "doesnotexist0", "s3://bkt/p/"), want: `doesnotexist0`},
+		{args: []string{"bench", "compare", "a.json"}, want: `bench compare takes two files, A.json and B.json, got 1 argument\(s\)`},
+		{args: []string{"bench", "compare", "{missing}", "{missing}"}, want: `no such file`},
+		{args: []string{"bench", "disk"}, want: `bench disk takes one directory, got 0 argument\(s\)`},
+		{args: []string{"bench", "disk", "--file-size", "1KiB", "{dir}"}, want: `--file-size "1KiB": want at least 1MiB`},
+		{args: []string{"bench", "disk", "--part-size", "1000", "{dir}"}, want: `--partsize "1000": want a multiple of 4KiB`},
+		{args: []string{"bench", "disk", "--partsize", "16M", "{dir}"}, want: `--partsize: .*16MiB`},
+		{args: []string{"bench", "disk", "--file-size", "16M", "{dir}"}, want: `--file-size: .*16MiB`},
+		{args: []string{"bench", "disk", "--files", "0", "{dir}"}, want: `--files and --writers must be at least 1`},
+		{args: []string{"bench", "disk", "{missing}"}, want: `bench disk: .* is not a directory`},
+		{args: []string{"bench", "disk", "--network-rate", "fast", "{dir}"}, want: `--network-rate "fast": want a rate`},
+		{args: []string{"bench", "serve", "extra"}, want: `bench serve takes no arguments`},
+		{args: []string{"config", "list"}, want: `unknown command "list" for "s3pd config": did you mean "s3pd config show"`},
+		{args: []string{"config", "zzzz"}, want: `unknown command "zzzz" for "s3pd config": "s3pd config --help" lists its commands`},
+		{args: []string{"bench", "serve", "--conn-rate", "fast"}, want: `--conn-rate: `},
+		{args: []string{"bench", "serve", "--ttfb", "-1s"}, want: `a duration cannot be negative`},
+		{args: []string{"bench", "serve", "--faults", "{missing}"}, want: `--faults: `},
+		{args: []string{"bench", "serve", "--faults", "{badfaults}"}, want: `--faults .*: `},
+		{args: []string{"bench", "serve", "--listen", "256.1.1.1:1"}, want: `--listen 256.1.1.1:1: `},
+		{args: []string{"bench", "serve", "--tls-cert", "{file}"}, want: `--tls-cert and --tls-key go together`},
+		{args: []string{"bench", "serve", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out needs --tls`},
+		{args: []string{"bench", "serve", "--tls-cert", "{file}", "--tls-key", "{file}", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out is for the self-signed certificate`},
+		{args: []string{"bench", "serve", "--tls", "--tls-key-type", "dsa"}, want: `--tls-key-type "dsa": want rsa or ecdsa`},
+		{args: []string{"bench", "serve", "--tls", "--tls-key-type", "ecdsa", "--listen", "127.0.0.1:0", "--ca-out", "{missing}/ca.pem"}, want: `--ca-out: `},
+
+		// raid-setup
+		{args: []string{"raid-setup", "--list", "--yes"}, want: `--list takes only --json`},
+		{args: []string{"raid-setup", "--devices", "/dev/x"}, want: `--mount is required`},
+		{args: []string{"raid-setup", "--mount", "/m", "--yes", "--dry-run", "--devices", "/dev/x"}, want: `--yes and --dry-run contradict each other`},
+		{args: []string{"raid-setup", "--mount", "/m", "--wipe", "--devices", "/dev/x"}, want: `--wipe works with --teardown only`},
+		{args: []string{"raid-setup", "--mount", "/m", "--teardown", "--all-ebs"}, want: `--teardown takes --devices`},
+		{args: []string{"raid-setup", "--mount", "/m"}, want: `choose the devices: --devices, --all-instance-store or --all-ebs`},
+		{args: []string{"raid-setup", "--mount", "/m", "--devices", "/dev/x", "--all-ebs"}, want: `--devices, --all-instance-store and --all-ebs exclude each other`},
+		{args: []string{"raid-setup", "--mount", "/m", "--devices", "/dev/x", "--fstab-file", "{file}"}, want: `--fstab-file needs --fstab`},
+		{args: []string{"raid-setup", "--mount", "/m", "--devices", "/dev/x", "--chunk", "huge"}, want: `--chunk: `},
+
+		// the rest
+		{args: []string{"shards", "check"}, want: `shards check takes the --json output of every shard`},
+		{args: []string{"completion", "tcsh2"}, want: `unknown command "tcsh2"`},
+		{args: s3("copy", "--adaptive", "maybe", "{dir}", "s3://bkt/p/"), want: `--adaptive "maybe": want on or off`},
+		{args: s3("bench", "--verify", "sometimes", "s3://bkt/p/"), want: `--verify "sometimes": want auto, full or off`},
+		{args: []string{"man"}, want: `man takes one directory, got 0 argument\(s\)`},
+		{args: []string{"man", "{file}/sub"}, want: `man: `},
+		{args: []string{"sync", "s3://bkt/p/", "{dir}"}, want: `s3pd has no sync command`},
+		{args: []string{"gte", "s3://bkt/k", "{dir}"}, want: `unknown command "gte": did you mean get\?`},
+		{args: []string{"./a", "./b"}, want: `unknown command "./a": without a command s3pd takes the original s3pd's form`},
+		{args: []string{"frob"}, want: `unknown command "frob": "s3pd --help" lists the commands`},
+	}
+}
+
+// notARow are refusals no command line can reach, each with why: a row
+// would have nothing to remove.
+var notARow = map[string]string{
+	"log level %q: want debug, info, warn or error":                                     "the log_level setting's parser refuses the value first (row --log-format's twin: settings)",
+	"--nics: no card reaches %s (%s)":                                                   "needs a card that cannot reach the endpoint: internal/netnstest TestCopyOverNICs",
+	"no usable %s devices found (see --list); nothing was changed":                      "needs block devices: pkg/raid's tests",
+	"not running the plan without --yes (stdin is not a terminal); nothing was changed": "needs block devices: TestRaidSetup* in raid_test.go",
+	"%s: %v":                      "bench compare's file errors: the row \"bench compare {missing} {missing}\"",
+	"--ttfb must not be negative": "the duration flag refuses a negative value first (its row: bench serve --ttfb -1s)",
+	"completion %q: want bash, zsh, fish or powershell": "cobra refuses an unknown shell as an unknown command first (its row: completion tcsh2)",
+}
+
+// TestEveryRefusal runs every refusal through Execute: exit 2, one line
+// naming the problem. Then every usageErrorf in cmd/ must have matched
+// some row's line (or be in notARow): a refusal without a row fails.
+func TestEveryRefusal(t *testing.T) {
+	var lines []string
+	for _, r := range refusals() {
+		name := strings.Join(r.args, " ")
+		t.Run(name, func(t *testing.T) {
+			copyEnv(t)
+			for k, v := range r.env {
+				t.Setenv(k, v)
+			}
+			dir := t.TempDir()
+			file := filepath.Join(dir, "f")
+			if err := os.WriteFile(file, []byte("x\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bad := filepath.Join(t.TempDir(), "faults")
+			if err := os.WriteFile(bad, []byte("key=a action=explode\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			empty := t.TempDir()
+			repl := strings.NewReplacer("{dir}", empty, "{file}", file, "{badfaults}", bad, "{missing}", filepath.Join(dir, "missing"))
+			args := make([]string, len(r.args))
+			for i, a := range r.args {
+				args[i] = repl.Replace(a)
+			}
+			var out, errOut bytes.Buffer
+			code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", args)
+			line := strings.TrimSpace(errOut.String())
+			lines = append(lines, line)
+			if code != ExitUsage || !regexp.MustCompile(r.want).MatchString(line) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and /%s/", code, line, r.want)
+			}
+			if strings.Count(line, "\n") > 0 {
+				t.Errorf("stderr has %d lines, want one: %q", strings.Count(line, "\n")+1, line)
+			}
+			if ents, _ := os.ReadDir(empty); len(ents) > 0 {
+				t.Errorf("a refused run wrote %d entries into a directory it was given", len(ents))
+			}
+		})
+	}
+	for _, site := range usageErrorfSites(t) {
+		if _, ok := notARow[site.format]; ok {
+			continue
+		}
+		re := formatRegexp(site.format)
+		found := false
+		for _, l := range lines {
+			found = found || re.MatchString(l)
+		}
+		if !found {
+			t.Errorf("%s: refusal %q has no row in refusals()", site.at, site.format)
+		}
+	}
+}
+
+// usageErrorfSite is one usageErrorf call in cmd/ with a literal format.
+type usageErrorfSite struct{ at, format string }
+
+// usageErrorfSites finds every usageErrorf call of cmd's own files.
+func usageErrorfSites(t *testing.T) []usageErrorfSite {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile("usageErrorf\\((`[^`]*`|\"(?:[^\"\\\\]|\\\\.)*\")")
+	var out []usageErrorfSite
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllSubmatchIndex(b, -1) {
+			lit := string(b[m[2]:m[3]])
+			format, err := strconv.Unquote(lit)
+			if err != nil {
+				t.Fatalf("%s: unquote %s: %v", f, lit, err)
+			}
+			if format == "format" {
+				continue
+			}
+			line := bytes.Count(b[:m[0]], []byte("\n")) + 1
+			out = append(out, usageErrorfSite{at: f + ":" + strconv.Itoa(line), format: format})
+		}
+	}
+	if len(out) < 50 {
+		t.Fatalf("found %d usageErrorf calls in cmd/, want the ~100 there are", len(out))
+	}
+	return out
+}
+
+// formatRegexp matches what a format prints: its verbs match anything.
+func formatRegexp(format string) *regexp.Regexp {
+	verb := regexp.MustCompile(`%[-+# 0-9.]*[a-zA-Z%]`)
+	var b strings.Builder
+	last := 0
+	for _, m := range verb.FindAllStringIndex(format, -1) {
+		b.WriteString(regexp.QuoteMeta(format[last:m[0]]))
+		b.WriteString(".*")
+		last = m[1]
+	}
+	b.WriteString(regexp.QuoteMeta(format[last:]))
+	return regexp.MustCompile(b.String())
+}
