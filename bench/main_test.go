@@ -64,9 +64,18 @@ func serve() error {
 			}
 		}
 	}
+	ca := os.Getenv("S3PD_BENCH_TLS") // HTTPS, its certificate written there
+	if ca != "" {
+		opts.TLS = &s3emu.TLSOptions{}
+	}
 	srv, err := s3emu.New(opts)
 	if err != nil {
 		return err
+	}
+	if ca != "" {
+		if err := srv.WriteCertificate(ca); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

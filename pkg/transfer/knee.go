@@ -1,6 +1,9 @@
 package transfer
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Why the window stands where it does at the end of a run (Summary's
 // WindowStop).
@@ -55,6 +58,10 @@ type knee struct {
 	nextProbe time.Time
 	// perReq is the knee's throughput per request in flight.
 	perReq float64
+	// down: the window is a step below the knee at, measured against
+	// best, the knee's window when the climb stopped.
+	down bool
+	best level
 }
 
 // level is what a window moved: its throughput in bytes per second and
@@ -68,13 +75,13 @@ type level struct {
 }
 
 // enough says whether l moved enough to judge it by: kneeSpan, and
-// kneeCounts x countEvery bytes per request in flight. A range adds its
-// bytes to the run's count every countEvery, so each of those in flight
-// holds up to that much not yet counted at either end of the span: with
-// twice that per request, the error is under a tenth of the step's worth
-// from 32 requests up.
+// kneeCounts x countEvery bytes per square root of the requests in
+// flight. A range adds its bytes to the run's count every countEvery, so
+// each range in flight holds up to that much not yet counted at either
+// end of the span, and the sum of those errors grows with the root of
+// their number: so measured, a window's throughput is within about 5 %.
 func (l level) enough() bool {
-	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*max(1, l.inFlight)*countEvery
+	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*countEvery
 }
 
 // kneeSpan is the least time a window's throughput is measured over: at
@@ -84,15 +91,15 @@ func (l level) enough() bool {
 const kneeSpan = 20 * time.Millisecond
 
 // kneeCounts is how many counts of its bytes (countEvery) a window's
-// measure needs per request in flight (see enough).
-const kneeCounts = 2
+// measure needs per square root of the requests in flight (see enough).
+const kneeCounts = 8
 
 // kneeWait is the longest a step waits for the measure of the window
 // before it where the time to first byte is shorter than kneeSpan: a
 // slow run does not climb slower for it (its steps then go out at once,
 // and a window its next step's answers catch without enough bytes is
 // not judged).
-const kneeWait = 4 * kneeSpan
+const kneeWait = 5 * kneeSpan
 
 // kneeGain is how much more throughput a step that doubles the window
 // must buy to pay (a smaller step, in proportion): more than the
@@ -108,6 +115,13 @@ const kneeHold = kneeGain / 2
 // kneeRise is the rise of the throughput per request in flight, over the
 // knee's, that sends a probe at once.
 const kneeRise = 1.25
+
+// kneeFull is the least mean in flight, of the window, a sample needs
+// for its throughput per request to send a probe.
+const kneeFull = 0.9
+
+// kneeFloor is the least window a step below the knee goes to.
+const kneeFloor = 8
 
 // kneeProbeEvery is how often a window held at its knee probes a step
 // above it.
@@ -229,8 +243,12 @@ func (g *gate) judge(now time.Time, cur level) bool {
 		k.prev = cur
 		return true
 	}
-	if k.probe || cur.rate < k.prev.rate*(1+kneeHold) {
-		g.settle(now, k.prev) // it bought nothing: a step back
+	if prev := k.prev; k.probe || cur.rate < prev.rate*(1+kneeHold) {
+		probe := k.probe
+		g.settle(now, prev) // it bought nothing: a step back
+		if !probe && prev.w <= min(startWindow, g.max) {
+			g.stepDown(prev) // the climb's first window may hold more than it needs
+		}
 	} else {
 		g.settle(now, cur) // it bought a little: hold
 	}
@@ -248,13 +266,25 @@ func later(a, b time.Time) time.Time {
 // settle holds the window at the knee l; under the gate's lock.
 func (g *gate) settle(now time.Time, l level) {
 	k := &g.kn
-	k.at, k.probe, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
+	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
 	k.nextProbe = now.Add(kneeProbeEvery)
 	g.allowed = min(g.max, l.w)
 	g.newStep()
 	k.on = true // nothing to wait for: the window held streams
 	k.start(g, now, g.allowed)
 	k.closing = false
+}
+
+// stepDown halves the window below the knee l, to be measured against
+// it (down); under the gate's lock.
+func (g *gate) stepDown(l level) {
+	k := &g.kn
+	if l.w/2 < kneeFloor {
+		k.down = false
+		return
+	}
+	k.down, k.best = true, l
+	g.allowed = l.w / 2
 }
 
 // hold samples the throughput of a window held at its knee every
@@ -272,7 +302,22 @@ func (g *gate) hold(now time.Time) {
 	}
 	k.start(g, now, g.allowed)
 	k.closing = false
-	rose := cur.perRequest() >= kneeRise*k.perReq
+	if k.down {
+		// A step below the knee: kept, and the next one tried, when it
+		// moves as much as the knee's window less kneeHold; else back.
+		if cur.rate >= k.best.rate*(1-kneeHold) {
+			k.at, k.perReq = g.allowed, cur.perRequest()
+			g.stepDown(level{w: g.allowed, rate: k.best.rate})
+		} else {
+			k.down, g.allowed = false, k.at
+			g.cond.Broadcast()
+		}
+		k.start(g, now, g.allowed) // the next sample is of the window now
+		return
+	}
+	// A sample taken while the window filled after a change says
+	// nothing of the throughput per request: only a full one counts.
+	rose := cur.inFlight >= kneeFull*float64(g.allowed) && cur.perRequest() >= kneeRise*k.perReq
 	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
 		return
 	}

@@ -125,6 +125,21 @@ func TestGateStopsWhereThroughputDoes(t *testing.T) {
 	})
 }
 
+// TestGateStepsBelowTheStartWhereFewerServeAsMuch: 12 requests
+// streaming at once move all the server can; the window starts at 32,
+// finds the first step bought nothing, and halves while the throughput
+// holds: to 16, not to 8, which moves less.
+func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 { return 12 })
+		defer b.stop()
+		time.Sleep(time.Second)
+		if w, stop, knee := b.g.window(); w != 16 || stop != WindowKnee || knee != 16 {
+			t.Fatalf("window %d, stop %q, knee %d: want it held at 16, the least window that moves as much as 32", w, stop, knee)
+		}
+	})
+}
+
 // TestGateKneeKeepsTheClimbWhereEachStepPays: with no bottleneck each
 // step doubles the throughput; the window reaches the budget as fast as
 // the climb with nothing measured (three round trips from 32 to 256).
