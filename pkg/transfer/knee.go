@@ -21,22 +21,27 @@ const (
 
 // knee is the climb's measure of what each step of the window buys.
 //
-// Each step of the climb goes out once the step before was answered, so
-// between two steps the requests that stream are those of the window
-// before the last step: that window's throughput is the bytes moved
-// between the two steps over their time, at least kneeSpan. A step from
-// w to 2w pays when the throughput under 2w is at least kneeGain above
-// that under w (pays); measured one step late, so the climb itself is no
-// slower where each step pays. When a step does not pay the bottleneck is
+// Between two steps of the climb the requests that stream are those of
+// the window before the last step (the step's wait for their first
+// byte), so a window is measured from the moment its step's requests
+// were answered, until it moved enough to judge (enough). A step from w
+// to 2w pays when the throughput under 2w is at least kneeGain above
+// that under w (pays). Where the time to first byte is shorter than
+// kneeSpan a step waits for that measure (at most kneeWait); where it is
+// longer the step goes out at once, so the climb is no slower where each
+// step pays, and the measure closes at the latest when the next step's
+// requests are answered. When a step does not pay the bottleneck is
 // elsewhere (CPU, a disk, a NIC, the server's share) and the climb
-// stops: at 2w when 2w still bought kneeHold or more, at w (a step
-// back) when it bought less. The window then holds there (the knee), sampling its
-// throughput per request in flight every kneeSpan; it probes a step
-// above the knee every kneeProbeEvery, or at once when the throughput per
-// request rose kneeRise over the knee's (the bottleneck went away),
-// measures that step's window, and climbs on from it if it pays, or goes
-// back to the knee. A SlowDown's cut ends the knee: the server sets the
-// window from then on.
+// stops: at 2w when 2w still bought kneeHold or more, at w (a step back)
+// when it bought less; from the start window, which may hold more than
+// it needs, it halves while the half moves as much less kneeHold (down
+// to kneeFloor). The window then holds there (the knee), sampling its
+// throughput per request in flight; it probes a step above the knee
+// every kneeProbeEvery, or at once when the throughput per request rose
+// kneeRise over the knee's (the bottleneck went away), measures that
+// step's window, and climbs on from it if it pays, or goes back to the
+// knee. A SlowDown's cut ends the knee: the server sets the window from
+// then on.
 type knee struct {
 	// win is the window whose requests stream over the span measured
 	// now, from from, when the run had moved bytes and the gate's
