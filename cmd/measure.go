@@ -199,6 +199,9 @@ type runMeasures struct {
 	TLSResumed     int64   `json:"tls_resumed"`
 	TLSHandshakeMS float64 `json:"tls_handshake_ms"`
 	TLSShare       float64 `json:"tls_handshake_share"`
+	Window         int     `json:"window"`
+	WindowStop     string  `json:"window_stop"`
+	WindowKnee     int     `json:"window_knee"`
 	Bottleneck     string  `json:"bottleneck"`
 	Verdict        string  `json:"verdict"`
 	Round          int     `json:"round,omitempty"`
@@ -217,6 +220,7 @@ func (m *measurement) measures() runMeasures {
 		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
+		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
 		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
 		Scheme: m.scheme(), Transport: m.transport(),
 		TLSHandshakes: m.tls.Total, TLSResumed: m.tls.Resumed, TLSHandshakeMS: ms(m.tls.Time),

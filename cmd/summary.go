@@ -198,8 +198,8 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		}
 		fmt.Fprintf(w, "interrupted: %s had no part on disk to keep: a rerun fetches %s whole\n", plural(n, "object"), them)
 	}
-	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
-		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
+	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
+		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
 	if line.Ranges > 0 {
 		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
 			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
@@ -350,4 +350,10 @@ func threeDigits(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// windowText says where the window of requests in flight settled and
+// why: "64 (knee)", "256 (budget)".
+func windowText(s transfer.Summary) string {
+	return fmt.Sprintf("%d (%s)", s.Window, s.WindowStop)
 }

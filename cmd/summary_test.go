@@ -54,7 +54,8 @@ func TestHumanSummary(t *testing.T) {
 		r.ObjectDone(res)
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3}, outputFlags{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
+		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, outputFlags{}, false, nil, runMeasures{})
 	out := b.String()
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
@@ -62,6 +63,7 @@ func TestHumanSummary(t *testing.T) {
 		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
 		"requests: 5, retries: 3",
+		"window 48 (knee)",
 		"failed: 1 object\n  c: 404 NoSuchKey",
 	} {
 		if !strings.Contains(out, want) {

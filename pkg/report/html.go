@@ -46,6 +46,7 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"requests", fmt.Sprintf("%d, %d retries, %d SlowDowns", s.Requests, s.Retries, s.SlowDowns)},
 		{"ranges", rangesText(s)},
 		{"requests in flight", fmt.Sprintf("mean %.1f, peak %d, bound %d", p.Stats.InFlightMean, p.Stats.InFlightPeak, r.MaxRequests)},
+		{"window", windowText(s)},
 		{"CPU", cpuText(r)},
 		{"transport", transportText(r)},
 		{"peak memory", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSKiB)/1024)},
@@ -237,4 +238,19 @@ func rangesText(s transfer.Summary) string {
 		per = float64(s.Requests) / float64(s.Ranges)
 	}
 	return fmt.Sprintf("%d, %.3f GETs per range, %d hedged, %d tail pieces, %d bytes overfetched", s.Ranges, per, s.Hedged, s.Splits, s.Overfetch)
+}
+
+// windowText says where the window of requests in flight settled and
+// why.
+func windowText(s transfer.Summary) string {
+	why := map[string]string{
+		transfer.WindowBudget:   "at the budget",
+		transfer.WindowKnee:     "at the knee: a step up bought no more throughput",
+		transfer.WindowSlowDown: "set by the server's SlowDowns",
+		transfer.WindowDemand:   "still climbing: the requests never filled it for long",
+	}[s.WindowStop]
+	if why == "" {
+		return fmt.Sprint(s.Window)
+	}
+	return fmt.Sprintf("%d, %s", s.Window, why)
 }

@@ -67,6 +67,9 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 			r.Summary.TTFB = hist(80*time.Millisecond, 1280)
 		}, BottleneckConcurrency, []string{"first byte", "larger parts"}},
 		{"bound half empty", func(r *Run) {}, BottleneckWork, []string{"128 requests in flight on average of the 256"}},
+		{"window at its knee", func(r *Run) {
+			r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 128, transfer.WindowKnee, 128
+		}, BottleneckKnee, []string{"stopped at 128 of the 256", "bought no more throughput"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,6 +129,7 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	r := steady(128)
 	r.Command, r.Source, r.Status = "get", "s3://b/<script>alert(1)</script>", StatusOK
 	r.Transport, r.TLS = "HTTPS (self-signed, in-process)", TLS{Handshakes: 64, Resumed: 48, Time: 96 * time.Millisecond}
+	r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 64, transfer.WindowKnee, 64
 	r.Settings = []Setting{{Name: "endpoint_url", Value: `http://x/"><b>bold</b>`, Origin: "flag (--endpoint-url)"}}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -138,7 +142,7 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || strings.Contains(page, `<b>bold`) {
 		t.Errorf("the page does not escape what it shows")
 	}
-	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:",
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:", "64, at the knee",
 		"HTTPS (self-signed, in-process); 64 TLS handshakes (48 resumed), 96ms, 0.1% of the request time"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -17,6 +17,7 @@ const (
 	BottleneckDisk        = "disk"        // writes held the requests
 	BottleneckConcurrency = "concurrency" // per-connection rate x requests in flight
 	BottleneckWork        = "work"        // too little work to fill the bound
+	BottleneckKnee        = "knee"        // more requests in flight bought no throughput
 )
 
 // Thresholds of the verdict: what share of a resource counts as its limit.
@@ -103,6 +104,11 @@ func Diagnose(r Run) Verdict {
 		return Verdict{BottleneckConcurrency, fmt.Sprintf(
 			"per-connection rate x requests in flight: %.1f MiB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %s%s",
 			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
+	}
+	if s.WindowStop == transfer.WindowKnee {
+		return Verdict{BottleneckKnee, fmt.Sprintf(
+			"beyond the requests in flight: the window stopped at %d of the %d allowed, where a step up bought no more throughput (%.1f MB/s per request); the server's share, a link or the destination sets the pace",
+			s.WindowKnee, r.MaxRequests, perConn)}
 	}
 	return Verdict{BottleneckWork, fmt.Sprintf(
 		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",

@@ -170,7 +170,14 @@ type Summary struct {
 	// run: their time-weighted mean and their most at once.
 	InFlightMean float64
 	InFlightPeak int
-	Elapsed      time.Duration
+	// Window is the window of requests in flight at the end of the run,
+	// WindowStop why it stands there (WindowBudget, WindowKnee,
+	// WindowSlowDown, WindowDemand) and WindowKnee the window the climb
+	// stopped at where more requests bought no throughput (0: none).
+	Window     int
+	WindowStop string
+	WindowKnee int
+	Elapsed    time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
@@ -242,7 +249,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	}
 	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, begun: make(chan struct{})}
-	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) })
+	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) }, e.bytes.Load)
 	e.sched = newScheduler(e)
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
@@ -412,6 +419,7 @@ func (e *Engine) summary() Summary {
 		WriteTime:   time.Duration(e.writeNanos.Load()),
 	}
 	s.InFlightMean, s.InFlightPeak = e.gate.load()
+	s.Window, s.WindowStop, s.WindowKnee = e.gate.window()
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}
