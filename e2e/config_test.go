@@ -24,6 +24,14 @@ func TestAWSConfigSetsPartSize(t *testing.T) {
 	if out, err := set.CombinedOutput(); err != nil {
 		t.Fatalf("aws configure set: %v\n%s", err, out)
 	}
+	// One request at a time, so the run's last wave is its last part:
+	// a wider window would plan the tail of the object in pieces of its
+	// own size (docs/ARCHITECTURE.md, the tail).
+	one := exec.Command(aws, "configure", "set", "default.s3.max_concurrent_requests", "1")
+	one.Env = set.Env
+	if out, err := one.CombinedOutput(); err != nil {
+		t.Fatalf("aws configure set: %v\n%s", err, out)
+	}
 	s := emuStore(t, s3emu.Options{Dataset: "cfg:1:9MiB", LogRequests: true})
 	dest := t.TempDir()
 	r := run(t, []string{"AWS_CONFIG_FILE=" + cfg}, s.cmd("get", s.url("cfg/"), dest)...)

@@ -395,7 +395,7 @@ func TestHostileManifests(t *testing.T) {
 		t.Run(path.Base(location), func(t *testing.T) {
 			root := t.TempDir()
 			dest := filepath.Join(root, "dest")
-			r := run(t, nil, append(s.cmd("get", "--json", "--manifest", location), s.url(""), dest)...)
+			r := run(t, nil, append(s.cmd("get", "--json", "--no-space-check", "--manifest", location), s.url(""), dest)...)
 			if r.code != 1 {
 				t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 			}

@@ -23,9 +23,14 @@ import (
 // keep for a rerun goes, whatever the thresholds of this run and the
 // last.
 func TestWorkFolderGoesWhenNothingIsLeftToResume(t *testing.T) {
+	// The killed run's server stalls some GETs for good, so the run
+	// cannot finish (and remove its journals) before the kill; the rerun
+	// gets the same synthetic bytes from a server that does not stall.
+	first := emuStore(t, s3emu.Options{Dataset: "w:4:3MiB", ConnRate: 512 << 10,
+		Stalls: s3emu.Stalls{Fraction: 0.3, For: time.Minute, Seed: 5}})
 	s := emuStore(t, s3emu.Options{Dataset: "w:4:3MiB", ConnRate: 512 << 10})
 	dest := t.TempDir()
-	killMidway(t, s.cmd("get", "--multipart-threshold", "1MiB", "--partsize", "1MiB", s.url("w/"), dest))
+	killMidway(t, first.cmd("get", "--multipart-threshold", "1MiB", "--partsize", "1MiB", first.url("w/"), dest))
 	if js, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal")); len(js) == 0 {
 		t.Fatal("the killed run left no journal")
 	}
