@@ -135,6 +135,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if IsDirectoryBucket(bucket) && s.serveDirectory(rw, r, bucket, q) {
+		return
+	}
 	op := classify(r, bucket, key, q)
 	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, time.Now()) {
 		// S3 answers SlowDown after its usual latency; the request is in

@@ -151,6 +151,12 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		}
 		maxKeys = min(n, maxKeys)
 	}
+	directory := IsDirectoryBucket(bucket)
+	if directory {
+		if err := directoryListRule(prefix, delim); err != nil {
+			return err
+		}
+	}
 	var marker string
 	if v2 {
 		marker = q.Get("start-after")
@@ -244,6 +250,9 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		if res.IsTruncated {
 			res.NextMarker = enc(last)
 		}
+	}
+	if directory {
+		unorder(&res)
 	}
 	w.Header().Set("Content-Type", "application/xml")
 	return res.writeTo(w)
