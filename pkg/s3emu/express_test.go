@@ -172,4 +172,3 @@ func (f forge) Do(r *http.Request) (*http.Response, error) {
 	}
 	return f.c.Do(r)
 }
-
