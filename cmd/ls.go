@@ -99,7 +99,11 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 		dir = u.Key[:strings.LastIndexByte(u.Key, '/')+1]
 	}
 	var total s3store.Usage
-	err = src.ListDir(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
+	list := src.ListDir
+	if s3store.IsDirectoryBucket(u.Bucket) {
+		list = sortedListDir(list)
+	}
+	err = list(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
 		if !e.Dir {
 			total.Objects++
 			total.Bytes += e.Size

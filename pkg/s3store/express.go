@@ -205,3 +205,14 @@ func checkDirectory(bucket, region string, opts ClientOptions) error {
 	}
 	return nil
 }
+
+// listPrefix is the prefix a listing of prefix asks bucket for. A
+// directory bucket lists only prefixes that end in the delimiter, so a
+// listing of "data/a" asks for its parent "data/" and keeps what starts
+// with "data/a": it reads the parent's whole listing to do so.
+func listPrefix(bucket, prefix string) string {
+	if prefix == "" || strings.HasSuffix(prefix, "/") || !IsDirectoryBucket(bucket) {
+		return prefix
+	}
+	return prefix[:strings.LastIndexByte(prefix, '/')+1]
+}

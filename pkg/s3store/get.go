@@ -51,7 +51,7 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 // reach the same endpoint with the same credentials and HTTP client.
 func newGetter(client *s3.Client, bucket string) *getter {
 	o := client.Options()
-	g := &getter{http: o.HTTPClient}
+	g := &getter{http: o.HTTPClient, bucket: bucket}
 	if sh, ok := o.HTTPClient.(sdkHTTP); ok {
 		g.http = sh.direct
 	}
@@ -60,7 +60,7 @@ func newGetter(client *s3.Client, bucket string) *getter {
 		if IsDirectoryBucket(bucket) && o.ExpressCredentials != nil {
 			// The SDK client's own provider: one cache of sessions for
 			// s3pd's requests and the SDK's.
-			g.express, g.bucket = o.ExpressCredentials, bucket
+			g.express = o.ExpressCredentials
 		}
 	}
 	if o.BaseEndpoint != nil && *o.BaseEndpoint != "" {

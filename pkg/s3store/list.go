@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"slices"
 	"bytes"
 	"context"
 	"errors"
@@ -64,8 +65,8 @@ const maxPageBytes = 64 << 20
 // worth retrying with capped exponential backoff and full jitter.
 func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	q := url.Values{"list-type": {"2"}, "encoding-type": {"url"}}
-	if l.prefix != "" {
-		q.Set("prefix", l.prefix)
+	if p := listPrefix(l.get.bucket, l.prefix); p != "" {
+		q.Set("prefix", p)
 	}
 	if token != "" {
 		q.Set("continuation-token", token)
@@ -126,6 +127,9 @@ func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn fu
 		}
 		kept := p.contents[:0]
 		for _, c := range p.contents {
+			if !strings.HasPrefix(c.key, l.prefix) {
+				continue // a directory bucket's parent listing (listPrefix)
+			}
 			if _, twice := inPage[c.key]; twice {
 				continue // listed twice: one object
 			}
@@ -134,6 +138,7 @@ func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn fu
 			kept = append(kept, c)
 		}
 		p.contents = kept
+		p.prefixes = slices.DeleteFunc(p.prefixes, func(cp string) bool { return !strings.HasPrefix(cp, l.prefix) })
 		if err := fn(p); err != nil {
 			return err
 		}
