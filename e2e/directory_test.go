@@ -109,4 +109,3 @@ func TestDirectoryBucketCommands(t *testing.T) {
 	}
 	sameTree(t, back, want)
 }
-
