@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/s3pd/s3pd/pkg/extsort"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // listDirFunc is Source.ListDir's shape.
@@ -37,4 +39,59 @@ func sortedListDir(list listDirFunc) listDirFunc {
 			return emit(e)
 		})
 	}
+}
+
+// directorySource reports whether src names a directory bucket.
+func directorySource(src string) bool {
+	u, err := s3store.ParseRawURL(src)
+	return isS3(src) && err == nil && s3store.IsDirectoryBucket(u.Bucket)
+}
+
+// sortedLister is the lister of a dry run from a directory bucket: the
+// run's lister (nil: the first lane's source) put in key order, so that
+// what it prints compares from run to run.
+func sortedLister(l transfer.Lister, lanes []transfer.Lane) transfer.Lister {
+	if l == nil {
+		l = lanes[0].Source
+	}
+	return extsort.Sorted(l, "", 0)
+}
+
+// directoryFlags are the flags naming what a directory bucket lacks.
+type directoryFlags struct {
+	versionID, sseC, requestPayer, storageClass string
+}
+
+// refuseDirectory refuses, in one line and before any request, a flag
+// that asks bucket, a directory bucket, for what it does not have (nil
+// for any other bucket).
+func refuseDirectory(bucket string, f directoryFlags) error {
+	if !s3store.IsDirectoryBucket(bucket) {
+		return nil
+	}
+	lacks := func(what string) error {
+		return usageErrorf("%s: directory bucket %s does not support %s", what, bucket, strings.TrimPrefix(what, "--"))
+	}
+	switch {
+	case f.versionID != "":
+		return usageErrorf("--version-id: directory bucket %s has no versioning", bucket)
+	case f.sseC != "":
+		return usageErrorf("--sse-c: directory bucket %s does not support customer-provided keys (SSE-C)", bucket)
+	case f.requestPayer != "":
+		return lacks("--request-payer")
+	case f.storageClass != "" && f.storageClass != "EXPRESS_ONEZONE":
+		return usageErrorf("--storage-class %s: directory bucket %s stores only EXPRESS_ONEZONE", f.storageClass, bucket)
+	}
+	return nil
+}
+
+// refuseServerSideAcross refuses a server-side copy between a directory
+// bucket and a general purpose bucket.
+func refuseServerSideAcross(src, dst string) error {
+	s, errS := s3store.ParseRawURL(src)
+	d, errD := s3store.ParseRawURL(dst)
+	if errS != nil || errD != nil || s3store.IsDirectoryBucket(s.Bucket) == s3store.IsDirectoryBucket(d.Bucket) {
+		return nil
+	}
+	return usageErrorf("server-side copy between directory bucket and general purpose bucket (%s to %s) is not supported: add --source-region or --source-endpoint-url to stream the bytes through", s.Bucket, d.Bucket)
 }

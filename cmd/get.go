@@ -229,6 +229,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
 		return u, nil, usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
 	}
+	if err := refuseDirectory(u.Bucket, directoryFlags{versionID: opts.versionID, sseC: opts.req.SSECKey, requestPayer: opts.req.RequestPayer}); err != nil {
+		return u, nil, err
+	}
 	if _, err := opts.output.verifyMode(); err != nil {
 		return u, nil, err
 	}
@@ -279,7 +282,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled})
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, directory: s3store.IsDirectoryBucket(u.Bucket)})
 	if g.Listed == nil || err != nil {
 		return err
 	}
@@ -373,6 +376,8 @@ type engineRun struct {
 	// scaled is who lists (nil Lister: the first lane) and the shard's
 	// report (--manifest, --shard).
 	scaled job.Scaled
+	// directory: the source is a directory bucket (directory.go).
+	directory bool
 }
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
@@ -410,6 +415,12 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		eopts.Listing = listings{total, listing}
 	}
 	eopts.Lister = r.scaled.Lister
+	if r.directory {
+		eopts.OpaqueETags = true
+		if out.dryRun {
+			eopts.Lister = sortedLister(eopts.Lister, lanes)
+		}
+	}
 	shardReport := r.scaled.Report
 	meas := newMeasurement(f, rep, lanes, settings, out)
 	eopts.OnSample, eopts.SampleEvery = meas.sample, meas.flags.interval

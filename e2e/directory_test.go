@@ -1,11 +1,11 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -18,10 +18,11 @@ import (
 const dirBucket = "e2e--use1-az4--x-s3"
 
 // dirStore is the emulator with a directory bucket whose sessions live
-// lifetime, filled through an SDK client with its own S3 Express support.
-func dirStore(t *testing.T, lifetime time.Duration) *store {
+// opts' lifetime, filled through an SDK client with its own S3 Express support.
+func dirStore(t *testing.T, opts s3emu.Options) *store {
 	t.Helper()
-	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{dirBucket}, SessionLifetime: lifetime})
+	opts.Backend, opts.Buckets = s3emu.BackendMemory, append(opts.Buckets, dirBucket)
+	ts := s3emu.NewTestServer(t, opts)
 	c := s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(ts.URL),
@@ -49,7 +50,7 @@ func dirData(t *testing.T, s *store) map[string][]byte {
 }
 
 func TestDirectoryBucketGet(t *testing.T) {
-	s := dirStore(t, 0)
+	s := dirStore(t, s3emu.Options{})
 	want := dirData(t, s)
 	before := s.emu.SessionsCreated()
 	dest := t.TempDir()
@@ -66,7 +67,7 @@ func TestDirectoryBucketGet(t *testing.T) {
 // TestDirectoryBucketCommands runs cat, ls, du and copy both ways on a
 // directory bucket.
 func TestDirectoryBucketCommands(t *testing.T) {
-	s := dirStore(t, 0)
+	s := dirStore(t, s3emu.Options{})
 	want := dirData(t, s)
 	r := run(t, nil, s.cmd("cat", s.url("data/a/two"))...)
 	if r.code != 0 || r.stdout != string(want["a/two"]) {
@@ -108,4 +109,75 @@ func TestDirectoryBucketCommands(t *testing.T) {
 		t.Fatalf("get what was copied up: exit %d\n%s", r.code, r.stderr)
 	}
 	sameTree(t, back, want)
+}
+
+// TestDirectoryBucketRefusals checks that what a directory bucket lacks
+// is refused in one line, exit 2, before any request.
+func TestDirectoryBucketRefusals(t *testing.T) {
+	s := dirStore(t, s3emu.Options{Buckets: []string{"general"}})
+	src := t.TempDir()
+	writeFiles(t, src, map[string][]byte{"f": []byte("x")})
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"version id", s.cmd("get", "--version-id", "v1", s.url("data/k"), t.TempDir()), "--version-id: directory bucket " + dirBucket + " has no versioning"},
+		{"SSE-C", s.cmd("get", "--sse-c-key", "0123456789abcdef0123456789abcdef", s.url("data/"), t.TempDir()), "does not support customer-provided keys"},
+		{"requester pays", s.cmd("get", "--request-payer", "requester", s.url("data/"), t.TempDir()), "does not support request-payer"},
+		{"storage class", s.cmd("copy", "--storage-class", "STANDARD_IA", src, s.url("up/")), "stores only EXPRESS_ONEZONE"},
+		{"server-side copy out", s.cmd("copy", s.url("data/"), "s3://general/x/"), "server-side copy between directory bucket and general purpose bucket"},
+		{"server-side copy in", s.cmd("copy", "s3://general/x/", s.url("data/")), "server-side copy between directory bucket and general purpose bucket"},
+		{"no region", []string{"get", "--quiet", s.url("data/"), t.TempDir()}, "no region: set --region or the profile's region (the zone id use1-az4"},
+		{"anonymous", append(s.cmd("get", s.url("data/"), t.TempDir()), "--no-sign-request"), "anonymous requests are not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.emu.ResetStats()
+			r := run(t, nil, tc.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", r.code, r.stderr, tc.want)
+			}
+			if n := s.emu.Stats().Requests; n != 0 {
+				t.Errorf("%d requests reached the store, want none", n)
+			}
+		})
+	}
+}
+
+// TestDirectoryBucketListingRules checks the prefix rule (a prefix
+// without a trailing "/" lists its parent and filters) and that a dry
+// run prints in key order from an unordered listing.
+func TestDirectoryBucketListingRules(t *testing.T) {
+	s := dirStore(t, s3emu.Options{})
+	want := dirData(t, s)
+	r := run(t, nil, s.cmd("ls", s.url("data/a"))...)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "PRE a/" {
+		t.Errorf("ls data/a: exit %d, %q, want just PRE a/\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, s.cmd("ls", "--recursive", s.url("data/a/t"))...)
+	if r.code != 0 || !strings.HasSuffix(strings.TrimSpace(r.stdout), "data/a/two") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("ls --recursive data/a/t: exit %d, %q, want data/a/two alone\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, s.cmd("du", s.url("data/a/t"))...)
+	if r.code != 0 || !strings.Contains(r.stdout, "100000") {
+		t.Errorf("du data/a/t: exit %d, %q, want the 100000 bytes of data/a/two\n%s", r.code, r.stdout, r.stderr)
+	}
+	for i := range 20 {
+		s.put(t, fmt.Sprintf("many/%02d", (i*7)%20), []byte{byte(i)})
+	}
+	r = run(t, nil, s.cmd("get", "--dry-run", "--json", "--workers", "1", s.url("many/"), t.TempDir())...)
+	if r.code != 0 {
+		t.Fatalf("dry run: exit %d\n%s", r.code, r.stderr)
+	}
+	var keys []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var l struct{ Type, Key string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Key != "" {
+			keys = append(keys, l.Key)
+		}
+	}
+	if len(keys) != 20 || !slices.IsSorted(keys) {
+		t.Errorf("dry run printed %q, want the 20 keys in order", keys)
+	}
+	_ = want
 }

@@ -65,8 +65,9 @@ const maxPageBytes = 64 << 20
 // worth retrying with capped exponential backoff and full jitter.
 func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	q := url.Values{"list-type": {"2"}, "encoding-type": {"url"}}
-	if p := listPrefix(l.get.bucket, l.prefix); p != "" {
-		q.Set("prefix", p)
+	asked := listPrefix(l.get.bucket, l.prefix)
+	if asked != "" {
+		q.Set("prefix", asked)
 	}
 	if token != "" {
 		q.Set("continuation-token", token)
@@ -96,6 +97,13 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if asked != l.prefix {
+		// A directory bucket's parent listing (listPrefix): keep what
+		// starts with the prefix.
+		out := func(k string) bool { return !strings.HasPrefix(k, l.prefix) }
+		l.page.contents = slices.DeleteFunc(l.page.contents, func(c listEntry) bool { return out(c.key) })
+		l.page.prefixes = slices.DeleteFunc(l.page.prefixes, out)
 	}
 	return &l.page, nil
 }
@@ -127,9 +135,6 @@ func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn fu
 		}
 		kept := p.contents[:0]
 		for _, c := range p.contents {
-			if !strings.HasPrefix(c.key, l.prefix) {
-				continue // a directory bucket's parent listing (listPrefix)
-			}
 			if _, twice := inPage[c.key]; twice {
 				continue // listed twice: one object
 			}
@@ -138,7 +143,6 @@ func (l *listing) pagesFrom(ctx context.Context, name string, p *listPage, fn fu
 			kept = append(kept, c)
 		}
 		p.contents = kept
-		p.prefixes = slices.DeleteFunc(p.prefixes, func(cp string) bool { return !strings.HasPrefix(cp, l.prefix) })
 		if err := fn(p); err != nil {
 			return err
 		}
