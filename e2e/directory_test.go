@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -180,4 +184,105 @@ func TestDirectoryBucketListingRules(t *testing.T) {
 		t.Errorf("dry run printed %q, want the 20 keys in order", keys)
 	}
 	_ = want
+}
+
+// TestDirectoryBucketLongRunAndResume interrupts a download from a
+// directory bucket whose sessions live 2 s, then resumes it in a run
+// paced to last several lifetimes: the sessions are renewed in the
+// background and no request is refused for an expired one.
+func TestDirectoryBucketLongRunAndResume(t *testing.T) {
+	const size = 16 << 20
+	s := dirStore(t, s3emu.Options{SessionLifetime: 2 * time.Second, ConnRate: 1 << 20})
+	data := randomBytes(36, size)
+	s.put(t, "big/00000000", data)
+	dest := t.TempDir()
+	args := s.cmd("get", "--partsize", "1MiB", "--threads", "2", s.url("big/"), dest)
+	cmd, stderr := startGet(t, args...)
+	waitForJournal(t, dest)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 130 {
+		t.Fatalf("interrupted run: %v, want exit 130\n%s", err, stderr)
+	}
+	done := journaled(t, dest)
+	resetAfterDrain(t, s.emu)
+	before := s.emu.SessionsCreated()
+	start := time.Now()
+	r := run(t, nil, s.cmd("get", "--json", "--partsize", "1MiB", "--threads", "2", s.url("big/"), dest)...)
+	took := time.Since(start)
+	if r.code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s", r.code, r.stderr)
+	}
+	if sent := s.emu.BytesSentFor(s.bucket, "big/00000000"); sent != size-done {
+		t.Errorf("resumed run fetched %d bytes, want the %d the journal lacked", sent, size-done)
+	}
+	got, err := os.ReadFile(finalName(dest))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("resumed file differs from the object (%v)", err)
+	}
+	lifetimes := int64(took / (2 * time.Second))
+	t.Logf("resumed run: %s, %d sessions", took.Round(time.Millisecond), s.emu.SessionsCreated()-before)
+	if n := s.emu.SessionsCreated() - before; took > 4*time.Second && n < lifetimes {
+		t.Errorf("a %s run made %d sessions, want at least %d (one per lifetime)", took.Round(time.Millisecond), n, lifetimes)
+	}
+	if took < 4*time.Second {
+		t.Errorf("the resumed run took %s, want one longer than two session lifetimes (the pacing failed)", took)
+	}
+	summaries := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		if n, ok := l["retries"].(float64); ok {
+			summaries++
+			if n != 0 {
+				t.Errorf("%v requests retried across the renewals: %s", n, line)
+			}
+		}
+	}
+	if summaries == 0 || strings.Contains(r.stdout+r.stderr, "ExpiredToken") {
+		t.Errorf("no summary with retries, or a request refused for an expired session:\n%s", r.stdout)
+	}
+}
+
+// TestDirectoryBucketShardAndManifest splits a directory bucket's
+// unordered listing into shards that cover it exactly, and reads a
+// manifest's objects from it.
+func TestDirectoryBucketShardAndManifest(t *testing.T) {
+	s := dirStore(t, s3emu.Options{})
+	want := map[string][]byte{}
+	for i := range 24 {
+		k := fmt.Sprintf("s/%02d", i)
+		want[k] = randomBytes(uint64(100+i), 1000*(i+1))
+		s.put(t, k, want[k])
+	}
+	got := map[string]string{}
+	for k := range 3 {
+		dest := t.TempDir()
+		r := run(t, nil, s.cmd("get", "--shard", fmt.Sprintf("%d/3", k), s.url("s/"), dest)...)
+		if r.code != 0 {
+			t.Fatalf("shard %d/3: exit %d\n%s", k, r.code, r.stderr)
+		}
+		for name, h := range tree(t, dest) {
+			if _, twice := got[name]; twice {
+				t.Errorf("%s is in two shards", name)
+			}
+			got[name] = h
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("the shards hold %d objects, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[strings.TrimPrefix(k, "s/")] != sum(v) {
+			t.Errorf("%s: missing or different in the shards", k)
+		}
+	}
+	man := writeFile(t, "s/03\ns/17\n")
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--manifest", man, s.url("s/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("manifest: exit %d\n%s", r.code, r.stderr)
+	}
+	sameTree(t, dest, map[string][]byte{"03": want["s/03"], "17": want["s/17"]})
 }
