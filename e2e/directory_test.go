@@ -286,3 +286,19 @@ func TestDirectoryBucketShardAndManifest(t *testing.T) {
 	}
 	sameTree(t, dest, map[string][]byte{"03": want["s/03"], "17": want["s/17"]})
 }
+
+// TestDirectoryBucketBench runs s3pd bench against a directory bucket.
+func TestDirectoryBucketBench(t *testing.T) {
+	s := dirStore(t, s3emu.Options{})
+	for i := range 4 {
+		s.put(t, fmt.Sprintf("d/%02d", i), randomBytes(uint64(i), 2*mib))
+	}
+	s.emu.ResetStats()
+	r := run(t, nil, s.cmd("bench", "--json", "--partsize", "1MiB", s.url("d/"))...)
+	if r.code != 0 {
+		t.Fatalf("bench: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := s.emu.Stats().BytesSent; got < 8*mib {
+		t.Errorf("bench read %d bytes, want the 8 MiB of the prefix", got)
+	}
+}
