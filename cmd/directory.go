@@ -41,10 +41,27 @@ func sortedListDir(list listDirFunc) listDirFunc {
 	}
 }
 
-// directorySource reports whether src names a directory bucket.
-func directorySource(src string) bool {
+// directorySource is the bucket src names when it is a directory
+// bucket, else "".
+func directorySource(src string) string {
 	u, err := s3store.ParseRawURL(src)
-	return isS3(src) && err == nil && s3store.IsDirectoryBucket(u.Bucket)
+	if !isS3(src) || err != nil {
+		return ""
+	}
+	return directoryBucket(u.Bucket)
+}
+
+// directoryBucket is bucket when it is a directory bucket, else "".
+func directoryBucket(bucket string) string {
+	if s3store.IsDirectoryBucket(bucket) {
+		return bucket
+	}
+	return ""
+}
+
+// directoryLine is the summary's line for a run from directory bucket.
+func directoryLine(bucket string) string {
+	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", s3store.DirectoryZone(bucket))
 }
 
 // sortedLister is the lister of a dry run from a directory bucket: the

@@ -282,7 +282,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
 	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, directory: s3store.IsDirectoryBucket(u.Bucket)})
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, directory: directoryBucket(u.Bucket)})
 	if g.Listed == nil || err != nil {
 		return err
 	}
@@ -376,8 +376,9 @@ type engineRun struct {
 	// scaled is who lists (nil Lister: the first lane) and the shard's
 	// report (--manifest, --shard).
 	scaled job.Scaled
-	// directory: the source is a directory bucket (directory.go).
-	directory bool
+	// directory is the source's bucket when it is a directory bucket
+	// (directory.go), else "".
+	directory string
 }
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
@@ -415,7 +416,8 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		eopts.Listing = listings{total, listing}
 	}
 	eopts.Lister = r.scaled.Lister
-	if r.directory {
+	if r.directory != "" {
+		rep.directory = r.directory
 		eopts.OpaqueETags = true
 		if out.dryRun {
 			eopts.Lister = sortedLister(eopts.Lister, lanes)

@@ -58,9 +58,13 @@ func TestDirectoryBucketGet(t *testing.T) {
 	want := dirData(t, s)
 	before := s.emu.SessionsCreated()
 	dest := t.TempDir()
-	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("data/"), dest)...)
+	args := s.cmd("get", "--partsize", "1MiB", "--threads", "4", s.url("data/"), dest)
+	r := run(t, nil, slices.DeleteFunc(args, func(a string) bool { return a == "--quiet" })...)
 	if r.code != 0 {
 		t.Fatalf("get: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "source: directory bucket (S3 Express One Zone, zone use1-az4)") {
+		t.Errorf("the summary does not say directory bucket:\n%s", r.stdout)
 	}
 	sameTree(t, dest, want)
 	if n := s.emu.SessionsCreated() - before; n != 1 {
