@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -233,4 +234,43 @@ func TestSessionsRenewWithoutStalling(t *testing.T) {
 			t.Fatalf("after expiry: set %s, want S3", got)
 		}
 	})
+}
+
+// TestSessionErrorsNameTheCause checks that a failed CreateSession says
+// what is most likely missing.
+func TestSessionErrorsNameTheCause(t *testing.T) {
+	for code, want := range map[string]string{
+		"AccessDenied":  "the credentials need s3express:CreateSession on the bucket",
+		"NoSuchBucket":  "is the zone in the name in --region's region?",
+		"InternalError": "create session for s3://b--use1-az4--x-s3: api error InternalError",
+	} {
+		err := sessionError("b--use1-az4--x-s3", &smithy.GenericAPIError{Code: code, Message: "m"})
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to say %q", code, err, want)
+		}
+	}
+}
+
+// TestDirectoryNames checks which names are directory buckets and their
+// zone, and the listing prefix the prefix rule asks for.
+func TestDirectoryNames(t *testing.T) {
+	for name, zone := range map[string]string{
+		"data--use1-az4--x-s3": "use1-az4", "a-b--usw2-az1--x-s3": "usw2-az1",
+		"data--x-s3": "", "--use1-az4--x-s3": "", "bucket": "", "data--use1-az4--x-s": "",
+	} {
+		if got := DirectoryZone(name); got != zone || IsDirectoryBucket(name) != (zone != "") {
+			t.Errorf("DirectoryZone(%q) = %q, want %q", name, got, zone)
+		}
+	}
+	for _, tc := range []struct{ bucket, prefix, want string }{
+		{"d--use1-az4--x-s3", "data/a", "data/"},
+		{"d--use1-az4--x-s3", "data/a/", "data/a/"},
+		{"d--use1-az4--x-s3", "a", ""},
+		{"d--use1-az4--x-s3", "", ""},
+		{"general", "data/a", "data/a"},
+	} {
+		if got := listPrefix(tc.bucket, tc.prefix); got != tc.want {
+			t.Errorf("listPrefix(%q, %q) = %q, want %q", tc.bucket, tc.prefix, got, tc.want)
+		}
+	}
 }
