@@ -101,7 +101,7 @@ func TestExpressSDKClient(t *testing.T) {
 // without a session, with a forged signature or a dead session, and a
 // prefix that does not end in the delimiter.
 func TestExpressRefusals(t *testing.T) {
-	ts := NewTestServer(t, Options{Backend: BackendMemory, Buckets: []string{testDirBucket}, SessionLifetime: 2 * time.Second})
+	ts := NewTestServer(t, Options{Backend: BackendMemory, Buckets: []string{testDirBucket}, SessionLifetime: time.Hour}) // no renewal by the SDK meanwhile
 	ctx := context.Background()
 	c := expressClient(ts.URL)
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("a/b"), Body: strings.NewReader("x")}); err != nil {
@@ -171,4 +171,36 @@ func (f forge) Do(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", a[:len(a)-1]+string(last))
 	}
 	return f.c.Do(r)
+}
+
+// TestExpressETagsAreNotMD5s checks that a directory bucket's ETags have
+// an MD5's form but are not the bytes' MD5, in HEAD, GET and listings, and
+// that If-Match takes them.
+func TestExpressETagsAreNotMD5s(t *testing.T) {
+	ts := NewTestServer(t, Options{Backend: BackendMemory, Buckets: []string{testDirBucket}})
+	c := expressClient(ts.URL)
+	ctx := context.Background()
+	body := []byte("directory bucket bytes")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("k"), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := aws.ToString(head.ETag)
+	if len(strings.Trim(etag, `"`)) != 32 || etag == md5hex(body) {
+		t.Errorf("HEAD ETag %s, want 32 hex digits that are not the MD5 %s", etag, md5hex(body))
+	}
+	out, b := getAll(t, c, &s3.GetObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("k"), IfMatch: aws.String(etag)})
+	if !bytes.Equal(b, body) || aws.ToString(out.ETag) != etag {
+		t.Errorf("GET If-Match %s: %q with ETag %s", etag, b, aws.ToString(out.ETag))
+	}
+	list, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(testDirBucket)})
+	if err != nil || len(list.Contents) != 1 || aws.ToString(list.Contents[0].ETag) != etag {
+		t.Errorf("listing: %v, want the one object with ETag %s", err, etag)
+	}
+	if _, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("k"), IfMatch: aws.String(md5hex(body))}); errorCode(err) != "PreconditionFailed" {
+		t.Errorf("GET If-Match the MD5: %v, want PreconditionFailed", err)
+	}
 }

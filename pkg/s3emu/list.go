@@ -253,6 +253,9 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 	}
 	if directory {
 		unorder(&res)
+		for i := range res.Contents {
+			res.Contents[i].ETag = opaqueETag(res.Contents[i].ETag)
+		}
 	}
 	w.Header().Set("Content-Type", "application/xml")
 	return res.writeTo(w)
