@@ -84,7 +84,7 @@ func (s *Sessions) Bind(client *s3.Client) {
 	s.create = func(ctx context.Context, bucket string) (aws.Credentials, error) {
 		out, err := client.CreateSession(ctx, &s3.CreateSessionInput{Bucket: aws.String(bucket)})
 		if err != nil {
-			return aws.Credentials{}, sessionError(bucket, err)
+			return aws.Credentials{}, sessionError(bucket, client.Options().Region, err)
 		}
 		c := out.Credentials
 		if c == nil || c.AccessKeyId == nil || c.SecretAccessKey == nil || c.SessionToken == nil || c.Expiration == nil {
@@ -96,7 +96,11 @@ func (s *Sessions) Bind(client *s3.Client) {
 }
 
 // sessionError names what a failed CreateSession most likely lacks.
-func sessionError(bucket string, err error) error {
+func sessionError(bucket, region string, err error) error {
+	if dialFailed(err) {
+		// On AWS a zonal host of another region's zone does not resolve.
+		return fmt.Errorf("create session for s3://%s: the endpoint cannot be reached (is zone %s in region %s?): %w", bucket, DirectoryZone(bucket), region, err)
+	}
 	var se interface{ ErrorCode() string }
 	if errors.As(err, &se) {
 		switch se.ErrorCode() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -244,10 +245,14 @@ func TestSessionErrorsNameTheCause(t *testing.T) {
 		"NoSuchBucket":  "is the zone in the name in --region's region?",
 		"InternalError": "create session for s3://b--use1-az4--x-s3: api error InternalError",
 	} {
-		err := sessionError("b--use1-az4--x-s3", &smithy.GenericAPIError{Code: code, Message: "m"})
+		err := sessionError("b--use1-az4--x-s3", "us-east-1", &smithy.GenericAPIError{Code: code, Message: "m"})
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want it to say %q", code, err, want)
 		}
+	}
+	dns := &net.DNSError{Err: "no such host", Name: "b--use1-az4--x-s3.s3express-use1-az4.us-west-2.amazonaws.com", IsNotFound: true}
+	if err := sessionError("b--use1-az4--x-s3", "us-west-2", fmt.Errorf("dial: %w", dns)); !strings.Contains(err.Error(), "is zone use1-az4 in region us-west-2?") {
+		t.Errorf("unresolvable zonal endpoint: %v, want it to ask whether the zone is in the region", err)
 	}
 }
 
