@@ -109,9 +109,13 @@ func TestDirectoryBucketCommands(t *testing.T) {
 		t.Fatalf("copy down: exit %d\n%s", r.code, r.stderr)
 	}
 	sameTree(t, down, want)
+	before := s.emu.SessionsCreated()
 	r = run(t, nil, s.cmd("copy", "--partsize", "1MiB", "--multipart-threshold", "1MiB", down, s.url("up/"))...)
 	if r.code != 0 {
 		t.Fatalf("copy up: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := s.emu.SessionsCreated() - before; n != 1 {
+		t.Errorf("copy up made %d sessions, want 1 shared by its uploads", n)
 	}
 	back := t.TempDir()
 	r = run(t, nil, s.cmd("get", s.url("up/"), back)...)

@@ -159,6 +159,29 @@ func TestExpressSignerMatchesSDK(t *testing.T) {
 			t.Fatalf("%s with headers %v:\nAuthorization %q\nthe SDK's     %q", what, theirs.Header, got, want)
 		}
 	}
+	// Listings: s3pd's signer over the SDK's ListObjectsV2 requests, whose
+	// queries carry random prefixes, tokens and delimiters.
+	for i := range 300 {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(randomKey(rng) + "/"), EncodingType: types.EncodingTypeUrl}
+		if rng.IntN(2) == 0 {
+			in.Delimiter = aws.String("/")
+		}
+		if rng.IntN(2) == 0 {
+			in.ContinuationToken = aws.String(randomKey(rng))
+		}
+		if _, err := sdk.ListObjectsV2(ctx, in); err != nil {
+			t.Fatalf("listing %d: %v", i, err)
+		}
+		theirs := sdkHC.last
+		at, _ := time.Parse("20060102T150405Z", theirs.Header.Get("X-Amz-Date"))
+		resigned := theirs.Clone(ctx)
+		resigned.Header.Del("Authorization")
+		resigned.Header.Del("X-Amz-S3session-Token")
+		signer.SignExpress(resigned, session, theirs.Header.Get("X-Amz-Content-Sha256"), "us-west-2", at)
+		if got, want := resigned.Header.Get("Authorization"), theirs.Header.Get("Authorization"); got != want {
+			t.Fatalf("listing %d, query %q:\nAuthorization %q\nthe SDK's     %q", i, theirs.URL.RawQuery, got, want)
+		}
+	}
 }
 
 func TestRefreshPoint(t *testing.T) {
