@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +55,9 @@ type Sessions struct {
 
 	mu      sync.Mutex
 	buckets map[string]*sessionEntry
+	// fast holds the same entries for the lock-free path of Retrieve:
+	// a request between renewals takes no lock.
+	fast sync.Map // bucket -> *sessionEntry
 }
 
 // sessionEntry is one bucket's session credentials.
@@ -64,6 +68,14 @@ type sessionEntry struct {
 	// none in flight).
 	renewing chan struct{}
 	err      error // of the last CreateSession, when no set is valid
+	// fresh is the set while it needs no renewal, for the lock-free path.
+	fresh atomic.Pointer[freshSession]
+}
+
+// freshSession is a set of credentials and when it is to be renewed.
+type freshSession struct {
+	creds     aws.Credentials
+	refreshAt time.Time
 }
 
 // NewSessions returns an empty cache; Bind names the client that makes
@@ -124,12 +136,18 @@ func refreshPoint(got, expires time.Time) time.Time {
 // Retrieve implements s3.ExpressCredentialsProvider: the session
 // credentials of bucket.
 func (s *Sessions) Retrieve(ctx context.Context, bucket string) (aws.Credentials, error) {
+	if v, ok := s.fast.Load(bucket); ok {
+		if f := v.(*sessionEntry).fresh.Load(); f != nil && s.now().Before(f.refreshAt) {
+			return f.creds, nil
+		}
+	}
 	for {
 		s.mu.Lock()
 		e := s.buckets[bucket]
 		if e == nil {
 			e = &sessionEntry{}
 			s.buckets[bucket] = e
+			s.fast.Store(bucket, e)
 		}
 		now := s.now()
 		valid := e.creds.AccessKeyID != "" && now.Before(e.creds.Expires)
@@ -179,6 +197,7 @@ func (s *Sessions) renew(bucket string, e *sessionEntry) {
 	defer s.mu.Unlock()
 	if err == nil {
 		e.creds, e.refreshAt, e.err = creds, refreshPoint(got, creds.Expires), nil
+		e.fresh.Store(&freshSession{creds, e.refreshAt})
 	} else {
 		e.err = err
 		// Try again at the next request, not at every one meanwhile.

@@ -302,3 +302,20 @@ func TestDirectoryNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsFastPathIsFree checks that a request between renewals
+// takes its session without allocating (and without the lock).
+func TestSessionsFastPathIsFree(t *testing.T) {
+	s := NewSessions()
+	s.create = func(context.Context, string) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "S", SecretAccessKey: "x", SessionToken: "t", CanExpire: true, Expires: time.Now().Add(time.Hour)}, nil
+	}
+	ctx := context.Background()
+	if _, err := s.Retrieve(ctx, "b--use1-az4--x-s3"); err != nil {
+		t.Fatal(err)
+	}
+	bucket := strings.Clone("b--use1-az4--x-s3") // not a constant: as a getter holds it
+	if n := testing.AllocsPerRun(100, func() { s.Retrieve(ctx, bucket) }); n != 0 {
+		t.Errorf("Retrieve between renewals: %v allocations, want 0", n)
+	}
+}
