@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/extsort"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -111,4 +112,46 @@ func refuseServerSideAcross(src, dst string) error {
 		return nil
 	}
 	return usageErrorf("server-side copy between directory bucket and general purpose bucket (%s to %s) is not supported: add --source-region or --source-endpoint-url to stream the bytes through", s.Bucket, d.Bucket)
+}
+
+// shownBucket is what config show says of the bucket a URL names.
+type shownBucket struct {
+	Name string `json:"name"`
+	// Kind is "directory" (S3 Express One Zone) or "general-purpose".
+	Kind string `json:"kind"`
+	Zone string `json:"zone,omitempty"`
+	// Endpoint is where a directory bucket's requests go ("" when that
+	// needs a region that is not set).
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// showBucket says what kind of bucket url names, with no request.
+func showBucket(url string, s config.Settings) (*shownBucket, error) {
+	u, err := s3store.ParseRawURL(url)
+	if err != nil || u.Bucket == "" {
+		return nil, usageErrorf("config show %s: want an s3://bucket URL", url)
+	}
+	b := &shownBucket{Name: u.Bucket, Kind: "general-purpose"}
+	if !s3store.IsDirectoryBucket(u.Bucket) {
+		return b, nil
+	}
+	b.Kind, b.Zone = "directory", s3store.DirectoryZone(u.Bucket)
+	switch {
+	case s.EndpointURL != "":
+		b.Endpoint, _ = config.RedactURL(s.EndpointURL)
+	case s.Region != "":
+		b.Endpoint = s3store.ZonalEndpoint(u.Bucket, s.Region)
+	}
+	return b, nil
+}
+
+func (b *shownBucket) line() string {
+	if b.Kind != "directory" {
+		return "bucket: " + b.Name + ": general purpose bucket"
+	}
+	where := "zonal endpoint " + b.Endpoint
+	if b.Endpoint == "" {
+		where = "no region set: give --region (the zone id does not name it)"
+	}
+	return fmt.Sprintf("bucket: %s: directory bucket (S3 Express One Zone, zone %s), %s", b.Name, b.Zone, where)
 }

@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"encoding/xml"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,5 +43,33 @@ func TestBenchServeDirectoryBucket(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("an unsigned GET of the directory bucket: status %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestConfigShowNamesDirectoryBuckets checks what config show says of
+// the bucket a URL names, in text and JSON, with no request.
+func TestConfigShowNamesDirectoryBuckets(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"config", "show", "--region", "us-west-2", "s3://train--usw2-az1--x-s3/data/"},
+			"bucket: train--usw2-az1--x-s3: directory bucket (S3 Express One Zone, zone usw2-az1), zonal endpoint https://train--usw2-az1--x-s3.s3express-usw2-az1.us-west-2.amazonaws.com"},
+		{[]string{"config", "show", "s3://train--usw2-az1--x-s3"}, "no region set: give --region"},
+		{[]string{"config", "show", "--endpoint-url", "http://127.0.0.1:9000", "s3://train--usw2-az1--x-s3"}, "zonal endpoint http://127.0.0.1:9000"},
+		{[]string{"config", "show", "s3://plain-bucket"}, "bucket: plain-bucket: general purpose bucket"},
+		{[]string{"config", "show", "--json", "--region", "us-west-2", "s3://train--usw2-az1--x-s3"},
+			`"bucket": {
+    "name": "train--usw2-az1--x-s3",
+    "kind": "directory",
+    "zone": "usw2-az1",
+    "endpoint": "https://train--usw2-az1--x-s3.s3express-usw2-az1.us-west-2.amazonaws.com"`},
+	} {
+		copyEnv(t)
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", tc.args)
+		if code != 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: exit %d, want %q in\n%s%s", tc.args, code, tc.want, out.String(), errOut.String())
+		}
 	}
 }

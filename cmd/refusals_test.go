@@ -58,6 +58,7 @@ func refusals() []refusal {
 		{args: s3("get", "--workers", "0", "s3://bkt/k", "{dir}"), want: `workers`},
 		{args: s3("get", "--log-format", "xml", "s3://bkt/k", "{dir}"), want: `log_format`},
 		{args: s3("get", "s3://b/k", "{dir}"), want: `bucket name "b" must be 3 to 63 characters`},
+		{args: []string{"config", "show", "s3://"}, want: `config show s3://: want an s3://bucket URL`},
 		// what a directory bucket lacks
 		{args: s3("get", "--version-id", "v1", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--version-id: directory bucket d--use1-az4--x-s3 has no versioning`},
 		{args: s3("get", "--sse-c-key", "0123456789abcdef0123456789abcdef", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--sse-c: directory bucket d--use1-az4--x-s3 does not support customer-provided keys`},

@@ -35,6 +35,10 @@ func DirectoryZone(bucket string) string {
 	return base[i+2:]
 }
 
+// ZonalEndpoint is the endpoint URL of a directory bucket in region, as
+// the SDK's endpoint rules build it.
+func ZonalEndpoint(bucket, region string) string { return "https://" + zonalHost(bucket, region) }
+
 // zonalHost is the zonal endpoint's host of a directory bucket, as the
 // SDK's endpoint rules build it.
 func zonalHost(bucket, region string) string {
