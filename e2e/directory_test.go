@@ -117,8 +117,13 @@ func TestDirectoryBucketCommands(t *testing.T) {
 	if n := s.emu.SessionsCreated() - before; n != 1 {
 		t.Errorf("copy up made %d sessions, want 1 shared by its uploads", n)
 	}
+	// A server-side copy within directory buckets is allowed.
+	r = run(t, nil, s.cmd("copy", s.url("up/"), s.url("again/"))...)
+	if r.code != 0 {
+		t.Fatalf("server-side copy: exit %d\n%s", r.code, r.stderr)
+	}
 	back := t.TempDir()
-	r = run(t, nil, s.cmd("get", s.url("up/"), back)...)
+	r = run(t, nil, s.cmd("get", s.url("again/"), back)...)
 	if r.code != 0 {
 		t.Fatalf("get what was copied up: exit %d\n%s", r.code, r.stderr)
 	}

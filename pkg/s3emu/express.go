@@ -109,8 +109,9 @@ type createSessionResult struct {
 
 // serveDirectory answers what only a directory bucket answers, or
 // refuses a request to one: CreateSession (GET ?session) signed for the
-// s3express service, and every other request only with a live session's
-// x-amz-s3session-token and a valid s3express signature. It reports
+// s3express service, a copy (CopyObject, UploadPartCopy) signed for it
+// with base credentials, and every other request only with a live
+// session's x-amz-s3session-token and a valid s3express signature. It reports
 // whether it answered; when not, the request is served as any other.
 func (s *Server) serveDirectory(w *respWriter, r *http.Request, bucket string, q url.Values) bool {
 	auth, err := parseAuthorization(r.Header.Get("Authorization"))
@@ -135,9 +136,13 @@ func (s *Server) serveDirectory(w *respWriter, r *http.Request, bucket string, q
 		xml.NewEncoder(w).Encode(res)
 		return true
 	}
-	if err := s.checkSession(r, bucket, auth); err != nil {
-		s.writeError(w, r, err)
-		return true
+	// CopyObject and UploadPartCopy are signed with the base credentials,
+	// not a session, as S3 Express wants them (the SDK does the same).
+	if r.Method != http.MethodPut || r.Header.Get("X-Amz-Copy-Source") == "" {
+		if err := s.checkSession(r, bucket, auth); err != nil {
+			s.writeError(w, r, err)
+			return true
+		}
 	}
 	// The ETags a client sends back are the opaque ones it was given.
 	for _, h := range []string{"If-Match", "If-None-Match"} {

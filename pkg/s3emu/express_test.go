@@ -95,6 +95,17 @@ func TestExpressSDKClient(t *testing.T) {
 	if n := ts.SessionsCreated(); n != 1 {
 		t.Errorf("%d sessions created, want 1 shared by every request", n)
 	}
+	// CopyObject is signed with the base credentials, as the SDK sends it.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("src/a"), Body: strings.NewReader("copied")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("dst/a"),
+		CopySource: aws.String(testDirBucket + "/src/a")}); err != nil {
+		t.Fatalf("CopyObject: %v", err)
+	}
+	if _, b = getAll(t, c, &s3.GetObjectInput{Bucket: aws.String(testDirBucket), Key: aws.String("dst/a")}); string(b) != "copied" {
+		t.Errorf("copied object: %q, want %q", b, "copied")
+	}
 }
 
 // TestExpressRefusals checks what a directory bucket refuses: requests
