@@ -296,11 +296,6 @@ func (opts *copyOptions) check() (int64, error) {
 			}
 		}
 	}
-	if isS3(opts.src) && isS3(dst) && !opts.crossStore() {
-		if err := refuseServerSideAcross(opts.src, dst); err != nil {
-			return 0, err
-		}
-	}
 	return threshold, nil
 }
 

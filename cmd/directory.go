@@ -103,17 +103,6 @@ func refuseDirectory(bucket string, f directoryFlags) error {
 	return nil
 }
 
-// refuseServerSideAcross refuses a server-side copy between a directory
-// bucket and a general purpose bucket.
-func refuseServerSideAcross(src, dst string) error {
-	s, errS := s3store.ParseRawURL(src)
-	d, errD := s3store.ParseRawURL(dst)
-	if errS != nil || errD != nil || s3store.IsDirectoryBucket(s.Bucket) == s3store.IsDirectoryBucket(d.Bucket) {
-		return nil
-	}
-	return usageErrorf("server-side copy between directory bucket and general purpose bucket (%s to %s) is not supported: add --source-region or --source-endpoint-url to stream the bytes through", s.Bucket, d.Bucket)
-}
-
 // shownBucket is what config show says of the bucket a URL names.
 type shownBucket struct {
 	Name string `json:"name"`

@@ -64,7 +64,6 @@ func refusals() []refusal {
 		{args: s3("get", "--sse-c-key", "0123456789abcdef0123456789abcdef", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--sse-c: directory bucket d--use1-az4--x-s3 does not support customer-provided keys`},
 		{args: s3("get", "--request-payer", "requester", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--request-payer: directory bucket d--use1-az4--x-s3 does not support request-payer`},
 		{args: s3("copy", "--storage-class", "STANDARD_IA", "{file}", "s3://d--use1-az4--x-s3/k"), want: `--storage-class STANDARD_IA: directory bucket d--use1-az4--x-s3 stores only EXPRESS_ONEZONE`},
-		{args: s3("copy", "s3://d--use1-az4--x-s3/p/", "s3://bkt/p/"), want: `server-side copy between directory bucket and general purpose bucket \(d--use1-az4--x-s3 to bkt\) is not supported`},
 		{args: s3("get", "--nics", "doesnotexist0", "s3://bkt/k", "{dir}"), want: `doesnotexist0`},
 		{args: s3("get", "--ca-bundle", "{missing}", "s3://bkt/k", "{dir}"), want: `ca_bundle: `},
 		{args: s3("get", "--ca-bundle", "{file}", "s3://bkt/k", "{dir}"), want: `ca_bundle .*: no PEM certificate in it`},
