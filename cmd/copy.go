@@ -289,7 +289,7 @@ func (opts *copyOptions) check() (int64, error) {
 		if u, err := s3store.ParseRawURL(p); isS3(p) && err == nil {
 			df := directoryFlags{requestPayer: opts.req.RequestPayer}
 			if i == 1 {
-				df.storageClass = opts.upload.StorageClass // of what is written
+				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
 			}
 			if err := refuseDirectory(u.Bucket, df); err != nil {
 				return 0, err

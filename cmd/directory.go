@@ -77,7 +77,7 @@ func sortedLister(l transfer.Lister, lanes []transfer.Lane) transfer.Lister {
 
 // directoryFlags are the flags naming what a directory bucket lacks.
 type directoryFlags struct {
-	versionID, sseC, requestPayer, storageClass string
+	versionID, sseC, requestPayer, storageClass, sse string
 }
 
 // refuseDirectory refuses, in one line and before any request, a flag
@@ -99,6 +99,8 @@ func refuseDirectory(bucket string, f directoryFlags) error {
 		return lacks("--request-payer")
 	case f.storageClass != "" && f.storageClass != "EXPRESS_ONEZONE":
 		return usageErrorf("--storage-class %s: directory bucket %s stores only EXPRESS_ONEZONE", f.storageClass, bucket)
+	case f.sse == "aws:kms:dsse":
+		return usageErrorf("--sse aws:kms:dsse: directory bucket %s supports only AES256 and aws:kms", bucket)
 	}
 	return nil
 }
