@@ -323,3 +323,18 @@ func TestDirectoryBucketBench(t *testing.T) {
 		t.Errorf("bench read %d bytes, want the 8 MiB of the prefix", got)
 	}
 }
+
+// TestDirectoryBucketSessionDenied checks that a CreateSession refused
+// (no s3express:CreateSession permission) stops the run at once, exit 2,
+// with one line that names the permission.
+func TestDirectoryBucketSessionDenied(t *testing.T) {
+	faults, err := s3emu.ParseFaults("method=SESSION key=* times=-1 action=status:403:AccessDenied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dirStore(t, s3emu.Options{Faults: faults})
+	r := run(t, nil, s.cmd("get", s.url("data/"), t.TempDir())...)
+	if r.code != 2 || !strings.Contains(r.stderr, "the credentials need s3express:CreateSession on the bucket") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line naming s3express:CreateSession", r.code, r.stderr)
+	}
+}

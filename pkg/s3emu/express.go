@@ -23,6 +23,9 @@ import (
 // S3 Express One Zone grants them.
 const DefaultSessionLifetime = 5 * time.Minute
 
+// faultSession is the method of fault rules that answer CreateSession.
+const faultSession = "SESSION"
+
 // directorySuffix ends every directory bucket's name:
 // BASE--ZONEID--x-s3.
 const directorySuffix = "--x-s3"
@@ -125,6 +128,15 @@ func (s *Server) serveDirectory(w *respWriter, r *http.Request, bucket string, q
 		return true
 	}
 	if _, ok := q["session"]; ok && r.Method == http.MethodGet {
+		// A fault rule for method SESSION answers CreateSession (a
+		// missing s3express:CreateSession permission, say).
+		if s.faults != nil {
+			if st, ok := s.faults.match(faultSession, bucket, "", "").(Status); ok {
+				s.c.faults.Add(1)
+				s.writeError(w, r, &apiError{st.Code, st.s3Code(), st.message()})
+				return true
+			}
+		}
 		// Any base credentials may create a session: the emulator knows
 		// no secret of theirs to check a signature against.
 		akid, ses := s.sessions.create(bucket)
