@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-budget bench-copy bench-list bench-directio release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio release-check soak clean
 
 all: build
 
@@ -79,6 +79,11 @@ lint: fmt vet staticcheck
 ## request budget); OLD=REV also measures s3pd built at git revision REV
 bench: build
 	bash bench/run.sh
+
+## bench-tls: the loopback rows over HTTP and HTTPS side by side, in the
+## same rounds (s3pd, the bare clients, the transfer manager)
+bench-tls: build
+	BENCH='^BenchmarkLoopback(TLS)?$$' BUDGET= S3PD_BENCH_CLIENTS=$${S3PD_BENCH_CLIENTS:-bare,s3pd,transfermanager} bash bench/run.sh
 
 ## bench-budget: only the request-budget cases; QUICK=1 scales them down
 ## (one case: BUDGET='^BenchmarkBudget$$/^case=mcr48$$')

@@ -187,6 +187,7 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 	b.SetBytes(d.bytes())
 	var cpu time.Duration
 	var rss int64
+	var inFlight float64 // the summaries' mean in flight, from --json
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dest := ""
@@ -202,6 +203,7 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 		b.StopTimer()
 		cpu += u.cpu
 		rss = max(rss, u.maxRSS)
+		inFlight += summaryInFlight(u.out)
 		if dest != "" {
 			got, err := treeBytes(dest)
 			if err != nil || got != d.bytes() {
@@ -216,6 +218,9 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 	b.ReportMetric(cpu.Seconds()/float64(b.N)/(float64(d.bytes())/(1<<30)), "cpu-s/GiB")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(d.objects)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+	if inFlight > 0 {
+		b.ReportMetric(inFlight/float64(b.N), "in-flight")
+	}
 }
 
 // BenchmarkLoopback compares s3pd with the bare clients and the SDK's
@@ -223,7 +228,6 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 // tmpfs.
 func BenchmarkLoopback(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
-	defer cleanBuiltBinary()
 	for _, sink := range []string{"discard", "tmpfs"} {
 		b.Run("sink="+sink, func(b *testing.B) {
 			root := ""
@@ -245,7 +249,6 @@ func BenchmarkLoopback(b *testing.B) {
 // 16 MiB parts (64 ranges in flight); the target is under 128 MiB.
 func BenchmarkRSS(b *testing.B) {
 	endpoint := startServer(b, loopbackSpec, 0, 0)
-	defer cleanBuiltBinary()
 	c := contender{"s3pd", s3pdGet("--workers", "16", "--threads", "4", "--partsize", "16MiB")}
 	for _, sink := range []string{"discard", "tmpfs"} {
 		b.Run("sink="+sink, func(b *testing.B) {
@@ -279,7 +282,6 @@ var (
 // (bench/s5cmd.sh builds it).
 func BenchmarkS3Like(b *testing.B) {
 	endpoint := startServer(b, s3likeSpec, 30*time.Millisecond, 12_500_000)
-	defer cleanBuiltBinary()
 	root := tmpfsRoot(b)
 	contenders := []contender{{"bare", selfClient("bare")}, {"s3pd", s3pdGet()}}
 	if s5 := os.Getenv("S5CMD"); s5 != "" {

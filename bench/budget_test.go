@@ -24,7 +24,8 @@ import (
 // S3-like model (30 ms before each response, 12.5 MB/s per connection),
 // with --benchmark and no tuning flags, against a hand-tuned reference of
 // the same binary in the same rounds: one large object, a skewed set, an
-// AWS CLI concurrency setting, stalled GETs, and servers that throttle.
+// AWS CLI concurrency setting, stalled GETs (the emulator's, and a
+// proxy's that stalls connections mid-body), and servers that throttle.
 // With $S3PD_OLD_BIN it also runs the fault-free sets with that binary.
 // $S3PD_BENCH_QUICK=1 scales the slow cases down (see budgetCases).
 //
@@ -33,7 +34,6 @@ import (
 // (S3PD_BENCH_ROLE=budget-servers), since preparing a GiB of ETags takes
 // seconds.
 func BenchmarkBudget(b *testing.B) {
-	defer cleanBuiltBinary()
 	fmt.Printf("# budget round %d load %s\n", round(), loadAvg())
 	running := map[string]string{}
 	if js := os.Getenv("S3PD_BENCH_SERVERS"); js != "" {
@@ -128,6 +128,9 @@ type entrant struct {
 	old    bool     // run $S3PD_OLD_BIN instead of the binary under test
 	flags  []string // after the common ones; --adaptive=off is dropped when the binary lacks it
 	server model
+	// proxyStall, when above 0, puts a stallProxy before the server
+	// that stalls 2 % of the connections that long, mid-body.
+	proxyStall time.Duration
 }
 
 // budgetCase is one target: a dataset, what runs on it and against what.
@@ -180,6 +183,9 @@ func budgetCases() (cases []budgetCase, note string) {
 		{name: "stall2pct", spec: "m4:256:4MiB", set: m4(256), entrants: []entrant{
 			{name: "s3pd", server: stalled},
 			{name: "ref-nostall", server: plain}}},
+		{name: "stall2pct-proxy", spec: "m4:256:4MiB", set: m4(256), entrants: []entrant{
+			{name: "s3pd", server: plain, proxyStall: stall},
+			{name: "ref-nostall", server: plain}}},
 		{name: "inflight48-256", spec: "m4:256:4MiB", set: m4(256),
 			entrants: append([]entrant{{name: "s3pd", server: throttled}}, fixedGrid(throttled, grid...)...)},
 		{name: fmt.Sprintf("inflight48-%d", bigThrottled), spec: fmt.Sprintf("m4:%d:4MiB", bigThrottled), set: m4(bigThrottled),
@@ -222,8 +228,13 @@ func (bc budgetCase) contenders(tb testing.TB, eps map[string]string) []contende
 			flags = slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return strings.HasPrefix(f, "--adaptive") })
 		}
 		ep := eps[e.server.key()]
+		if e.proxyStall > 0 {
+			proxy := startStallProxy(tb, strings.TrimPrefix(ep, "http://"), 0.02, e.proxyStall, 1)
+			ep = "http://" + proxy.addr()
+			proxies.Store(ep, proxy)
+		}
 		cs = append(cs, contender{name: e.name, cmd: func(tb testing.TB, _ string, d dataset, _ string) ([]string, []string) {
-			argv := []string{bin, "get", "s3://bench/" + d.prefix, "--benchmark", "--endpoint-url", ep, "--quiet"}
+			argv := []string{bin, "get", "s3://bench/" + d.prefix, "--benchmark", "--endpoint-url", ep, "--quiet", "--json"}
 			return append(argv, flags...), nil
 		}})
 	}
@@ -302,17 +313,28 @@ func serverStats(tb testing.TB, endpoint string, reset bool) s3emu.Stats {
 // counters were just reset (so it stalls the same GETs and its throttle
 // starts full), and reports, besides the time, the share of GETs answered
 // SlowDown, the stalls, the most requests the server saw in flight, CPU
-// seconds per GiB and the peak RSS.
+// seconds per GiB, the peak RSS, the bytes the server sent over the
+// dataset's (sent-x) and the requests beyond the first of each range,
+// takeovers and retries, over the GETs it answered (extra-GET-%, from
+// s3pd's summary: absent for a binary that does not count ranges).
 func measureModel(b *testing.B, d dataset, c contender) {
 	home := b.TempDir()
 	b.SetBytes(d.bytes())
 	argv, env := c.cmd(b, "", d, "")
 	ep := argv[slices.Index(argv, "--endpoint-url")+1]
+	proxy := proxyAt(ep)
+	if proxy != nil {
+		ep = "http://" + proxy.target // the server's counters, behind the proxy
+	}
 	var cpu time.Duration
-	var rss, gets, throttled, stalls, peak int64
+	var rss, gets, throttled, stalls, peak, sent, extra int64
+	counted := true
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		serverStats(b, ep, true)
+		if proxy != nil {
+			proxy.reset()
+		}
 		b.StartTimer()
 		u := runChild(b, home, env, slices.Clone(argv)...)
 		b.StopTimer()
@@ -320,7 +342,16 @@ func measureModel(b *testing.B, d dataset, c contender) {
 		gets += st.GetRequests
 		throttled += st.ThrottledGets
 		stalls += st.Stalls
+		if proxy != nil {
+			stalls += proxy.stalls.Load()
+		}
 		peak = max(peak, st.MaxInFlight)
+		sent += st.BytesSent
+		if s, ok := lastSummary(u.out); ok && s.Ranges > 0 {
+			extra += s.Requests - s.Ranges
+		} else {
+			counted = false
+		}
 		cpu += u.cpu
 		rss = max(rss, u.maxRSS)
 		b.StartTimer()
@@ -330,4 +361,20 @@ func measureModel(b *testing.B, d dataset, c contender) {
 	b.ReportMetric(float64(peak), "peak-in-flight")
 	b.ReportMetric(cpu.Seconds()/float64(b.N)/(float64(d.bytes())/(1<<30)), "cpu-s/GiB")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(sent)/float64(d.bytes())/float64(b.N), "sent-x")
+	if counted {
+		b.ReportMetric(100*float64(extra)/float64(max(gets, 1)), "extra-GET-%")
+	}
+}
+
+// lastSummary reads the --json summary line from what s3pd printed.
+func lastSummary(out string) (runSummary, bool) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var s runSummary
+		if json.Unmarshal([]byte(lines[i]), &s) == nil && s.Type == "summary" {
+			return s, true
+		}
+	}
+	return runSummary{}, false
 }

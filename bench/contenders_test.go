@@ -21,7 +21,6 @@ func TestContenders(t *testing.T) {
 		t.Skip("builds s3pd and starts child processes")
 	}
 	endpoint := startServer(t, "big:2:9MiB,small:8:64KiB", 0, 0)
-	t.Cleanup(cleanBuiltBinary)
 	sets := []dataset{
 		{name: "2x9MiB", prefix: "big/", objects: 2, size: 9 << 20, workers: 2, threads: 2, tmConc: 2},
 		{name: "8x64KiB", prefix: "small/", objects: 8, size: 64 << 10, workers: 4, threads: 1, tmConc: 4},

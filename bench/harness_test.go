@@ -127,7 +127,8 @@ func childEnv(home string) []string {
 // usage is what one child run cost.
 type usage struct {
 	wall, cpu time.Duration
-	maxRSS    int64 // bytes
+	maxRSS    int64  // bytes
+	out       string // what it printed, stdout and stderr
 }
 
 // runChild runs argv (argv[0] "" means this test binary) with extra
@@ -168,6 +169,7 @@ func runChild(tb testing.TB, home string, extra []string, argv ...string) usage 
 		wall:   wall,
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 		maxRSS: peak,
+		out:    out.String(),
 	}
 }
 

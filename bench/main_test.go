@@ -23,7 +23,11 @@ const roleEnv = "S3PD_BENCH_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		// The binary s3pdBinary built serves every test and benchmark of
+		// the process: it goes when they all have run.
+		code := m.Run()
+		cleanBuiltBinary()
+		os.Exit(code)
 	case "serve":
 		exitOn(serve())
 	case "budget-servers":
@@ -46,7 +50,10 @@ func exitOn(err error) {
 // serve runs the emulator from S3PD_BENCH_DATASET, _TTFB, _RATE and, in
 // JSON, _THROTTLE (s3emu.Throttle) and _STALLS (s3emu.Stalls), prints
 // "endpoint URL" once its ETags are computed, and stops when stdin
-// closes (the benchmark that started it ended) or on a signal.
+// closes (the benchmark that started it ended) or on a signal. With
+// S3PD_BENCH_TLS_CA set it serves HTTPS with a self-signed RSA-2048
+// certificate (as S3's), written to that file before the endpoint is
+// printed.
 func serve() error {
 	ttfb, err := time.ParseDuration(envOr("S3PD_BENCH_TTFB", "0s"))
 	if err != nil {
@@ -64,9 +71,18 @@ func serve() error {
 			}
 		}
 	}
+	ca := os.Getenv("S3PD_BENCH_TLS_CA")
+	if ca != "" {
+		opts.TLS = &s3emu.TLSOptions{Key: s3emu.KeyRSA}
+	}
 	srv, err := s3emu.New(opts)
 	if err != nil {
 		return err
+	}
+	if ca != "" {
+		if err := srv.WriteCertificate(ca); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

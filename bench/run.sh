@@ -14,8 +14,10 @@
 # Settings (environment):
 #   COUNT=10          rounds
 #   BENCHTIME=2x      iterations of each contender per round
-#   BENCH='^Benchmark(Loopback|RSS|S3Like)$'   which benchmarks (a go test -bench regexp;
-#                  empty: none)
+#   BENCH='^Benchmark(Loopback|RSS|S3Like|Overfetch)$'   which benchmarks (a go test -bench regexp;
+#                  empty: none). The HTTPS rows are BenchmarkLoopbackTLS, run
+#                  only when asked: BENCH='^BenchmarkLoopback(TLS)?$' puts them
+#                  beside the HTTP rows in the same rounds (make bench-tls)
 #   BUDGET='^BenchmarkBudget$'   the request-budget cases, COUNT rounds in one
 #                  process after BENCH's, BUDGET_BENCHTIME=1x (empty: none;
 #                  one case: '^BenchmarkBudget$/^case=mcr48$')
@@ -38,7 +40,7 @@ cd "$(dirname "$0")/.."
 
 COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-2x}
-BENCH=${BENCH-^Benchmark(Loopback|RSS|S3Like)$}
+BENCH=${BENCH-^Benchmark(Loopback|RSS|S3Like|Overfetch)$}
 BUDGET=${BUDGET-^BenchmarkBudget$}
 BUDGET_BENCHTIME=${BUDGET_BENCHTIME:-1x}
 OUT=${OUT:-$(mktemp -d /tmp/s3pd-bench-XXXXXX)}
@@ -110,9 +112,9 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt
 # order means the first contender in the file is not always bare), then s3pd
 # as the base against its peers.
 declare -A cols
-cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-old s3pd-engine s3pd-verify-off transfermanager manager)' [RSS]='/client' [S3Like]='/client@(bare s3pd s5cmd)' [Budget]='/client')
-peers=([Loopback]='/client@(s3pd transfermanager manager)' [S3Like]='/client@(s3pd s5cmd)')
-for b in Loopback RSS S3Like Budget; do
+cols=([Loopback]='/client@(bare bare-again bare-sum s3pd s3pd-old s3pd-engine s3pd-verify-off transfermanager manager)' [LoopbackTLS]='/client@(bare s3pd transfermanager)' [RSS]='/client' [Overfetch]='/case' [S3Like]='/client@(bare s3pd s5cmd)' [Budget]='/client')
+peers=([Loopback]='/client@(s3pd transfermanager manager)' [LoopbackTLS]='/client@(s3pd transfermanager)' [S3Like]='/client@(s3pd s5cmd)')
+for b in Loopback LoopbackTLS RSS S3Like Overfetch Budget; do
 	grep -E "^(goos|goarch|pkg|cpu):|^Benchmark$b/" "$OUT/raw.txt" >"$OUT/$b.txt" || continue
 	benchstat -col "${cols[$b]}" "$OUT/$b.txt" >"$OUT/$b.benchstat" 2>&1 || true
 	echo "== $b"

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,8 @@ type benchOptions struct {
 	connRate string
 	repeat   int
 	sweep    sweepFlags
+	// plainHTTP serves the embedded emulator over HTTP (--http).
+	plainHTTP bool
 }
 
 // NewCmdBench builds `s3pd bench`. runF, when set, runs instead of
@@ -45,12 +48,19 @@ func NewCmdBench(f *Factory, runF func(context.Context, *benchOptions) error) *c
 	c := &cobra.Command{
 		Use:   "bench [flags] [s3://bucket/prefix]",
 		Short: "Measure download throughput, latency and errors",
-		Long: `Run the transfer engine into a discard sink and report throughput, requests,
-retries and time to first byte (p50, p99).
+		Long: `Run the transfer engine into a discard sink and report what it measured:
+objects and bytes, the rate (MiB/s or GiB/s, and decimal Gbit/s as network
+cards are rated), what was verified, requests, retries (SlowDowns among
+them) and requests in flight, time to first byte and request time (p50,
+p90, p99, p99.9, one line each), peak memory, CPU time per GiB, the rate
+over time (min, median, max of --interval) and a verdict naming the
+bottleneck. --json writes the same figures as one summary line.
 
 With no URL, bench starts the embedded S3 emulator with a synthetic dataset
 and a realistic network model (30 ms before each response, 90 MB/s per
-connection), so it runs on a fresh machine with no AWS account.`,
+connection), so it runs on a fresh machine with no AWS account. It serves
+HTTPS, as S3 does, with a self-signed certificate the run trusts (--http:
+plain HTTP); the summary counts the TLS handshakes.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
@@ -77,6 +87,7 @@ connection), so it runs on a fresh machine with no AWS account.`,
 	nonNegativeDurationVar(fs, &opts.ttfb, "ttfb", defaultBenchTTFB, "embedded emulator: delay before each response")
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
 	opts.sweep.register(fs)
+	fs.BoolVar(&opts.plainHTTP, "http", false, "embedded emulator: serve plain HTTP, not HTTPS")
 	fs.IntVar(&opts.repeat, "repeat", 1, "run N rounds and print a summary for each (compare runs with s3pd bench compare)")
 	c.AddCommand(NewCmdBenchServe(f, nil), NewCmdBenchCompare(f, nil), NewCmdBenchDisk(f, nil))
 	return c
@@ -101,11 +112,11 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if opts.url != "" {
 		url = opts.url
 	} else {
-		emu, err := startEmulator(ctx, f, opts, &settings, origins)
+		stop, err := startEmulator(ctx, f, opts, &settings, origins)
 		if err != nil {
 			return err
 		}
-		defer emu.Close()
+		defer stop()
 	}
 	opts.output.report.command, opts.output.report.source = "bench", url
 	opts.output.report.lines = true
@@ -179,6 +190,9 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 	if opts.repeat < 1 {
 		return nil, usageErrorf("--repeat %d: want at least 1 round", opts.repeat)
 	}
+	if opts.plainHTTP && opts.url != "" {
+		return nil, usageErrorf("--http is for the embedded emulator: the URL's endpoint has its own scheme")
+	}
 	cells, err := opts.sweep.cells()
 	if err != nil {
 		return nil, err
@@ -196,9 +210,11 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 }
 
 // startEmulator starts the embedded emulator that bench without a URL
-// measures against, with the dataset ready before the clock runs, and
-// points settings at it. The caller closes it when the run ends.
-func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings *config.Settings, origins *config.Origins) (*s3emu.Server, error) {
+// measures against, over HTTPS with a self-signed certificate the run's
+// clients trust (plain HTTP with --http), with the dataset ready before
+// the clock runs, and points settings at it. The caller calls stop when
+// the run ends.
+func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings *config.Settings, origins *config.Origins) (stop func(), err error) {
 	if origins.Get("endpoint_url").Source != config.SourceDefault {
 		return nil, usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
 	}
@@ -206,25 +222,61 @@ func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings 
 	if err != nil {
 		return nil, usageErrorf("--conn-rate %q: %v", opts.connRate, err)
 	}
-	emu, err := s3emu.New(s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate})
+	eo := s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate}
+	if !opts.plainHTTP {
+		eo.TLS = &s3emu.TLSOptions{Key: s3emu.KeyRSA} // as S3's certificates
+	}
+	emu, err := s3emu.New(eo)
 	if err != nil {
 		return nil, usageErrorf("--dataset %q: %v", opts.dataset, err)
 	}
+	stop = func() { emu.Close() }
+	if emu.TLS() {
+		ca, err := trustEmulator(emu)
+		if err != nil {
+			return nil, err
+		}
+		stop = func() { emu.Close(); os.Remove(ca) }
+		// The emulator is the only server of the run: its certificate is
+		// the one authority to trust, whatever ca_bundle said.
+		settings.CABundle = ca
+	}
 	// Compute the dataset's ETags and checksums before the clock runs.
 	if err := emu.Prepare(ctx); err != nil {
+		stop()
 		return nil, fmt.Errorf("prepare emulator: %w", err)
 	}
 	endpoint, err := emu.Start("127.0.0.1:0")
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("start emulator: %w", err)
 	}
 	settings.EndpointURL, settings.NoSignRequest = endpoint, true
 	if settings.Region == "" {
 		settings.Region = "us-east-1"
 	}
-	if !opts.output.asJSON {
-		fmt.Fprintf(f.IO.Out, "emulator: %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, opts.dataset, opts.ttfb, opts.connRate)
+	if w := opts.output.textOut(f.Factory); w != nil {
+		over := "plain HTTP (in-process)"
+		if emu.TLS() {
+			over = "HTTPS (self-signed, in-process)"
+		}
+		fmt.Fprintf(w, "emulator: %s over %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, over, opts.dataset, opts.ttfb, opts.connRate)
 	}
 	opts.output.embedded = true
-	return emu, nil
+	return stop, nil
+}
+
+// trustEmulator writes the emulator's self-signed certificate to a
+// temporary file, for the clients' CA bundle, and returns its path.
+func trustEmulator(emu *s3emu.Server) (string, error) {
+	tmp, err := os.CreateTemp("", "s3pd-bench-ca-*.pem")
+	if err != nil {
+		return "", fmt.Errorf("emulator certificate: %w", err)
+	}
+	tmp.Close()
+	if err := emu.WriteCertificate(tmp.Name()); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("emulator certificate: %w", err)
+	}
+	return tmp.Name(), nil
 }

@@ -30,7 +30,8 @@ time to first byte, request time, CPU per GiB, retries, memory) it prints
 the mean and spread of A and B, B's change, and a verdict: better, worse,
 within noise (Welch's t-test at 95%), or unknown when a side has fewer
 than 3 rounds. The exit status is 0 unless --fail-on-regression is given
-and a figure is worse.`,
+and a figure is worse. Runs over different schemes (HTTP and HTTPS) are
+warned about: TLS's cost is in their difference.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("bench compare takes two files, A.json and B.json, got %d argument(s)", len(args))
@@ -58,6 +59,9 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	if err != nil {
 		return err
 	}
+	if warn := report.SchemeWarning(a, b); warn != "" {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", warn)
+	}
 	changes := report.Compare(a, b)
 	w := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "FIGURE\tA (%s)\tB (%s)\tCHANGE\tVERDICT\n", plural(int64(len(a)), "round"), plural(int64(len(b)), "round"))
@@ -71,6 +75,20 @@ func runBenchCompare(f *Factory, opts *compareOptions, pathA, pathB string) erro
 	w.Flush()
 	if len(a) < report.MinRounds || len(b) < report.MinRounds {
 		fmt.Fprintf(f.IO.Out, "fewer than %d rounds on a side: noise cannot be told from change (bench --repeat %d)\n", report.MinRounds, report.MinRounds)
+	}
+	// A side without a figure cannot show a regression: under
+	// --fail-on-regression that fails too, or a CI job whose run
+	// produced no figures would pass.
+	for _, side := range []struct {
+		path   string
+		rounds []report.Round
+	}{{pathA, a}, {pathB, b}} {
+		if n := figureCount(side.rounds); n == 0 {
+			fmt.Fprintf(f.IO.Out, "%s has none of the figures compared\n", side.path)
+			if opts.failOnRegression {
+				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s has no figures to compare: nothing shows that it did not regress", side.path)}
+			}
+		}
 	}
 	if worse > 0 && opts.failOnRegression {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s worse in %s than in %s", plural(int64(worse), "figure"), pathB, pathA)}
@@ -96,4 +114,18 @@ func meanText(mean, sd float64, n int) string {
 		return fmt.Sprintf("%.4g", mean)
 	}
 	return fmt.Sprintf("%.4g ± %.2g", mean, sd)
+}
+
+// figureCount is how many of the compared figures some round has.
+func figureCount(rounds []report.Round) int {
+	n := 0
+	for _, fig := range report.Figures {
+		for _, r := range rounds {
+			if _, ok := r.Figures[fig.Field]; ok {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +33,8 @@ type benchServeOptions struct {
 	caOut    string
 	// sessionLifetime is how long a directory bucket's sessions live.
 	sessionLifetime time.Duration
+	// allowRemote: --allow-remote, to listen beyond loopback
+	allowRemote bool
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
@@ -90,6 +94,7 @@ to paste; --tls-cert and --tls-key serve a certificate of your own.`,
 	fs.StringVar(&opts.tlsKeyAs, "tls-key-type", s3emu.KeyRSA, "key of the self-signed certificate: rsa (2048 bits, as S3's) or ecdsa (P-256)")
 	nonNegativeDurationVar(fs, &opts.sessionLifetime, "session-lifetime", s3emu.DefaultSessionLifetime, "how long a directory bucket's session credentials live")
 	fs.StringVar(&opts.caOut, "ca-out", "", "write the self-signed certificate here, kept at exit (default: a temporary file removed at exit)")
+	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "listen on an address other hosts can reach (every bucket is served without authentication, and the buckets in memory are writable by anyone)")
 	return c
 }
 
@@ -100,6 +105,13 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	}
 	if opts.ttfb < 0 {
 		return usageErrorf("--ttfb must not be negative")
+	}
+	remote, err := reachableBeyondLoopback(opts.listen)
+	if err != nil {
+		return usageErrorf("--listen %s: %v", opts.listen, err)
+	}
+	if remote && !opts.allowRemote {
+		return usageErrorf("--listen %s can be reached from other hosts, and the emulator checks no credentials: give --allow-remote to serve there anyway, or listen on 127.0.0.1", opts.listen)
 	}
 	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
 		Throttle: opts.throttle, Stalls: opts.stalls, SessionLifetime: opts.sessionLifetime}
@@ -133,6 +145,13 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 		return usageErrorf("--listen %s: %v", opts.listen, errors.Unwrap(err))
 	}
 	defer emu.Close()
+	if remote {
+		writable := "the buckets other than " + s3emu.DefaultBucket + " (--bucket) live in memory and are writable"
+		if opts.backend == s3emu.BackendMemory || opts.backend == s3emu.BackendDiscard {
+			writable = "every bucket is writable (the " + opts.backend + " backend)"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "s3pd: warning: --allow-remote: serving at %s to anyone who can reach it: every bucket can be listed and read without authentication, and %s, also deletable, by anyone\n", endpoint, writable)
+	}
 	caFlag, cleanup, err := opts.writeCA(emu)
 	if err != nil {
 		return err
@@ -215,3 +234,18 @@ func (opts *benchServeOptions) writeCA(emu *s3emu.Server) (flag string, cleanup 
 // parseConnRate reads --conn-rate as every rate setting is read
 // (90MB/s, 90MB, 720Mb/s).
 func parseConnRate(s string) (int64, error) { return config.ParseRate(s) }
+
+// reachableBeyondLoopback reports whether listening at addr (host:port)
+// serves other hosts: any host but a loopback address or "localhost"
+// (an empty host, 0.0.0.0 and :: are every interface).
+func reachableBeyondLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return false, nil
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip == nil || !ip.IsLoopback(), nil
+}

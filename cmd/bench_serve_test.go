@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -301,4 +303,74 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBenchServeBeyondLoopbackNeedsAllowRemote: an address other hosts
+// can reach is refused (exit 2, naming --allow-remote) unless the flag
+// is given; with it the emulator serves and says, before anything else
+// on stderr, what it exposes.
+func TestBenchServeBeyondLoopbackNeedsAllowRemote(t *testing.T) {
+	for _, listen := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		var stderr bytes.Buffer
+		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &stderr}, Getenv: func(string) string { return "" }}
+		c := NewCmdBenchServe(f, nil)
+		c.SetArgs([]string{"--listen", listen})
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := c.ExecuteContext(ctx)
+		cancel()
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "--allow-remote") {
+			t.Errorf("--listen %s: %v, want a usage error naming --allow-remote", listen, err)
+		}
+	}
+	for _, listen := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0"} {
+		if remote, err := reachableBeyondLoopback(listen); err != nil || remote {
+			t.Errorf("%s: remote %v, %v; want loopback", listen, remote, err)
+		}
+	}
+	for _, backend := range []string{"memory", "synthetic"} {
+		var stderr lockedBuffer
+		pr, pw := io.Pipe()
+		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: &stderr}, Getenv: func(string) string { return "" }}
+		c := NewCmdBenchServe(f, nil)
+		c.SetArgs([]string{"--listen", "0.0.0.0:0", "--allow-remote", "--backend", backend, "--dataset", "d:1:1KiB"})
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { err := c.ExecuteContext(ctx); pw.Close(); done <- err }()
+		line, _ := bufio.NewReader(pr).ReadString('\n')
+		cancel()
+		go io.Copy(io.Discard, pr)
+		if err := <-done; err != nil || !strings.Contains(line, "serving bucket") {
+			t.Fatalf("--allow-remote %s: %v, first line %q", backend, err, line)
+		}
+		warn := stderr.String()
+		for _, want := range []string{"without authentication", "writable", "deletable"} {
+			if !strings.Contains(warn, want) {
+				t.Errorf("--allow-remote %s: stderr %q does not say %q", backend, warn, want)
+			}
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from the command's
+// goroutine and read from the test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

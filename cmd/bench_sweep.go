@@ -18,6 +18,7 @@ import (
 	"github.com/s3pd/s3pd/configs"
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/sweep"
@@ -90,7 +91,9 @@ type sweepLine struct {
 	Bytes    int64   `json:"bytes"`
 	Seconds  float64 `json:"seconds"`
 	Gibps    float64 `json:"gibps"`
+	Gbps     float64 `json:"gbps"`
 	TTFB50ms float64 `json:"ttfb_p50_ms"`
+	InFlight float64 `json:"in_flight_mean"`
 	Error    string  `json:"error,omitempty"`
 	// Reason says how sweep_best was chosen.
 	Reason    string `json:"reason,omitempty"`
@@ -100,7 +103,7 @@ type sweepLine struct {
 
 func newSweepLine(typ string, r sweep.Result) sweepLine {
 	l := sweepLine{header: newHeader(typ), PartSize: r.PartSize, Requests: r.Requests, Bytes: r.Summary.Bytes,
-		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, TTFB50ms: ms(r.Summary.TTFB50)}
+		Seconds: r.Summary.Elapsed.Seconds(), Gibps: r.Gibps, Gbps: report.Gbps(r.Summary.Bytes, r.Summary.Elapsed), TTFB50ms: ms(r.Summary.TTFB50), InFlight: r.Summary.InFlightMean}
 	if r.Err != nil {
 		l.Error = oneLine(r.Err.Error())
 	}
@@ -111,20 +114,19 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
 	text, js := opts.output.textOut(f.Factory), opts.output.jsonOut(f.Factory)
 	// A cell runs as bench would, verifying as bench does, so the two
-	// differ only by what a cell is: short, and from a cold start.
+	// differ only by what a cell is: short, from a cold start, and with
+	// its window fixed at the setting (--adaptive off): with the
+	// window's climb --max-concurrent-requests is a ceiling the window
+	// may stop below (at its knee), not what a row would measure.
 	verify, err := opts.output.verifyMode()
 	if err != nil {
 		return err
 	}
-	adaptive, err := opts.output.adaptiveMode()
-	if err != nil {
-		return err
-	}
-	const row = "%10s %9s %9s %11s %13s  %s\n"
+	const row = "%10s %9s %10s %26s %11s %13s  %s\n"
 	if text != nil {
-		fmt.Fprintf(text, "sweep: %s, %s each, each from a cold start (new connections, requests in flight ramping up) and cut off at its time: compare the rows with each other, not with a whole bench run\n",
+		fmt.Fprintf(text, "sweep: %s, %s each, each from a cold start (new connections) with --adaptive off (the requests in flight fixed at the setting) and cut off at its time: compare the rows with each other, not with a whole bench run, whose window may stop below its ceiling\n",
 			plural(int64(len(cells)), "setting"), opts.sweep.per)
-		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "GIBPS", "TTFB P50", "BYTES", "")
+		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "IN FLIGHT", "RATE", "TTFB P50", "BYTES", "")
 	}
 	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
 		cs := s
@@ -145,7 +147,8 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 			return transfer.Summary{}, err
 		}
 		eopts := engineOptions(cs)
-		eopts.Verify, eopts.Adaptive, eopts.StallTimeout = verify, adaptive, opts.output.stall
+		eopts.Verify, eopts.StallTimeout = verify, opts.output.stall
+		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
 		eng, err := transfer.New(src.Lanes, sink.Discard{}, eopts)
 		if err != nil {
 			return transfer.Summary{}, err
@@ -167,7 +170,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 			if r.Err != nil {
 				errText = oneLine(r.Err.Error())
 			}
-			fmt.Fprintf(text, row, config.FormatSize(r.PartSize), strconv.Itoa(r.Requests), fmt.Sprintf("%.3f", r.Gibps),
+			fmt.Fprintf(text, row, config.FormatSize(r.PartSize), strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.Summary.InFlightMean), report.RateOfGibps(r.Gibps),
 				fmt.Sprintf("%.1f ms", ms(r.Summary.TTFB50)), strconv.FormatInt(r.Summary.Bytes, 10), errText)
 		}
 	}
@@ -194,7 +197,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		host, _ := os.Hostname()
 		comment := []string{
 			fmt.Sprintf("Written by s3pd bench --sweep on %s at %s:", host, time.Now().UTC().Format(time.RFC3339)),
-			fmt.Sprintf("%.3f Gibps from %s with %s parts and %d requests in flight.", best.Gibps, opts.output.report.source, config.FormatSize(best.PartSize), best.Requests),
+			fmt.Sprintf("%s from %s with %s parts and %d requests in flight.", report.RateOfGibps(best.Gibps), opts.output.report.source, config.FormatSize(best.PartSize), best.Requests),
 		}
 		path, err := saveUserPreset(f.Factory, name, sweep.Preset(best, comment))
 		if err != nil {
@@ -206,7 +209,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		writeJSONLine(js, line)
 	}
 	if text != nil {
-		fmt.Fprintf(text, "best: --partsize %s --max-concurrent-requests %d (%.3f Gibps): %s\n", config.FormatSize(best.PartSize), best.Requests, best.Gibps, line.Reason)
+		fmt.Fprintf(text, "best: --partsize %s --max-concurrent-requests %d (%s): %s\n", config.FormatSize(best.PartSize), best.Requests, report.RateOfGibps(best.Gibps), line.Reason)
 		if line.Preset != "" {
 			fmt.Fprintf(text, "saved preset %s in %s: s3pd get --preset %s ...\n", line.Preset, line.PresetYML, line.Preset)
 		}

@@ -27,11 +27,15 @@ func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t s3store.
 	return f, lanes[0].Base.With(t), nil
 }
 
-// acceptQuiet registers get's --quiet on a command that never shows a
-// progress bar, hidden, so that scripts can pass the same flags to all.
+// acceptQuiet registers get's --quiet and --no-progress on a command
+// that never shows a progress bar, hidden, so that scripts can pass the
+// same flags to all.
 func acceptQuiet(fs *pflag.FlagSet) {
 	fs.BoolP("quiet", "q", false, "no progress bar (this command never shows one)")
-	if err := fs.MarkHidden("quiet"); err != nil {
-		panic(err) // registered just above
+	fs.Bool("no-progress", false, "no progress bar (this command never shows one)")
+	for _, name := range []string{"quiet", "no-progress"} {
+		if err := fs.MarkHidden(name); err != nil {
+			panic(err) // registered just above
+		}
 	}
 }

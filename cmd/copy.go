@@ -42,6 +42,12 @@ type copyOptions struct {
 	upload           s3store.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
+	// expectedSize is --expected-size, the size of a SRC - stream.
+	expectedSize string
+	noSpaceCheck bool
+	sizeOnly     bool
+	// ssec is the SSE-C key of an S3 source copied to local files.
+	ssec sseCKeyFlags
 }
 
 // NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
@@ -71,7 +77,10 @@ skipped; a failed or interrupted upload is aborted.
 S3 to S3 on one store: server-side CopyObject, or UploadPartCopy in parallel
 above --copy-threshold. With --source-endpoint-url, --source-region or
 --source-profile the bytes stream through this machine, never to disk.
-S3 to local: as get.`,
+S3 to local: as get.
+Standard input to S3 (SRC -): one object, a multipart upload of unknown
+size in parts of --partsize (--expected-size sizes them for a long stream),
+--threads+1 parts in memory at most, aborted on an error or interrupt.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 2 || opts.benchmark && len(args) == 1 {
 				return nil
@@ -96,6 +105,8 @@ S3 to local: as get.`,
 	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
+	fs.BoolVar(&opts.sizeOnly, "size-only", false, "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)")
+	opts.ssec.register(fs)
 	fs.BoolVar(&opts.noLock, "no-lock", false, "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", true, "copy what symbolic links point to (the AWS CLI's default)")
 	fs.BoolVar(&opts.noFollowSymlinks, "no-follow-symlinks", false, "report and skip symbolic links instead of following them")
@@ -105,6 +116,8 @@ S3 to local: as get.`,
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
 	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "S3 to local: do not compare what is still to land with DEST's free space before the first byte")
+	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
 	fs.StringVar(&opts.source.endpoint, "source-endpoint-url", "", "S3 to S3: endpoint of SRC, when it differs from DEST's (the bytes then stream through)")
 	fs.StringVar(&opts.source.region, "source-region", "", "S3 to S3: region of SRC (the bytes then stream through)")
@@ -119,10 +132,17 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	expected, err := opts.checkStdin()
+	if err != nil {
+		return err
+	}
 	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, opts.dst == "-")
 	defer f.end(&err)
 	if err != nil {
 		return err
+	}
+	if opts.src == "-" {
+		return streamUpload(ctx, f, opts, settings, expected)
 	}
 	if isS3(opts.src) && (opts.benchmark || !isS3(opts.dst)) {
 		return copyDownload(ctx, f, opts, settings, origins)
@@ -136,6 +156,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	warnIncludeAlone(f, opts.rules.rules)
 	c, err := job.NewCopy(ctx, spec)
 	if err != nil {
 		return jobError(ctx, err)
@@ -143,8 +164,14 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	defer c.Close()
 	out := opts.output
 	out.localTo, out.dryVerb = c.LocalTo, "copy"
+	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
+	if spec.SrcURL.Bucket != "" {
+		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
+	} else if c.LocalTo == "local" {
+		verb = "copy"
+	}
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
-		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, directory: directorySource(opts.src)})
+		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin, directory: directorySource(opts.src)})
 	if err == nil && failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
 	}
@@ -178,7 +205,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock,
+		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
 		Target:   s3store.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
@@ -186,7 +213,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
 		Scale: opts.scale.scaleSpec(f, settings, t, shardSpec, opts.rules.rules)}
-	spec.Upload.Overwrite, spec.Upload.Req = opts.overwrite, opts.req
+	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.overwrite, opts.req, opts.sizeOnly
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
 			return spec, usageError(err)
@@ -264,6 +291,15 @@ func (opts *copyOptions) check() (int64, error) {
 	if opts.overwrite && opts.noClobber {
 		return 0, usageErrorf("--overwrite and --no-clobber contradict each other")
 	}
+	if opts.sizeOnly && (opts.overwrite || opts.output.exactTimestamps) {
+		return 0, usageErrorf("--size-only keeps files and objects by their size alone: not with --overwrite or --exact-timestamps")
+	}
+	if opts.sizeOnly && isS3(opts.src) && isS3(dst) && !opts.crossStore() {
+		return 0, usageErrorf("--size-only: a server-side copy skips objects by size and ETag, which it always compares")
+	}
+	if opts.ssec.given() && !(isS3(opts.src) && !isS3(dst)) {
+		return 0, usageErrorf("--sse-c and its key apply to downloads (S3 to local); SSE-C uploads and copies are not supported")
+	}
 	if opts.delete && (opts.benchmark || dst == "-") {
 		return 0, usageErrorf("--delete needs a directory or a prefix as DEST")
 	}
@@ -311,8 +347,8 @@ func isS3(p string) bool { return job.IsS3(p) }
 // does, with the settings and logger this run has already.
 func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, origins *config.Origins) error {
 	g := &getOptions{src: opts.src, dest: opts.dst, flags: opts.flags, benchmark: opts.benchmark,
-		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete}
-	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber = opts.overwrite, opts.noLock, opts.noClobber
+		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete, noSpaceCheck: opts.noSpaceCheck, ssec: opts.ssec}
+	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber, g.sink.SizeOnly = opts.overwrite, opts.noLock, opts.noClobber, opts.sizeOnly
 	u, spec, err := g.check(f.Factory)
 	if err != nil {
 		return err

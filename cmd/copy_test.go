@@ -44,7 +44,7 @@ func runCopyArgs(t *testing.T, args ...string) (int, string, string) {
 	c := NewCmdCopy(f, nil)
 	c.SilenceUsage, c.SilenceErrors = true, true
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	c.SetArgs(append([]string{"--quiet"}, args...))
+	c.SetArgs(append([]string{"--no-progress"}, args...))
 	c.SetOut(f.IO.Out)
 	c.SetErr(f.IO.ErrOut)
 	err := c.ExecuteContext(context.Background())

@@ -23,23 +23,44 @@ type shownCredentials struct {
 	AccessKey string `json:"access_key,omitempty"`
 }
 
-// credentialSource finds the credentials the AWS SDK would use, in its
-// order: the environment, then the profile (role, SSO, process, keys in
-// the credentials file or the config file), then the container or the
+// credentialQuery is what decides where credentials come from: the
+// profile, whether --profile named it, the config file, and
+// --no-sign-request.
+type credentialQuery struct {
+	profile, configFile string
+	named, noSign       bool
+}
+
+// queryOf is the query of loaded settings.
+func queryOf(l *config.Loaded) credentialQuery {
+	named := l.Origins != nil && l.Origins.Get("profile").Source == config.SourceFlag
+	return credentialQuery{profile: l.Profile, configFile: l.AWSConfigFile, named: named, noSign: l.Settings.NoSignRequest}
+}
+
+// credentialSource finds the credentials the AWS SDK would use, in the
+// AWS CLI v2's order: the environment's keys (unless --profile names a
+// profile: then only the profile counts), a web identity token file in
+// the environment, then the profile (role, SSO, process, keys in the
+// credentials file or the config file), then the container or the
 // instance role.
 func credentialSource(getenv func(string) string, l *config.Loaded) shownCredentials {
+	return credentialSourceOf(getenv, queryOf(l))
+}
+
+func credentialSourceOf(getenv func(string) string, q credentialQuery) shownCredentials {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if l.Settings.NoSignRequest {
+	if q.noSign {
 		return shownCredentials{Source: "none", Location: "--no-sign-request"}
 	}
-	if id := getenv("AWS_ACCESS_KEY_ID"); id != "" && getenv("AWS_SECRET_ACCESS_KEY") != "" {
+	if id := getenv("AWS_ACCESS_KEY_ID"); id != "" && getenv("AWS_SECRET_ACCESS_KEY") != "" && !q.named {
 		return shownCredentials{Source: "env", Location: "AWS_ACCESS_KEY_ID", AccessKey: mask(id)}
 	}
-	if f := getenv("AWS_WEB_IDENTITY_TOKEN_FILE"); f != "" {
+	if f := getenv("AWS_WEB_IDENTITY_TOKEN_FILE"); f != "" && !q.named {
 		return shownCredentials{Source: "web-identity", Location: "AWS_WEB_IDENTITY_TOKEN_FILE"}
 	}
+	l := struct{ Profile, AWSConfigFile string }{q.profile, q.configFile}
 	cfg, _ := config.ReadAWSConfig(l.AWSConfigFile, false)
 	credFile := getenv("AWS_SHARED_CREDENTIALS_FILE")
 	if credFile == "" {
@@ -54,8 +75,9 @@ func credentialSource(getenv func(string) string, l *config.Loaded) shownCredent
 		return v, ok && v != ""
 	}
 	for _, k := range []struct{ key, source string }{
-		{"role_arn", "assume-role"}, {"sso_session", "sso"}, {"sso_start_url", "sso"},
-		{"credential_process", "process"}, {"web_identity_token_file", "web-identity"},
+		// A role with a web identity token file is assumed with the token.
+		{"web_identity_token_file", "web-identity"}, {"role_arn", "assume-role"},
+		{"sso_session", "sso"}, {"sso_start_url", "sso"}, {"credential_process", "process"},
 	} {
 		if _, ok := has(cfg, k.key); ok {
 			return shownCredentials{Source: k.source, Location: l.AWSConfigFile}

@@ -63,6 +63,9 @@ type runEnv struct {
 	exits []func()
 	// net is the run's HTTP transport, built on first use (transport).
 	net *runTransport
+	// credentials says where requests' credentials come from, for the
+	// --debug start line ("" when not at debug).
+	credentials string
 }
 
 // newRunEnv is the environment of a run that has built nothing of its

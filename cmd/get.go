@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,14 +35,22 @@ type getOptions struct {
 	req       s3store.Request
 	ssec      sseCKeyFlags
 	versionID string
+	// noSpaceCheck: --no-space-check, no comparison of what is to land
+	// with DEST's free space.
+	noSpaceCheck bool
 }
 
 // outputFlags are the flags every transferring command shares.
 type outputFlags struct {
 	asJSON, quiet, dryRun bool
-	jsonFile              string
-	// recursive and onlyErrors are the AWS CLI's habits (habits.go).
+	// noProgress: --no-progress, the bar off but the lines kept.
+	noProgress bool
+	jsonFile   string
+	// recursive, onlyErrors, exactTimestamps and pageSize are the AWS
+	// CLI's habits (habits.go).
 	recursive, onlyErrors bool
+	exactTimestamps       bool
+	pageSize              int
 	verify                string
 	stall                 time.Duration
 	// adaptive: --adaptive, on or off.
@@ -64,9 +73,10 @@ type outputFlags struct {
 	// dryVerb is what a dry run says it would do with each object:
 	// "fetch" (get, and copy from S3 to local) unless set ("copy").
 	dryVerb string
-	// localTo says where a copy from local files goes ("local" or "s3"),
-	// "" when the source is S3: local files carry no checksum, so the
-	// summary's advice on unverified objects fits the direction.
+	// localTo says where a copy from local files goes ("local" or "s3",
+	// "stdin" for a stream to S3), "" when the source is S3: local files
+	// carry no checksum, so the summary's advice on unverified objects
+	// fits the direction.
 	localTo string
 }
 
@@ -97,7 +107,7 @@ func (o outputFlags) adaptiveMode() (transfer.Adaptive, error) {
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.asJSON, "json", false, "print one JSON line per object and a JSON summary on stdout (on stderr when stdout carries the data)")
 	fs.StringVar(&o.jsonFile, "json-file", "", "write the same JSON lines to this file")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on success: no progress bar, no lines and no summary (errors and warnings still go to stderr; --json and --json-file are unaffected)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
 	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
@@ -152,12 +162,14 @@ dropped.`,
 	opts.scale.register(fs)
 	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: count and drop the bytes (no DEST needed)")
 	fs.BoolVar(&opts.sink.Overwrite, "overwrite", false, "replace files even when they are complete and unchanged")
+	fs.BoolVar(&opts.sink.SizeOnly, "size-only", false, "keep a file of the object's size whatever its modification time (as the AWS CLI's flag; by default both must match)")
 	fs.BoolVar(&opts.sink.NoClobber, "no-clobber", false, "never replace an existing file, even one that appears during the run")
 	fs.StringVar(&opts.sink.ConflictSuffix, "conflict-suffix", "", `when a key is both an object and a prefix ("a" and "a/b"), save the object as "a"+SUFFIX instead of failing it; keys that end in SUFFIX are refused`)
 	fs.BoolVar(&opts.output.verifyExisting, "verify-existing", false, "read files that look unchanged (size and mtime) and compare them with the objects' checksums (CRC64NVME, CRC32C, CRC32, else an MD5 ETag), fetching again those that differ: repairs damaged files without deleting DEST (rclone's --checksum compares so too)")
 	fs.BoolVar(&opts.sink.NoResume, "no-resume", false, "start partial files of interrupted runs over instead of resuming them")
 	fs.BoolVar(&opts.sink.NoLock, "no-lock", false, "do not lock DEST (for file systems that refuse locks): you promise no other run writes there")
 	fs.BoolVar(&opts.delete, "delete", false, "remove local files under DEST whose keys no longer exist (after a run without failures)")
+	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "do not compare what is still to land with DEST's free space before the first byte (exit 2 when it does not fit)")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
 	opts.ssec.register(fs)
@@ -196,12 +208,19 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 		return u, nil, usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
 	case opts.sink.Overwrite && opts.sink.NoClobber:
 		return u, nil, usageErrorf("--overwrite and --no-clobber contradict each other")
+	case opts.sink.SizeOnly && (opts.sink.Overwrite || opts.output.exactTimestamps):
+		return u, nil, usageErrorf("--size-only keeps files by their size alone: not with --overwrite or --exact-timestamps")
 	case opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite):
 		return u, nil, usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
 	case opts.delete && (opts.benchmark || dest == "-"):
 		return u, nil, usageErrorf("--delete needs a directory DEST")
 	case opts.versionID != "" && u.Prefix:
 		return u, nil, usageErrorf("--version-id names one object; %s is a prefix", opts.src)
+	case strings.ContainsAny(opts.sink.ConflictSuffix, "/\x00"):
+		// "a"+"/../b" would land in another folder, or on another
+		// object: a copy's name is its object's name and a suffix, in
+		// the same folder.
+		return u, nil, usageErrorf("--conflict-suffix %s: a suffix cannot hold \"/\" (or a \"..\" component) or a NUL byte: the copy of NAME is NAME+SUFFIX, in NAME's folder", printable(opts.sink.ConflictSuffix))
 	}
 	spec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
@@ -248,6 +267,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, opts.output, opts.sink
+	warnIncludeAlone(f, opts.rules.rules)
 	out.report.origins = origins
 	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
 	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
@@ -281,8 +301,13 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	}
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
-	err = runEngine(ctx, f, engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, directory: directoryBucket(u.Bucket)})
+	run := engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket),
+		directory: directoryBucket(u.Bucket)}
+	if sp, ok := g.Sink.(spaceSink); ok && !opts.noSpaceCheck && !out.dryRun {
+		run.space, run.spaceDest = sp, dest
+	}
+	err = runEngine(ctx, f, run)
 	if g.Listed == nil || err != nil {
 		return err
 	}
@@ -343,16 +368,16 @@ func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report f
 		if js := out.jsonOut(f.Factory); js != nil {
 			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
 		}
-		if out.dryRun && !out.asJSON {
-			fmt.Fprintf(out.humanOut(f.Factory), "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
+		if w := out.textOut(f.Factory); out.dryRun && w != nil {
+			fmt.Fprintf(w, "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
 		}
 	})
-	if !out.asJSON && n > 0 {
+	if w := out.textOut(f.Factory); w != nil && n > 0 {
 		verb := "deleted"
 		if out.dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out.humanOut(f.Factory), "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
+		fmt.Fprintf(w, "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -379,6 +404,19 @@ type engineRun struct {
 	// directory is the source's bucket when it is a directory bucket
 	// (directory.go), else "".
 	directory string
+	// verb and origin name the direction and an object's source in the
+	// per-object lines (reporter.line).
+	verb   string
+	origin func(transfer.Object) string
+	// space, when set, is a local destination whose free space is
+	// checked against what is still to land (spaceDest names it).
+	space     spaceSink
+	spaceDest string
+}
+
+// s3Origin names an object of bucket by its URL.
+func s3Origin(bucket string) func(transfer.Object) string {
+	return func(o transfer.Object) string { return "s3://" + bucket + "/" + o.Key }
 }
 
 // runEngine runs one transfer and renders its outcome: the progress bar,
@@ -396,7 +434,7 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	out.logJSON = f.LogJSON
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
-	rep.destination = r.destination
+	rep.destination, rep.verb, rep.origin = r.destination, r.verb, r.origin
 	if d, ok := sk.(interface{ DirectIO() local.DirectStatus }); ok {
 		rep.direct = d.DirectIO
 	}
@@ -408,7 +446,10 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	eopts.StallTimeout = out.stall
 	eopts.Adaptive = adaptive
 	eopts.Observer = rep
-	eopts.Filter = rules.Filter()
+	if match := rules.Filter(); match != nil {
+		rep.selection = &selection{}
+		eopts.Filter = rep.selection.filter(match)
+	}
 	eopts.DryRun = out.dryRun
 	eopts.VerifyExisting = out.verifyExisting
 	eopts.Listing = total
@@ -416,6 +457,15 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 		eopts.Listing = listings{total, listing}
 	}
 	eopts.Lister = r.scaled.Lister
+	lister := cmp.Or[transfer.Lister](r.scaled.Lister, lanes[0].Source)
+	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, eopts.Filter)
+	defer stop(nil)
+	if err != nil {
+		return usageError(err)
+	}
+	if spaced != nil {
+		eopts.Lister, eopts.Filter = spaced, filter
+	}
 	if r.directory != "" {
 		rep.directory = r.directory
 		eopts.OpaqueETags = true
@@ -430,10 +480,17 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	if err != nil {
 		return err
 	}
+	f.logStart(settings, lanes)
 	defer func() { runErr = meas.finish(ctx, runErr) }()
-	sum, err := eng.Run(ctx)
+	sum, err := eng.Run(rctx)
 	rep.close()
 	meas.ended(sum)
+	if se := spaceFailure(rctx, err); se != nil {
+		if sum.Objects+sum.Failed+sum.Skipped > 0 {
+			rep.printSummary(out.textOut(f.Factory), sum, out, latency, nil, meas.measures())
+		}
+		return &ExitError{Code: ExitUsage, Err: se}
+	}
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) {
 		return startError(ctx, err)
 	}
@@ -466,6 +523,14 @@ func startError(ctx context.Context, err error) error {
 	}
 	if code, _ := errorCode(err); code == codeNetwork {
 		// The endpoint could not be reached: not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	var bad *transfer.BadResponseError
+	var short *transfer.ShortBodyError
+	var se *s3store.StatusError
+	if errors.As(err, &bad) || errors.As(err, &short) || errors.As(err, &se) && se.Status >= 500 {
+		// The server answered wrongly or failed (a single object's
+		// probe, a first listing page): its fault, not a usage error.
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return usageError(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -24,11 +25,13 @@ import (
 const laneProbeTimeout = 5 * time.Second
 
 // runTransport is the run's one HTTP transport, built on first use from
-// the settings and shared by every S3 client the run makes.
+// the settings and shared by every S3 client the run makes, and the
+// count of the TLS handshakes of every request sent over it.
 type runTransport struct {
-	once sync.Once
-	t    *s3store.Transport
-	err  error
+	once       sync.Once
+	t          *s3store.Transport
+	err        error
+	handshakes s3store.Handshakes
 }
 
 // transport returns the run's transport, built from s the first time
@@ -42,8 +45,19 @@ func (f *runEnv) transport(ctx context.Context, s config.Settings) (*s3store.Tra
 	return f.net.t, f.net.err
 }
 
+// handshakeCounts are the TLS handshakes of the run's requests so far.
+func (f *runEnv) handshakeCounts() s3store.HandshakeCounts {
+	if f.net == nil {
+		return s3store.HandshakeCounts{}
+	}
+	return f.net.handshakes.Counts()
+}
+
 func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
 	opts := transportOptions(s)
+	// Every lane counts its handshakes into the run's one counter: each
+	// request is traced once, whichever client sends it.
+	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
 	if len(s.NICs) > 0 {
 		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
 		if err != nil {

@@ -1,12 +1,15 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/transfer"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -42,6 +45,9 @@ func newLogger(w io.Writer, level, format string) (*zap.Logger, error) {
 // goes where the run's lines go.
 func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bool) (*runEnv, config.Settings, *config.Origins, error) {
 	env := newRunEnv(fac)
+	if err := checkHeaderFlags(fs); err != nil {
+		return env, config.Settings{}, nil, err
+	}
 	if out != nil {
 		closeRoute, err := out.openRoute(fac, dataOnStdout)
 		if err != nil {
@@ -49,10 +55,11 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 		}
 		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute, net: env.net}
 	}
-	settings, origins, err := loadSettings(fac, fs)
+	l, err := resolveSettings(fac, fs)
 	if err != nil {
-		return env, settings, origins, err
+		return env, config.Settings{}, nil, err
 	}
+	settings, origins := l.Settings, l.Origins
 	log, err := newLogger(fac.IO.ErrOut, settings.LogLevel, settings.LogFormat)
 	if err != nil {
 		return env, settings, origins, err
@@ -63,7 +70,31 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 		}
 	}
 	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits, net: env.net}
+	if log.Core().Enabled(zapcore.DebugLevel) {
+		c := credentialSource(fac.Getenv, l)
+		env.credentials = strings.TrimSuffix(c.Source+" ("+c.Location+")", " ()")
+	}
 	return env, settings, origins, nil
+}
+
+// logStart writes the --debug line that starts a transfer: where it
+// goes, as whom, and the budget it runs under.
+func (f *runEnv) logStart(s config.Settings, lanes []transfer.Lane) {
+	if f.Logger == nil || !f.Logger.Core().Enabled(zapcore.DebugLevel) {
+		return
+	}
+	nics := make([]string, len(lanes))
+	for i, l := range lanes {
+		nics[i] = l.Name
+	}
+	endpoint, ok := config.Printable("endpoint_url", s.EndpointURL) // never its user information
+	if !ok {
+		endpoint = "REDACTED"
+	}
+	f.Logger.Debug("start", zap.String("endpoint", cmp.Or(endpoint, "AWS")), zap.String("region", cmp.Or(s.Region, "(the SDK's)")),
+		zap.String("credentials", f.credentials), zap.Int("workers", s.Workers), zap.Int("threads", s.Threads),
+		zap.Int("max_concurrent_requests", s.MaxConcurrentRequests), zap.Int64("part_size", s.PartSize),
+		zap.Int64("multipart_threshold", s.MultipartThreshold), zap.Strings("nics", nics))
 }
 
 // logRetry logs a retried listing, HEAD or upload request as it happens,

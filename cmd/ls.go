@@ -99,11 +99,13 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 		dir = u.Key[:strings.LastIndexByte(u.Key, '/')+1]
 	}
 	var total s3store.Usage
+	entries := 0
 	list := src.ListDir
 	if s3store.IsDirectoryBucket(u.Bucket) {
 		list = sortedListDir(list)
 	}
 	err = list(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
+		entries++
 		if !e.Dir {
 			total.Objects++
 			total.Bytes += e.Size
@@ -115,6 +117,11 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	})
 	if err != nil {
 		return startError(ctx, err)
+	}
+	if entries == 0 && u.Key != "" {
+		// As the AWS CLI and s5cmd: a key that lists nothing is an
+		// error a script sees, not an empty success.
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s: no such key: no object or prefix starts with %s", arg, printable(u.Key))}
 	}
 	switch {
 	case opts.asJSON:

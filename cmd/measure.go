@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -91,14 +93,16 @@ type measurement struct {
 	lanes    []string
 	started  time.Time
 	cpu0     time.Duration
+	tls0     s3store.HandshakeCounts
 	series   report.Series
 	sum      transfer.Summary
 	cpu      time.Duration
+	tls      s3store.HandshakeCounts // the run's handshakes (since tls0)
 }
 
 func newMeasurement(f *runEnv, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
 	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
-		started: time.Now(), cpu0: cpuTime()}
+		started: time.Now(), cpu0: cpuTime(), tls0: f.handshakeCounts()}
 	if m.flags.interval <= 0 {
 		m.flags.interval = time.Second // commands without --interval (copy, sync)
 	}
@@ -120,6 +124,7 @@ func (m *measurement) sample(s transfer.Sample) {
 func (m *measurement) ended(sum transfer.Summary) {
 	m.sum = sum
 	m.cpu = cpuTime() - m.cpu0
+	m.tls = m.f.handshakeCounts().Sub(m.tls0)
 }
 
 // intervalLine is one --json line per sampling interval.
@@ -130,6 +135,7 @@ type intervalLine struct {
 	Bytes     int64   `json:"bytes"`
 	BytesPS   float64 `json:"bytes_per_second"`
 	Gibps     float64 `json:"gibps"`
+	Gbps      float64 `json:"gbps"`
 	Requests  int64   `json:"requests"`
 	InFlight  int     `json:"in_flight"`
 	Retries   int64   `json:"retries"`
@@ -143,14 +149,14 @@ type intervalLine struct {
 
 func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
 	secs := s.Length.Seconds()
-	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs),
+	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs), Gbps: gbps(s.Bytes, secs),
 		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
 	if s.RequestTime > 0 {
 		l.WriteWait = float64(s.WriteTime) / float64(s.RequestTime)
 	}
 	if len(s.Lanes) > 1 {
 		for i, n := range s.Lanes {
-			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs)})
+			l.Lanes = append(l.Lanes, laneSummary{Name: m.lanes[i], Bytes: n, BytesPerSecond: perSecond(n, secs), Gibps: gibps(n, secs), Gbps: gbps(n, secs)})
 		}
 	}
 	return l
@@ -183,9 +189,22 @@ type runMeasures struct {
 	GibpsMax     float64 `json:"interval_gibps_max"`
 	InFlightMean float64 `json:"in_flight_mean"`
 	InFlightPeak int     `json:"in_flight_peak"`
-	Bottleneck   string  `json:"bottleneck"`
-	Verdict      string  `json:"verdict"`
-	Round        int     `json:"round,omitempty"`
+	// Scheme is the endpoint's, "https" or "http" (bench compare warns
+	// across schemes); Transport says it in words. The TLS figures are
+	// the client's count of its handshakes, their summed time and its
+	// share of the summed request time.
+	Scheme         string  `json:"scheme"`
+	Transport      string  `json:"transport"`
+	TLSHandshakes  int64   `json:"tls_handshakes"`
+	TLSResumed     int64   `json:"tls_resumed"`
+	TLSHandshakeMS float64 `json:"tls_handshake_ms"`
+	TLSShare       float64 `json:"tls_handshake_share"`
+	Window         int     `json:"window"`
+	WindowStop     string  `json:"window_stop"`
+	WindowKnee     int     `json:"window_knee"`
+	Bottleneck     string  `json:"bottleneck"`
+	Verdict        string  `json:"verdict"`
+	Round          int     `json:"round,omitempty"`
 }
 
 // measures computes the summary's extra figures.
@@ -201,7 +220,11 @@ func (m *measurement) measures() runMeasures {
 		IntervalS: m.flags.interval.Seconds(), Intervals: st.Intervals,
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
+		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
 		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
+		Scheme: m.scheme(), Transport: m.transport(),
+		TLSHandshakes: m.tls.Total, TLSResumed: m.tls.Resumed, TLSHandshakeMS: ms(m.tls.Time),
+		TLSShare: m.reportTLS().Share(s.RequestTime),
 	}
 	if s.Bytes > 0 {
 		r.CPUPerGiB = m.cpu.Seconds() / (float64(s.Bytes) / (1 << 30))
@@ -214,13 +237,16 @@ func (m *measurement) measures() runMeasures {
 
 // printMeasures writes the text summary's lines for r.
 func printMeasures(w io.Writer, r runMeasures) {
-	fmt.Fprintf(w, "time to first byte: p90 %.1f ms, p99.9 %.1f ms\n", r.TTFB90ms, r.TTFB999ms)
-	fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", r.Request50ms, r.Request90ms, r.Request99ms, r.Request999ms)
-	fmt.Fprintf(w, "slowdowns: %d\n", r.SlowDowns)
 	fmt.Fprintf(w, "cpu: %.2f s, %.2f s per GiB\n", r.CPUSeconds, r.CPUPerGiB)
+	if r.Scheme == "https" {
+		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms, %.1f%% of request time\n",
+			r.Transport, r.TLSHandshakes, r.TLSResumed, r.TLSHandshakeMS, 100*r.TLSShare)
+	} else {
+		fmt.Fprintf(w, "tls: none, over %s\n", r.Transport)
+	}
 	if r.Intervals > 1 {
-		fmt.Fprintf(w, "over time (%d intervals of %g s): min %.4f, median %.4f, max %.4f Gibps; in flight mean %.1f, peak %d\n",
-			r.Intervals, r.IntervalS, r.GibpsMin, r.GibpsMedian, r.GibpsMax, r.InFlightMean, r.InFlightPeak)
+		fmt.Fprintf(w, "over time (%d intervals of %g s): min %s, median %s, max %s\n",
+			r.Intervals, r.IntervalS, report.RateOfGibps(r.GibpsMin), report.RateOfGibps(r.GibpsMedian), report.RateOfGibps(r.GibpsMax))
 	}
 	fmt.Fprintf(w, "verdict: %s\n", r.Verdict)
 }
@@ -233,7 +259,7 @@ func (m *measurement) run(status string, runErr error) report.Run {
 		Settings: redactedSettings(m.settings, m.flags.origins),
 		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
 		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
-		ServerInProcess: m.embedded,
+		ServerInProcess: m.embedded, Transport: m.transport(), TLS: m.reportTLS(),
 	}
 	var ee *ExitError
 	if runErr != nil && (!errors.As(runErr, &ee) || ee.Err != nil) {
@@ -270,6 +296,41 @@ func (m *measurement) finish(ctx context.Context, runErr error) error {
 	return runErr
 }
 
+// scheme is the endpoint's scheme: "https" for S3 itself.
+func (m *measurement) scheme() string { return endpointScheme(m.settings.EndpointURL) }
+
+// endpointScheme is the scheme of an endpoint URL, "https" when there is
+// none (S3's own endpoints).
+func endpointScheme(endpoint string) string {
+	if endpoint == "" {
+		return "https"
+	}
+	if u, err := url.Parse(endpoint); err == nil && u.Scheme != "" {
+		return strings.ToLower(u.Scheme)
+	}
+	return "https"
+}
+
+// transport says in words how the requests travelled.
+func (m *measurement) transport() string {
+	t := "plain HTTP"
+	if m.scheme() == "https" {
+		t = "HTTPS"
+	}
+	switch {
+	case m.embedded && t == "HTTPS":
+		t += " (self-signed, in-process)"
+	case m.embedded:
+		t += " (in-process)"
+	}
+	return t
+}
+
+// reportTLS is the run's handshakes as the report reads them.
+func (m *measurement) reportTLS() report.TLS {
+	return report.TLS{Handshakes: m.tls.Total, Resumed: m.tls.Resumed, Time: m.tls.Time}
+}
+
 // cpuTime is the process's user and system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -301,12 +362,23 @@ func machine(s config.Settings) report.Machine {
 				used = used || n == i.Name
 			}
 		}
-		if strings.HasPrefix(s.EndpointURL, "http://127.") || strings.HasPrefix(s.EndpointURL, "http://localhost") {
+		if loopbackEndpoint(s.EndpointURL) {
 			used = false // loopback carries the traffic
 		}
 		m.NICs = append(m.NICs, report.NIC{Name: i.Name, SpeedMbps: i.SpeedMbps, Used: used})
 	}
 	return m
+}
+
+// loopbackEndpoint reports whether endpoint is on this host (127.x or
+// localhost, over HTTP or HTTPS).
+func loopbackEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
 }
 
 // redactedSettings lists the effective settings as `config show` does:

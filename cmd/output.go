@@ -22,6 +22,12 @@ func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error)
 	if o.recursive {
 		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
 	}
+	if o.exactTimestamps {
+		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --exact-timestamps is not needed: s3pd keeps a file only when its size and modification time equal the object's (--size-only: its size alone)")
+	}
+	if o.pageSize != 0 {
+		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --page-size is not needed: s3pd asks for the largest pages S3 gives (1,000 keys) and lists prefixes in parallel (--list-concurrency)")
+	}
 	var exits []func()
 	r := &route{human: f.IO.Out}
 	if dataOnStdout {
@@ -67,9 +73,9 @@ func (o outputFlags) jsonOut(f *Factory) io.Writer {
 }
 
 // textOut is where human summaries go: nil with --json, whose lines take
-// their place.
+// their place, and with --quiet, which prints nothing on success.
 func (o outputFlags) textOut(f *Factory) io.Writer {
-	if o.asJSON || o.onlyErrors {
+	if o.asJSON || o.onlyErrors || o.quiet {
 		return nil
 	}
 	return o.humanOut(f)

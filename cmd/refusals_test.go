@@ -90,6 +90,21 @@ func refusals() []refusal {
 		{args: s3("copy", "--ca-bundle", "{missing}", "s3://bkt/a/", "{dir}"), want: `ca_bundle: `},
 		{args: s3("copy", "--shard", "0/0", "{dir}", "s3://bkt/p/"), want: `--shard`},
 
+		{args: s3("get", "--size-only", "--overwrite", "s3://bkt/p/", "{dir}"), want: `--size-only keeps files by their size alone: not with --overwrite`},
+		{args: s3("copy", "--size-only", "--overwrite", "{dir}", "s3://bkt/p/"), want: `--size-only keeps files and objects by their size alone`},
+		{args: s3("copy", "--size-only", "s3://bkt/a/", "s3://bkt/b/"), want: `--size-only: a server-side copy skips objects by size and ETag`},
+		{args: s3("copy", "--sse-c", "AES256", "--sse-c-key", "0123456789abcdef0123456789abcdef", "{dir}", "s3://bkt/p/"), want: `--sse-c and its key apply to downloads`},
+		{args: s3("get", "--sse-c=DES", "--sse-c-key", "0123456789abcdef0123456789abcdef", "s3://bkt/k", "{dir}"), want: `--sse-c "DES": the only SSE-C algorithm is AES256`},
+		{args: s3("get", "--sse-c", "AES256", "s3://bkt/k", "{dir}"), env: map[string]string{"S3PD_SSE_C_KEY": ""}, want: `--sse-c needs the key: --sse-c-key, --sse-c-key-file or`},
+		{args: s3("copy", "--expected-size", "1GiB", "{dir}", "s3://bkt/p/"), want: `--expected-size is the size of standard input: SRC -`},
+		{args: s3("copy", "-", "{dir}"), want: `SRC - uploads standard input: DEST is an s3://bucket/key URL, not`},
+		{args: s3("copy", "-", "s3://bkt/p/"), want: `SRC - uploads standard input to one object: DEST s3://bkt/p/ names no key`},
+		{args: s3("copy", "--delete", "-", "s3://bkt/k"), want: `SRC - is one stream to one object: not with --benchmark`},
+		{args: s3("copy", "--expected-size", "lots", "-", "s3://bkt/k"), want: `--expected-size "lots": want a size`},
+
+		{args: s3("get", "--conflict-suffix", "/../b", "s3://bkt/p/", "{dir}"), want: `--conflict-suffix /../b: a suffix cannot hold "/"`},
+		{args: s3("get", "--expected-bucket-owner", "a\nb", "s3://bkt/p/", "{dir}"), want: `--expected-bucket-owner .*: a header value cannot hold a control character`},
+
 		// ls, du, cat
 		{args: s3("ls", "s3://bkt/a", "s3://bkt/b"), want: `ls takes at most one s3://bucket\[/prefix\], got 2`},
 		{args: s3("ls", "s3://b"), want: `bucket name "b" must be 3 to 63 characters`},
@@ -105,6 +120,7 @@ func refusals() []refusal {
 		// bench
 		{args: s3("bench", "s3://bkt/a/", "s3://bkt/b/"), want: `bench takes at most one s3:// URL, got 2`},
 		{args: s3("bench", "--repeat", "0", "s3://bkt/p/"), want: `--repeat 0: want at least 1 round`},
+		{args: s3("bench", "--http", "s3://bkt/p/"), want: `--http is for the embedded emulator: the URL's endpoint has its own scheme`},
 		{args: s3("bench", "--sweep", "--repeat", "2", "s3://bkt/p/"), want: `--sweep runs one short measurement per setting`},
 		{args: []string{"bench", "--endpoint-url", "http://127.0.0.1:1"}, want: `bench without a URL runs the embedded emulator`},
 		{args: []string{"bench", "--conn-rate", "fast"}, want: `--conn-rate "fast": `},
@@ -137,7 +153,8 @@ func refusals() []refusal {
 		{args: []string{"bench", "serve", "--ttfb", "-1s"}, want: `a duration cannot be negative`},
 		{args: []string{"bench", "serve", "--faults", "{missing}"}, want: `--faults: `},
 		{args: []string{"bench", "serve", "--faults", "{badfaults}"}, want: `--faults .*: `},
-		{args: []string{"bench", "serve", "--listen", "256.1.1.1:1"}, want: `--listen 256.1.1.1:1: `},
+		{args: []string{"bench", "serve", "--listen", "256.1.1.1:1", "--allow-remote"}, want: `--listen 256.1.1.1:1: `},
+		{args: []string{"bench", "serve", "--listen", "0.0.0.0:0"}, want: `--listen 0.0.0.0:0 can be reached from other hosts, .* give --allow-remote`},
 		{args: []string{"bench", "serve", "--tls-cert", "{file}"}, want: `--tls-cert and --tls-key go together`},
 		{args: []string{"bench", "serve", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out needs --tls`},
 		{args: []string{"bench", "serve", "--tls-cert", "{file}", "--tls-key", "{file}", "--ca-out", "{dir}/ca.pem"}, want: `--ca-out is for the self-signed certificate`},

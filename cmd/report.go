@@ -16,6 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -45,8 +46,17 @@ type reporter struct {
 	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
-	// verb is what a dry run would do with each object ("fetch").
-	verb string
+	// dryVerb is what a dry run would do with each object ("fetch").
+	dryVerb string
+	// lines says to print a line per object on out (--log-level info or
+	// debug): verb (download, upload, copy) names the direction, origin
+	// where an object comes from.
+	lines  bool
+	verb   string
+	origin func(transfer.Object) string
+	// selection counts what the rules selected of the listing (nil: no
+	// rules).
+	selection *selection
 
 	failures atomic.Int64
 	archived atomic.Int64 // skipped because they must be restored first
@@ -65,11 +75,12 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, verb: cmp.Or(out.dryVerb, "fetch")}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
+	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
-	if f.IO.ErrTTY && !out.quiet && !out.dryRun && !out.logJSON {
+	if f.IO.ErrTTY && !out.quiet && !out.noProgress && !out.dryRun && !out.logJSON {
 		r.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(f.IO.ErrOut),
 			progressbar.OptionShowBytes(true),
@@ -101,6 +112,11 @@ func (r *reporter) render() {
 	defer t.Stop()
 	var shown int64
 	sized := false
+	// The bar shows the byte rate in binary units; the description adds
+	// the bit rate in decimal Gbit/s over the last second, as network
+	// cards are rated.
+	var window [10]int64
+	tick := 0
 	for {
 		select {
 		case <-r.stop:
@@ -112,8 +128,12 @@ func (r *reporter) render() {
 				r.bar.ChangeMax64(total)
 				sized = true
 			}
-			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete))
 			now := r.bytes.Load()
+			oldest := window[tick%len(window)]
+			window[tick%len(window)] = now
+			tick++
+			secs := float64(min(tick, len(window))) / 10
+			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, float64(now-oldest)*8/1e9/secs))
 			r.bar.Add64(now - shown)
 			shown = now
 		}
@@ -124,14 +144,15 @@ func (r *reporter) render() {
 // listed ("?" until the listing is complete) and those open, whose
 // bytes the bar counts before they are done (large objects in parallel
 // parts: 3 done at 35% of the bytes is no lag). Numbers are padded to
-// the width of the listing's count, so the text keeps its width.
-func barDescription(done, started, listed int64, complete bool) string {
+// the width of the listing's count, so the text keeps its width; the
+// bit rate in decimal Gbit/s follows, as network cards are rated.
+func barDescription(done, started, listed int64, complete bool, gbps float64) string {
 	of := "?"
 	if complete {
 		of = fmt.Sprint(listed)
 	}
 	w := max(len(of), len(fmt.Sprint(done)))
-	return fmt.Sprintf("%*d/%s objects, %*d open ", w, done, of, w, max(started-done, 0))
+	return fmt.Sprintf("%*d/%s obj, %*d open, %4s Gbit/s", w, done, of, w, max(started-done, 0), threeDigits(gbps))
 }
 
 func (r *reporter) close() {
@@ -150,7 +171,7 @@ func (r *reporter) PartDone(transfer.Object, int64, int64) {}
 func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	n := r.retries.Add(1)
 	reason := oneLine(err.Error())
-	r.log.Debug("retry", zap.String("key", o.Key), zap.Int64("offset", off), zap.String("reason", reason))
+	r.log.Debug("retry", logKey(o.Key), zap.Int64("offset", off), zap.String("reason", reason))
 	r.mu.Lock()
 	now := time.Now()
 	loud := now.Sub(r.lastRetry) >= time.Second
@@ -159,7 +180,7 @@ func (r *reporter) Retry(o transfer.Object, off int64, err error) {
 	}
 	r.mu.Unlock()
 	if loud {
-		r.log.Info("retrying", zap.String("key", o.Key), zap.Int64("offset", off),
+		r.log.Info("retrying", logKey(o.Key), zap.Int64("offset", off),
 			zap.String("reason", reason), zap.Int64("retries_so_far", n))
 	}
 }
@@ -172,7 +193,8 @@ type tally struct {
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
-	interrupted                 int64 // kept for resume by an interruption
+	interrupted                 int64 // ended by an interruption
+	kept                        int64 // among them, those kept for resume
 	intact                      int64 // skipped, read and found intact (--verify-existing)
 	failed                      []failure
 	failedCount                 int64
@@ -194,19 +216,24 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	case res.Err != nil:
 		status = statusFailed
 		r.failures.Add(1)
-		r.log.Error("object failed", zap.String("key", res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
+		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
 	case res.Skipped == transfer.DryRunReason:
 		status = statusWouldTransfer
 	case res.Skipped != "":
 		status = statusSkipped
 		if strings.HasPrefix(res.Skipped, "archived") {
 			r.archived.Add(1)
-			r.log.Warn("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+			r.log.Warn("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
 			break
 		}
-		r.log.Info("object skipped", zap.String("key", res.Object.Key), zap.String("reason", res.Skipped))
+		if !r.lines {
+			r.log.Info("object skipped", logKey(res.Object.Key), zap.String("reason", res.Skipped))
+		}
 	}
 	r.ended.Add(1)
+	if r.lines {
+		r.line(res, status)
+	}
 	r.count(res, status)
 	if r.dry {
 		r.dryRun(res)
@@ -249,6 +276,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 	switch status {
 	case statusInterrupted:
 		t.interrupted++
+		if res.Kept {
+			t.kept++
+		}
 	case statusFailed:
 		t.failedCount++
 		if len(t.failed) < maxRecap {
@@ -325,7 +355,7 @@ func (r *reporter) printDryRun(w io.Writer) {
 		if p.dest != "" {
 			to = " -> " + printable(p.dest)
 		}
-		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.verb, printable(p.key), to, plural(p.size, "byte"))
+		fmt.Fprintf(w, "would %s: %s%s (%s)\n", r.dryVerb, printable(p.key), to, plural(p.size, "byte"))
 	}
 	if r.wouldSkip == 0 {
 		return
@@ -344,4 +374,33 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// line prints one object's line as the AWS CLI does: "download: s3://b/k
+// to DEST/k", "upload: SRC to s3://b/k", "copy: s3://a/k to s3://b/k",
+// and "skip: s3://b/k to DEST/k: reason". Failures are the logger's.
+func (r *reporter) line(res transfer.Result, status string) {
+	verb := r.verb
+	switch status {
+	case statusOK:
+	case statusSkipped:
+		verb = "skip"
+	default:
+		return
+	}
+	from, to := res.Object.Key, ""
+	if r.origin != nil {
+		from = r.origin(res.Object)
+	}
+	if r.destination != nil {
+		// --benchmark keeps nothing: its lines name no destination.
+		to = " to " + printable(r.destination(res.Object.Name))
+	}
+	why := ""
+	if status == statusSkipped {
+		why = ": " + printable(res.Skipped)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, "%s: %s%s%s\n", cmp.Or(verb, "download"), printable(from), to, why)
 }

@@ -68,7 +68,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 			return usageErrorf("completion %q: want bash, zsh, fish or powershell", args[0])
 		}
 	}
-	args = legacyArgs(root, args)
+	args = legacyArgs(root, sseCValue(args))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if isUnknownCommand(err) {
@@ -98,7 +98,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = ExitInterrupted, "interrupted"
 	case s3store.NoCredentials(err):
-		msg = s3store.ErrNoCredentials.Error()
+		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError
 	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
@@ -193,6 +193,31 @@ func legacyArgs(root *cobra.Command, args []string) []string {
 		return append([]string{"get"}, args...)
 	}
 	return args
+}
+
+// sseCValue joins the AWS CLI's `--sse-c AES256` into `--sse-c=AES256`:
+// the flag's value is optional (AES256 when absent), so a value in the
+// next word would read as an argument. Only an algorithm's spelling is
+// joined (AES256, or a word with ":" like aws:kms, which is then
+// refused by name), never a URL or a path.
+func sseCValue(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "--sse-c" && i+1 < len(args) {
+			next := args[i+1]
+			if strings.EqualFold(next, "AES256") || strings.Contains(next, ":") && !strings.ContainsAny(next, "/.") {
+				out = append(out, a+"="+next)
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // positionals returns the words of args that are neither flags nor the

@@ -16,9 +16,16 @@ const envSSECKey = "S3PD_SSE_C_KEY"
 // --sse-c-key-file PATH, and S3PD_SSE_C_KEY.
 type sseCKeyFlags struct {
 	key, file string
+	// alg is --sse-c, the AWS CLI's algorithm flag: AES256, the only one.
+	alg string
 }
 
+// given says a flag names SSE-C (the variable alone does not).
+func (s *sseCKeyFlags) given() bool { return s.key != "" || s.file != "" || s.alg != "" }
+
 func (s *sseCKeyFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.alg, "sse-c", "", "SSE-C algorithm, as the AWS CLI's flag: AES256 (the only one; the default when the flag has no value), with the key from --sse-c-key, --sse-c-key-file or "+envSSECKey)
+	fs.Lookup("sse-c").NoOptDefVal = "AES256"
 	fs.StringVar(&s.key, "sse-c-key", "", "customer-provided encryption key (SSE-C), 32 bytes, or fileb://PATH; ps shows it: prefer --sse-c-key-file or "+envSSECKey)
 	fs.StringVar(&s.file, "sse-c-key-file", "", "read the SSE-C key (32 bytes, one trailing newline ignored) from this file")
 }
@@ -28,6 +35,9 @@ func (s *sseCKeyFlags) register(fs *pflag.FlagSet) {
 func (s *sseCKeyFlags) resolve(getenv func(string) string) (string, error) {
 	if s.key != "" && s.file != "" {
 		return "", usageErrorf("--sse-c-key and --sse-c-key-file: give the key once")
+	}
+	if s.alg != "" && s.alg != "AES256" {
+		return "", usageErrorf("--sse-c %q: the only SSE-C algorithm is AES256", s.alg)
 	}
 	file, from := s.file, "--sse-c-key-file"
 	if path, ok := strings.CutPrefix(s.key, "fileb://"); ok {
@@ -51,6 +61,9 @@ func (s *sseCKeyFlags) resolve(getenv func(string) string) (string, error) {
 	}
 	if key != "" && len(key) != 32 {
 		return "", usageErrorf("the SSE-C key from %s must be 32 bytes, got %d", from, len(key))
+	}
+	if key == "" && s.alg != "" {
+		return "", usageErrorf("--sse-c needs the key: --sse-c-key, --sse-c-key-file or %s", envSSECKey)
 	}
 	return key, nil
 }

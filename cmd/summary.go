@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -24,15 +25,18 @@ type summaryLine struct {
 	Failed             int64   `json:"failed"`
 	Skipped            int64   `json:"skipped"`
 	Interrupted        int64   `json:"interrupted"`
+	KeptForResume      int64   `json:"kept_for_resume"`
 	WouldTransfer      int64   `json:"would_transfer,omitempty"`
 	WouldTransferBytes int64   `json:"would_transfer_bytes,omitempty"`
 	Bytes              int64   `json:"bytes"`
 	Seconds            float64 `json:"seconds"`
 	BytesPerSecond     float64 `json:"bytes_per_second"`
 	ObjectsPerSecond   float64 `json:"objects_per_second"`
-	// Gibps and GiBps are derived from BytesPerSecond: Gibit/s and GiB/s.
+	// Gibps, GiBps and Gbps are derived from BytesPerSecond: Gibit/s,
+	// GiB/s and decimal Gbit/s.
 	Gibps             float64          `json:"gibps"`
 	GiBps             float64          `json:"gib_per_s"`
+	Gbps              float64          `json:"gbps"`
 	VerifiedObjects   int64            `json:"verified_objects"`
 	VerifiedBytes     int64            `json:"verified_bytes"`
 	UnverifiedObjects int64            `json:"unverified_objects"`
@@ -45,6 +49,9 @@ type summaryLine struct {
 	Retries           int64            `json:"retries"`
 	Hedged            int64            `json:"hedged"`
 	Splits            int64            `json:"splits"`
+	Ranges            int64            `json:"ranges"`
+	GETsPerRange      float64          `json:"gets_per_range"`
+	OverfetchBytes    int64            `json:"overfetch_bytes"`
 	TTFB50ms          float64          `json:"ttfb_p50_ms"`
 	TTFB99ms          float64          `json:"ttfb_p99_ms"`
 	PeakRSS           int64            `json:"peak_rss_kib"`
@@ -56,8 +63,10 @@ type summaryLine struct {
 	DirectIO       string `json:"direct_io,omitempty"`
 	DirectIOReason string `json:"direct_io_reason,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
-	Shard       *shard.Report `json:"shard,omitempty"`
-	runMeasures               // percentiles, CPU, time series, verdict (measure.go)
+	Shard *shard.Report `json:"shard,omitempty"`
+	// Selection is what the rules selected of the listing.
+	Selection   *selectionLine `json:"selection,omitempty"`
+	runMeasures                // percentiles, CPU, time series, verdict (measure.go)
 }
 
 type laneSummary struct {
@@ -65,6 +74,7 @@ type laneSummary struct {
 	Bytes          int64   `json:"bytes"`
 	BytesPerSecond float64 `json:"bytes_per_second"`
 	Gibps          float64 `json:"gibps"`
+	Gbps           float64 `json:"gbps"`
 }
 
 // summary builds the summary line from the engine's summary and what the
@@ -74,17 +84,18 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 	r.mu.Lock()
 	t := r.tally
 	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
-		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted,
+		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted, KeptForResume: t.kept,
 		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
 		ObjectsPerSecond: perSecond(s.Objects, secs),
-		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30),
+		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30), Gbps: gbps(s.Bytes, secs),
 		VerifiedObjects: t.verified, VerifiedBytes: t.verifiedBytes,
 		UnverifiedObjects: t.unverified, UnverifiedBytes: t.unverifiedBytes,
 		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
+		Ranges: s.Ranges, GETsPerRange: perRange(s), OverfetchBytes: s.Overfetch,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
-		EmulatorInProcess: out.embedded}
+		EmulatorInProcess: out.embedded, Selection: r.selection.line()}
 	if r.dry {
 		line.Skipped = r.wouldSkip
 		line.WouldTransfer, line.WouldTransferBytes = r.wouldFetch, r.fetchBytes
@@ -97,10 +108,19 @@ func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
 	if len(s.Lanes) > 1 {
 		for _, l := range s.Lanes {
 			line.Lanes = append(line.Lanes, laneSummary{Name: l.Name, Bytes: l.Bytes,
-				BytesPerSecond: perSecond(l.Bytes, secs), Gibps: gibps(l.Bytes, secs)})
+				BytesPerSecond: perSecond(l.Bytes, secs), Gibps: gibps(l.Bytes, secs), Gbps: gbps(l.Bytes, secs)})
 		}
 	}
 	return line
+}
+
+// perRange is the requests sent per range fetched: 1 when none was
+// taken over or retried.
+func perRange(s transfer.Summary) float64 {
+	if s.Ranges == 0 {
+		return 0
+	}
+	return float64(s.Requests) / float64(s.Ranges)
 }
 
 func perSecond(n int64, secs float64) float64 {
@@ -111,6 +131,9 @@ func perSecond(n int64, secs float64) float64 {
 }
 
 func gibps(b int64, secs float64) float64 { return perSecond(b, secs) * 8 / (1 << 30) }
+
+// gbps is the decimal bit rate, as network cards are rated.
+func gbps(b int64, secs float64) float64 { return perSecond(b, secs) * 8 / 1e9 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -139,9 +162,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 			printShard(w, sr)
 		}
 	}()
+	printSelection(w, line.Selection)
 	if line.DryRun {
 		r.printDryRun(w)
-		fmt.Fprintf(w, "dry run: would %s %s (%s), skip %d\n", cmp.Or(r.verb, "fetch"), plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
+		fmt.Fprintf(w, "dry run: would %s %s (%s), skip %d\n", cmp.Or(r.dryVerb, "fetch"), plural(line.WouldTransfer, "object"), humanBytes(line.WouldTransferBytes), line.Skipped)
 		return
 	}
 	objects := fmt.Sprintf("objects: %d transferred, %d skipped, %d failed", line.Objects, line.Skipped, line.Failed)
@@ -167,13 +191,25 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))
 	}
-	if line.Interrupted > 0 {
-		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.Interrupted, "object"))
+	if line.KeptForResume > 0 {
+		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.KeptForResume, "object"))
 	}
-	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d\n",
-		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak)
+	if n := line.Interrupted - line.KeptForResume; n > 0 {
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(w, "interrupted: %s had no part on disk to keep: a rerun fetches %s whole\n", plural(n, "object"), them)
+	}
+	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
+		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
+	if line.Ranges > 0 {
+		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
+			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
+	}
 	if latency {
-		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p99 %.1f ms\n", line.TTFB50ms, line.TTFB99ms)
+		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", line.TTFB50ms, m.TTFB90ms, line.TTFB99ms, m.TTFB999ms)
+		fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", m.Request50ms, m.Request90ms, m.Request99ms, m.Request999ms)
 		where := ""
 		if line.EmulatorInProcess {
 			where = " (this process: the embedded emulator's included)"
@@ -207,6 +243,7 @@ var unverifiedHints = map[string]string{
 var localHints = map[string]string{
 	"local": "local files carry no checksum to check the copy against",
 	"s3":    "local files carry no checksum to check against; each upload carried one, which S3 checks on arrival",
+	"stdin": "the server keeps no full-object checksum to compare the stream's with; each part carried one, which S3 checks on arrival",
 }
 
 // hint returns what would check the objects unverified for reason why.
@@ -286,15 +323,10 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%s %ciB", threeDigits(v), units[i])
 }
 
-// humanRate writes a rate in bytes per second with a binary unit, and in
-// Gbit/s (network units, 10^9 bits) from 1 MiB/s up.
-func humanRate(bps float64) string {
-	s := humanBytes(int64(bps)) + "/s"
-	if bps >= 1<<20 {
-		s += fmt.Sprintf(" (%s Gbit/s)", threeDigits(bps*8/1e9))
-	}
-	return s
-}
+// humanRate writes a rate in bytes per second as every rate people read
+// is written (report.Rate): MiB/s or GiB/s, and Gbit/s (10^9 bits) from
+// 1 MiB/s up.
+func humanRate(bps float64) string { return report.Rate(bps) }
 
 // humanCount writes a count per second with three significant digits.
 func humanCount(v float64) string { return threeDigits(v) }
@@ -321,4 +353,10 @@ func threeDigits(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// windowText says where the window of requests in flight settled and
+// why: "64 (knee)", "256 (budget)".
+func windowText(s transfer.Summary) string {
+	return fmt.Sprintf("%d (%s)", s.Window, s.WindowStop)
 }

@@ -54,7 +54,8 @@ func TestHumanSummary(t *testing.T) {
 		r.ObjectDone(res)
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3}, outputFlags{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
+		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, outputFlags{}, false, nil, runMeasures{})
 	out := b.String()
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
@@ -62,6 +63,7 @@ func TestHumanSummary(t *testing.T) {
 		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
 		"requests: 5, retries: 3",
+		"window 48 (knee)",
 		"failed: 1 object\n  c: 404 NoSuchKey",
 	} {
 		if !strings.Contains(out, want) {
@@ -111,7 +113,7 @@ func TestSingularCounts(t *testing.T) {
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
 	var b strings.Builder
 	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
-	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "partial: 1 object kept for resume"} {
+	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
@@ -208,7 +210,7 @@ func (s *syncBuffer) String() string {
 }
 
 // On a terminal the bar shows objects and bytes done of the total, the
-// rate and the time left.
+// rate in one pair of units (MiB/s and decimal Gbit/s) and the time left.
 func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	var errOut syncBuffer
 	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
@@ -221,12 +223,12 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 	r.Bytes(12 << 20)
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "1/4 objects") && time.Now().Before(deadline) {
+	for !strings.Contains(errOut.String(), "1/4 obj") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.close()
 	out := errOut.String()
-	for _, want := range []string{"1/4 objects", "12/32 MiB", "MiB/s", "37%"} {
+	for _, want := range []string{"1/4 obj, ", " Gbit/s", "12/32 MiB", "MiB/s", "37%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress bar lacks %q: %q", want, out)
 		}
@@ -284,7 +286,7 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 		time.Sleep(15 * time.Millisecond)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "6/157 objects,  34 open") && time.Now().Before(deadline) {
+	for !strings.Contains(errOut.String(), "6/157 obj,  34 open") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.close()
@@ -297,7 +299,7 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 	if len(widths) != 1 {
 		t.Errorf("the bar's line took %d widths, want one: %v", len(widths), widths)
 	}
-	if !strings.Contains(errOut.String(), "6/157 objects,  34 open") {
+	if !strings.Contains(errOut.String(), "6/157 obj,  34 open") {
 		t.Errorf("the bar does not count the objects open: %q", errOut.String())
 	}
 }

@@ -19,6 +19,11 @@ type benchSummary struct {
 	TTFB99ms          float64 `json:"ttfb_p99_ms"`
 	PeakRSS           int64   `json:"peak_rss_kib"`
 	EmulatorInProcess bool    `json:"emulator_in_process"`
+	Scheme            string  `json:"scheme"`
+	Transport         string  `json:"transport"`
+	TLSHandshakes     int64   `json:"tls_handshakes"`
+	TLSResumed        int64   `json:"tls_resumed"`
+	TLSHandshakeMS    float64 `json:"tls_handshake_ms"`
 }
 
 // lastJSON decodes the last line of stdout into v.
@@ -53,9 +58,14 @@ func TestBenchEmbedded(t *testing.T) {
 	if !s.EmulatorInProcess || s.PeakRSS <= 0 {
 		t.Fatalf("summary %+v: want a peak RSS and emulator_in_process", s)
 	}
+	// Over HTTPS by default, as S3: every connection a handshake.
+	if s.Scheme != "https" || s.Transport != "HTTPS (self-signed, in-process)" || s.TLSHandshakes < 1 || s.TLSHandshakeMS <= 0 {
+		t.Fatalf("summary %+v: want https, the transport named, handshakes counted and timed", s)
+	}
 
 	r = run(t, nil, args...)
-	for _, want := range []string{"emulator: http://127.0.0.1:", "objects: 42 transferred", "time to first byte: p50", "embedded emulator's included"} {
+	for _, want := range []string{"emulator: https://127.0.0.1:", "over HTTPS (self-signed, in-process)", "objects: 42 transferred",
+		"time to first byte: p50", "embedded emulator's included", "tls: over HTTPS (self-signed, in-process); "} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Fatalf("exit %d, stdout lacks %q:\n%s\n%s", r.code, want, r.stdout, r.stderr)
 		}

@@ -78,3 +78,66 @@ func partsAsked(log []s3emu.Request, key string) int {
 	}
 	return n
 }
+
+// TestUploadNamesTheChange: a file truncated during its multipart
+// upload, or rewritten during its PutObject, fails with a message that
+// names the file and what changed, never "http status 0" (the request
+// that the changed body broke got no answer), and leaves no object.
+func TestUploadNamesTheChange(t *testing.T) {
+	const size = 12 << 20
+	for _, tc := range []struct {
+		name, threshold string
+		started         func([]s3emu.Request) bool
+		change          func(path string) error
+	}{
+		{"truncated mid multipart", "1MiB", func(log []s3emu.Request) bool { return partsAsked(log, "up/f") >= 3 },
+			func(p string) error { return os.Truncate(p, 1<<20) }},
+		{"rewritten mid put", "64MiB", func(log []s3emu.Request) bool { return putsAsked(log, "up/f") >= 1 },
+			func(p string) error {
+				f, err := os.OpenFile(p, os.O_WRONLY, 0)
+				if err == nil {
+					_, err = f.WriteAt(randomBytes(13, size), 0)
+					f.Close()
+				}
+				return err
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeFiles(t, t.TempDir(), map[string][]byte{"f": randomBytes(11, size)})
+			s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory, LogRequests: true})
+			done := make(chan result, 1)
+			go func() {
+				done <- run(t, nil, s.cmd("copy", "--max-bandwidth", "4MiB/s", "--partsize", "1MiB", "--multipart-threshold", tc.threshold,
+					"--threads", "2", filepath.Join(dir, "f"), s.url("up/f"))...)
+			}()
+			for deadline := time.Now().Add(30 * time.Second); !tc.started(s.emu.Log()); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the upload did not start within 30s")
+				}
+			}
+			if err := tc.change(filepath.Join(dir, "f")); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			// Changed while a part read it, or before the next part opened.
+			named := strings.Contains(r.stderr, "changed while it was read") || strings.Contains(r.stderr, "modified since it was listed")
+			if r.code != 1 || !named || !strings.Contains(r.stderr, filepath.Join(dir, "f")) || strings.Contains(r.stderr, "status 0") {
+				t.Errorf("exit %d, want 1 naming the change, not \"status 0\":\n%s", r.code, r.stderr)
+			}
+			if _, err := s.client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String("up/f")}); err == nil {
+				t.Errorf("an object was made of a file that changed during its upload")
+			}
+		})
+	}
+}
+
+// putsAsked counts the PutObject requests of key that reached the server.
+func putsAsked(log []s3emu.Request, key string) int {
+	n := 0
+	for _, r := range log {
+		if r.Method == "PUT" && r.Key == key && !strings.Contains(r.Query, "partNumber=") && !strings.Contains(r.Query, "uploadId=") {
+			n++
+		}
+	}
+	return n
+}

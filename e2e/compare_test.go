@@ -33,7 +33,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("compare without --fail-on-regression: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !regexp.MustCompile(`throughput \(Gibps\)\s.*-[0-9.]+%\s+worse`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`throughput \(Gbit/s\)\s.*-[0-9.]+%\s+worse`).MatchString(r.stdout) {
 		t.Fatalf("compare does not find the slower run's throughput worse:\n%s", r.stdout)
 	}
 	if r = run(t, nil, "bench", "compare", "--fail-on-regression", fast, slow); r.code != 1 {
@@ -44,7 +44,7 @@ func TestBenchRepeatAndCompare(t *testing.T) {
 	// then --fail-on-regression rightly fails: the exit follows the verdicts.
 	r = run(t, nil, "bench", "compare", "--fail-on-regression", slow, fast)
 	if worse := regexp.MustCompile(`(?m)\sworse$`).MatchString(r.stdout); r.code != map[bool]int{false: 0, true: 1}[worse] ||
-		!regexp.MustCompile(`throughput \(Gibps\)\s.*\+[0-9.]+%\s+better`).MatchString(r.stdout) {
+		!regexp.MustCompile(`throughput \(Gbit/s\)\s.*\+[0-9.]+%\s+better`).MatchString(r.stdout) {
 		t.Fatalf("--fail-on-regression with a better B: exit %d, want better throughput and exit 1 only if a figure is worse\n%s", r.code, r.stdout)
 	}
 	short := save("short.json", "4MB", "2")
@@ -62,4 +62,37 @@ func atoi(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestBenchCompareWithoutFigures: a side whose summaries carry none of
+// the figures (a run that measured nothing) cannot show that B did not
+// regress: --fail-on-regression exits 1 naming it; without the flag the
+// comparison says so and exits 0.
+func TestBenchCompareWithoutFigures(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var full strings.Builder
+	for i := range 3 {
+		full.WriteString(`{"schema":"s3pd/1","type":"summary","gibps":` + []string{"1.0", "1.1", "0.9"}[i] + `,"ttfb_p50_ms":2}` + "\n")
+	}
+	a := write("a.json", full.String())
+	empty := write("empty.json", `{"schema":"s3pd/1","type":"summary","objects":"none"}`+"\n")
+	for _, pair := range [][2]string{{a, empty}, {empty, a}} {
+		r := run(t, nil, "bench", "compare", "--fail-on-regression", pair[0], pair[1])
+		if r.code != 1 || !strings.Contains(r.stderr, "empty.json has no figures") {
+			t.Errorf("--fail-on-regression %s %s: exit %d, want 1 naming empty.json\n%s%s", filepath.Base(pair[0]), filepath.Base(pair[1]), r.code, r.stdout, r.stderr)
+		}
+		if r = run(t, nil, "bench", "compare", pair[0], pair[1]); r.code != 0 || !strings.Contains(r.stdout, "has none of the figures") {
+			t.Errorf("compare %s %s: exit %d, want 0 and a line saying so\n%s", filepath.Base(pair[0]), filepath.Base(pair[1]), r.code, r.stdout)
+		}
+	}
+	if r := run(t, nil, "bench", "compare", "--fail-on-regression", a, a); r.code != 0 {
+		t.Errorf("A against itself: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

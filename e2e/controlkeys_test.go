@@ -14,15 +14,23 @@ import (
 func TestKeysWithControlCharactersPrintEscaped(t *testing.T) {
 	const fake = "k/evil\nwould fetch: k/fake (1 bytes)"
 	const esc = "k/esc\x1b[2Jcleared"
+	const bidi = "k/bidi\u202egpj.exe\u2066x\u2069"
 	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory,
 		Faults: s3emu.NewFaults(s3emu.Rule{Key: "k/*", Times: -1, Action: s3emu.Status{Code: 403}})})
 	s.put(t, fake, []byte("x"))
 	s.put(t, esc, []byte("y"))
+	s.put(t, bidi, []byte("b"))
 	s.put(t, "k/plain", []byte("z"))
 	check := func(what, out string, wantLines int, prefix string) {
 		t.Helper()
 		if strings.ContainsRune(out, '\x1b') {
 			t.Errorf("%s: a raw escape reached the output: %q", what, out)
+		}
+		if strings.ContainsAny(out, "\u202e\u2066\u2069") {
+			t.Errorf("%s: a raw bidirectional control reached the output: %q", what, out)
+		}
+		if !strings.Contains(out, `k/bidi\u202egpj.exe\u2066x\u2069`) {
+			t.Errorf("%s: the bidi key is not shown escaped:\n%s", what, out)
 		}
 		n := 0
 		for _, line := range strings.Split(out, "\n") {
@@ -42,17 +50,17 @@ func TestKeysWithControlCharactersPrintEscaped(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("--dry-run: exit %d\n%s", r.code, r.stderr)
 	}
-	check("--dry-run", r.stdout, 3, "would fetch: ")
+	check("--dry-run", r.stdout, 4, "would fetch: ")
 
 	r = run(t, nil, s.cmd("ls", "--recursive", s.url("k/"))...)
 	if r.code != 0 {
 		t.Fatalf("ls: exit %d\n%s", r.code, r.stderr)
 	}
-	check("ls", r.stdout, 3, "20") // each line starts with its date
+	check("ls", r.stdout, 4, "20") // each line starts with its date
 
 	r = run(t, nil, s.cmd("get", s.url("k/"), t.TempDir())...)
 	if r.code != 1 {
 		t.Fatalf("get with every GET denied: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	check("failure recap", r.stdout+r.stderr, 3, "  k/")
+	check("failure recap", r.stdout+r.stderr, 4, "  k/")
 }

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -328,4 +330,98 @@ func TestSingleObjectsShareADirectory(t *testing.T) {
 	checkSynthetic(t, filepath.Join(dest, "00000000"), "big/00000000", size)
 	checkSynthetic(t, filepath.Join(dest, "00000001"), "big/00000001", size)
 	tree(t, dest)
+}
+
+// TestDeleteLeavesNestedRunsAlone: DEST/sub is the DEST of a live run
+// while get --delete runs over DEST. --delete removes DEST/sub's files
+// that the listing lacks, never its work folder: the nested run's lock
+// and partial file stay, a third run into DEST/sub is still refused, and
+// the nested run ends with its object whole, exit 0.
+func TestDeleteLeavesNestedRunsAlone(t *testing.T) {
+	const nested = "n/00000000"
+	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "top:1:1000,n:1:300000",
+		Faults: s3emu.NewFaults(s3emu.Rule{Key: nested, Action: s3emu.Delay{For: 4 * time.Second}})})
+	flags := []string{"--endpoint-url", ts.URL, "--region", "us-east-1", "--no-sign-request", "--quiet"}
+	dest := t.TempDir()
+	sub := filepath.Join(dest, "sub")
+	cmd, stderr := startGet(t, append(append([]string{"get"}, flags...), "s3://bench/n/", sub)...)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ps, _ := filepath.Glob(filepath.Join(sub, local.WorkDir, "*.partial")); len(ps) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the nested run made no partial file within 30s\n%s", stderr)
+		}
+	}
+	r := run(t, nil, append(append([]string{"get", "--delete"}, flags...), "s3://bench/top/", dest)...)
+	if r.code != 0 {
+		t.Fatalf("get --delete over DEST: exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, local.WorkDir+"/") {
+		t.Errorf("--delete names a work folder's file:\n%s%s", r.stdout, r.stderr)
+	}
+	for _, name := range []string{"lock"} {
+		if _, err := os.Stat(filepath.Join(sub, local.WorkDir, name)); err != nil {
+			t.Errorf("the nested run's %s after --delete over DEST: %v", name, err)
+		}
+	}
+	third := run(t, nil, append(append([]string{"get"}, flags...), "s3://bench/n/", sub)...)
+	if third.code != 2 || !strings.Contains(third.stderr, "in use") {
+		t.Errorf("a third run into the nested DEST: exit %d, want 2 (in use)\n%s", third.code, third.stderr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the nested run: %v\n%s", err, stderr)
+	}
+	want := make([]byte, 300000)
+	s3emu.SyntheticBytes(nested, 0, want)
+	if got, err := os.ReadFile(filepath.Join(sub, "00000000")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the nested run's object: %d bytes, %v; want it whole", len(got), err)
+	}
+}
+
+// TestKeysThatCannotLandOneToOneFail: one rule for every key that
+// cannot map one to one onto a path inside DEST (a leading "/", an empty
+// component, "." or "..", a .s3pd component at any depth): refused by
+// name, counted failed, exit 1; never dropped, never merged with
+// another key (the AWS CLI lands a//b at a/b, beside a real a/b).
+func TestKeysThatCannotLandOneToOneFail(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	bad := []string{"/abs-x", "a//b", "./x", "c/./d", "e/../f", "g/..", ".s3pd/lock", "w/sub/.s3pd/lock", "w/.s3pd"}
+	for _, k := range bad {
+		s.put(t, k, []byte("bad:"+k))
+	}
+	s.put(t, "a/b", []byte("the real a/b"))
+	s.put(t, "ok/plain", []byte("plain"))
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--json", s.url(""), dest)...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	failed := map[string]bool{}
+	var summary map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		json.Unmarshal([]byte(l), &m)
+		switch {
+		case m["type"] == "object" && m["status"] == "failed":
+			failed[fmt.Sprint(m["key"])] = true
+			if d, ok := m["destination"]; ok {
+				t.Errorf("%v: refused, yet its destination is %v", m["key"], d)
+			}
+		case m["type"] == "summary":
+			summary = m
+		}
+	}
+	for _, k := range bad {
+		if !failed[k] {
+			t.Errorf("%q is not reported failed", k)
+		}
+		if !strings.Contains(r.stderr, fmt.Sprintf("%q", k)) {
+			t.Errorf("stderr does not name %q", k)
+		}
+	}
+	if summary["failed"] != float64(len(bad)) || summary["objects"] != 2.0 {
+		t.Errorf("summary objects %v failed %v, want 2 and %d", summary["objects"], summary["failed"], len(bad))
+	}
+	sameTree(t, dest, map[string][]byte{"a/b": []byte("the real a/b"), "ok/plain": []byte("plain")})
 }

@@ -42,6 +42,8 @@ func TestFaults(t *testing.T) {
 		fails bool   // the victim fails; the others arrive
 		error string // in the victim's error
 		skip  string // the victim is skipped with this reason
+		// retried: the summary counts at least one retry
+		retried bool
 	}{
 		{name: "500 once", rule: s3emu.Rule{Key: victim, Action: s3emu.Status{Code: 500}}},
 		{name: "502 once", rule: s3emu.Rule{Key: victim, Action: s3emu.Status{Code: 502, S3Code: "BadGateway"}}},
@@ -55,7 +57,10 @@ func TestFaults(t *testing.T) {
 		{name: "stall", rule: s3emu.Rule{Key: victim, Action: s3emu.Stall{At: 1000, For: 20 * time.Second}}, flags: []string{"--stall-timeout", "1s"}},
 		{name: "403 denied", rule: s3emu.Rule{Key: victim, Times: -1, Action: s3emu.Status{Code: 403}}, fails: true, error: "AccessDenied"},
 		{name: "404 gone", rule: s3emu.Rule{Key: victim, Times: -1, Action: s3emu.Status{Code: 404, S3Code: "NoSuchKey"}}, fails: true, error: "NoSuchKey"},
-		{name: "flipped byte", rule: s3emu.Rule{Key: victim, Range: "bytes=1048576-2097151", Action: s3emu.Flip{At: 4242}}, fails: true, error: "checksum mismatch"},
+		{name: "flipped byte", rule: s3emu.Rule{Key: victim, Range: "bytes=1048576-2097151", Times: -1, Action: s3emu.Flip{At: 4242}}, fails: true, error: "checksum mismatch"},
+		// A body damaged once in transit: the object is fetched once more
+		// (a retry), and arrives.
+		{name: "flipped byte once", rule: s3emu.Rule{Key: victim, Range: "bytes=1048576-2097151", Action: s3emu.Flip{At: 4242}}, retried: true},
 		{name: "replaced mid-download", rule: s3emu.Rule{Key: victim, Range: "bytes=2097152-3145727", Action: s3emu.Replace{}}, fails: true, error: "modified during download"},
 		{name: "archived", rule: s3emu.Rule{Key: victim, Times: -1, Action: s3emu.Status{Code: 403, S3Code: "InvalidObjectState"}}, skip: "archived"},
 	}
@@ -99,6 +104,9 @@ func TestFaults(t *testing.T) {
 				if cs, _ := line["checksums"].([]any); line["status"] != "ok" || line["verification"] != "verified" || len(cs) != 1 || cs[0] != "crc64nvme" {
 					t.Errorf("%s: JSON line %v, want ok and verified crc64nvme", key, line)
 				}
+			}
+			if tt.retried && !strings.Contains(r.stdout, `"type":"summary"`) || tt.retried && strings.Contains(r.stdout, `"retries":0,`) {
+				t.Errorf("the summary counts no retry:\n%s", r.stdout)
 			}
 			tree(t, dest) // no temporary files
 			if entries, _ := os.ReadDir(root); len(entries) != 1 {

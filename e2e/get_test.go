@@ -279,3 +279,38 @@ func TestDryRunPlansWithoutTheCards(t *testing.T) {
 		t.Errorf("real run with cards not here: exit %d, want 2", r.code)
 	}
 }
+
+// TestUnsafeFlagValuesRefusedBeforeAnyRequest: a flag value that cannot
+// go into a request header (a newline in --region, which is in every
+// signature, or in --expected-bucket-owner), or a --conflict-suffix that
+// would put a copy in another folder, is a usage error: exit 2, one line
+// naming the flag, and not one request sent.
+func TestUnsafeFlagValuesRefusedBeforeAnyRequest(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s.put(t, "x", []byte("x"))
+	before := s.emu.Stats().Requests
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"get", "--region", "a\nb", s.url("x"), t.TempDir()}, "region"},
+		{[]string{"cat", "--region", "a\nb", s.url("x")}, "region"},
+		{[]string{"ls", "--region", "a\nb", s.url("x")}, "region"},
+		{[]string{"get", "--region", "us east", s.url("x"), t.TempDir()}, "region"},
+		{[]string{"get", "--expected-bucket-owner", "a\nb", s.url("x"), t.TempDir()}, "--expected-bucket-owner"},
+		{[]string{"cat", "--expected-bucket-owner", "1\r\nX-Evil: 1", s.url("x")}, "--expected-bucket-owner"},
+		{[]string{"copy", "--content-type", "text/plain\nX-Evil: 1", s.url("x"), s.url("y")}, "--content-type"},
+		{[]string{"get", "--conflict-suffix", "/../b", s.url(""), t.TempDir()}, "--conflict-suffix"},
+		{[]string{"get", "--conflict-suffix", "sub/x", s.url(""), t.TempDir()}, "--conflict-suffix"},
+	} {
+		args := append([]string{tc.args[0]}, append(s.args(), tc.args[1:]...)...)
+		r := run(t, nil, args...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 2 || len(lines) != 1 || !strings.Contains(lines[0], tc.flag) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, r.code, r.stderr, tc.flag)
+		}
+	}
+	if n := s.emu.Stats().Requests - before; n != 0 {
+		t.Errorf("%d requests reached the server, want none", n)
+	}
+}

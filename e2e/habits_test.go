@@ -96,3 +96,43 @@ func TestAWSCLIHabits(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSFlagsForLsAndCat: ls, du and cat reach an HTTPS endpoint with
+// a certificate no system authority signed only with --ca-bundle or
+// --no-verify-ssl, as get does; without them they fail naming the
+// certificate, exit 1, with no retries to wait for.
+func TestTLSFlagsForLsAndCat(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	data := randomBytes(43, 200<<10)
+	s.put(t, "tls/obj", data)
+	srv := httptest.NewTLSServer(s.emu.Handler())
+	t.Cleanup(srv.Close)
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"ls", "du", "cat"} {
+		for _, tc := range []struct {
+			flags []string
+			ok    bool
+		}{{nil, false}, {[]string{"--no-verify-ssl"}, true}, {[]string{"--ca-bundle", bundle}, true}} {
+			args := append([]string{cmd, "--endpoint-url", srv.URL, "--region", "us-east-1", "--no-sign-request"}, tc.flags...)
+			if cmd == "cat" {
+				args = append(args, "--quiet")
+			}
+			r := run(t, nil, append(args, s.url("tls/obj"))...)
+			if ok := r.code == 0; ok != tc.ok {
+				t.Errorf("%s %v: exit %d, want success %v\n%s", cmd, tc.flags, r.code, tc.ok, r.stderr)
+				continue
+			}
+			switch {
+			case !tc.ok && !strings.Contains(r.stderr, "certificate"):
+				t.Errorf("%s %v: the error does not name the certificate: %s", cmd, tc.flags, r.stderr)
+			case tc.ok && cmd == "cat" && r.stdout != string(data):
+				t.Errorf("cat %v: %d bytes on stdout, not the object", tc.flags, len(r.stdout))
+			case tc.ok && cmd == "ls" && !strings.Contains(r.stdout, "obj"):
+				t.Errorf("ls %v: %q does not list the object", tc.flags, r.stdout)
+			}
+		}
+	}
+}

@@ -34,7 +34,14 @@ import (
 // bin is the s3pd binary built once for the package's tests.
 var bin string
 
+// envNoFlock, set, makes the test binary a launcher (launcher) of s3pd
+// on a file system that refuses locks (lockrefused_test.go).
+const envNoFlock = "E2E_EXEC_WITHOUT_FLOCK"
+
 func TestMain(m *testing.M) {
+	if launcher != nil && os.Getenv(envNoFlock) != "" {
+		launcher() // runs s3pd as a test asks (lockrefused_test.go)
+	}
 	dir, err := os.MkdirTemp("", "s3pd-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -188,7 +195,7 @@ func (s *store) put(t *testing.T, key string, data []byte) {
 
 // args are the flags that point s3pd at the store.
 func (s *store) args() []string {
-	a := []string{"--endpoint-url", s.endpoint, "--region", "us-east-1", "--quiet"}
+	a := []string{"--endpoint-url", s.endpoint, "--region", "us-east-1", "--no-progress"}
 	if !s.signed {
 		a = append(a, "--no-sign-request")
 	}

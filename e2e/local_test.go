@@ -74,7 +74,9 @@ func TestGetDiskFull(t *testing.T) {
 	s := emuStore(t, s3emu.Options{Dataset: "big:1:4MiB"})
 	dest := t.TempDir()
 	mount(t, dest, "-t", "tmpfs", "-o", "size=1m", "s3pd-full")
-	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", s.url(""), dest)...)
+	// --no-space-check: the write error itself is under test (the check
+	// before the first byte is TestGetChecksSpaceFirst's).
+	r := run(t, nil, s.cmd("get", "--partsize", "1MiB", "--no-space-check", s.url(""), dest)...)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}

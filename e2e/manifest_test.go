@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -325,4 +327,104 @@ func waitOrDump(t *testing.T, c *exec.Cmd, errOut *bytes.Buffer, d time.Duration
 		<-exited
 	}
 	t.Fatalf("the child did not exit within %v of SIGINT; its stderr:\n%s", d, errOut.String())
+}
+
+// TestManifestKeyListedTwiceIsFetchedOnce: a manifest that names a key
+// twice (as a key, as a URL, with and without its size, far apart) gets
+// it once, exit 0, as a listing that repeats a key does.
+func TestManifestKeyListedTwiceIsFetchedOnce(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Dataset: "d:3:100KiB"})
+	man := "d/00000001\nd/00000002\ns3://bench/d/00000001\nd/00000000\nd/00000001\t102400\nd/00000002\n"
+	for _, shard := range [][]string{nil, {"--shard", "0/1"}} {
+		s.emu.ResetStats()
+		dest := t.TempDir()
+		r := run(t, nil, append(append(s.cmd("get", "--json", "--manifest", writeFile(t, man)), shard...), s.url("d/"), dest)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d, want 0\n%s\n%s", shard, r.code, r.stdout, r.stderr)
+		}
+		if n := strings.Count(r.stdout, `"type":"object"`); n != 3 {
+			t.Errorf("%v: %d object lines, want 3 (one per key)", shard, n)
+		}
+		if n := s.emu.Stats().GetRequests; n != 3 {
+			t.Errorf("%v: %d GETs, want 3 (each key once)", shard, n)
+		}
+		ds, _ := s3emu.ParseDataset("d:3:100KiB")
+		sameTree(t, dest, wantSynthetic(t, ds, "d/", "d/00000000", "d/00000001", "d/00000002"))
+	}
+}
+
+// TestHostileManifests: an S3 Inventory and a text manifest, both read
+// from s3://, whose entries name keys that cannot land one to one in
+// DEST ("..", an absolute key, an empty or "." component, the work
+// folder, a control character), a size no object has, and a duplicate.
+// Each such entry fails by name (exit 1); the good objects land; nothing
+// is written outside DEST. A size that is not a number of bytes is a bad
+// manifest: exit 2 naming the line, nothing transferred.
+func TestHostileManifests(t *testing.T) {
+	const dataset = "d:2:10KiB"
+	s := emuStore(t, s3emu.Options{Dataset: dataset, Buckets: []string{"inv"}})
+	ds, _ := s3emu.ParseDataset(dataset)
+	hostile := []string{"d/../../escape", "/abs", "d//b", "d/./c", "d/.s3pd/lock", "x/.s3pd/j.journal", "d/esc\x1b[2J"}
+	esc := url.QueryEscape
+	var csvRows strings.Builder
+	row := func(key, size string) {
+		fmt.Fprintf(&csvRows, "%q,%q,%q\n", "bench", esc(key), size)
+	}
+	row("d/00000000", "10240")
+	for _, k := range hostile {
+		row(k, "5")
+	}
+	row("d/00000001", "10240")
+	row("d/00000001", "10240") // listed twice
+	row("d/absurd", "9000000000000000000")
+	manifestJSON := `{"sourceBucket": "bench", "destinationBucket": "arn:aws:s3:::inv", "fileFormat": "CSV",
+	  "fileSchema": "Bucket, Key, Size", "files": [{"key": "hostile/data/a.csv.gz"}]}`
+	s.putIn(t, "inv", "hostile/manifest.json", []byte(manifestJSON))
+	s.putIn(t, "inv", "hostile/data/a.csv.gz", gzipped(t, csvRows.String()))
+	var text strings.Builder
+	text.WriteString("d/00000000\t10240\n")
+	for _, k := range hostile {
+		if !strings.ContainsAny(k, "\n") {
+			fmt.Fprintf(&text, "s3://bench/%s\t5\n", k)
+		}
+	}
+	text.WriteString("d/00000001\nd/00000001\t10240\nd/absurd\t9000000000000000000\n")
+	s.putIn(t, "inv", "hostile/keys.txt", []byte(text.String()))
+
+	for _, location := range []string{"s3://inv/hostile/manifest.json", "s3://inv/hostile/keys.txt"} {
+		t.Run(path.Base(location), func(t *testing.T) {
+			root := t.TempDir()
+			dest := filepath.Join(root, "dest")
+			r := run(t, nil, append(s.cmd("get", "--json", "--manifest", location), s.url(""), dest)...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			failed := map[string]bool{}
+			for _, l := range strings.Split(r.stdout, "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) == nil && m["type"] == "object" && m["status"] == "failed" {
+					failed[fmt.Sprint(m["key"])] = true
+				}
+			}
+			for _, k := range append(hostile, "d/absurd") {
+				if !failed[k] {
+					t.Errorf("%q is not reported failed", k)
+				}
+			}
+			if strings.Contains(r.stderr, "\x1b") {
+				t.Errorf("a raw escape reached stderr")
+			}
+			sameTree(t, dest, wantSynthetic(t, ds, "", "d/00000000", "d/00000001"))
+			if entries, _ := os.ReadDir(root); len(entries) != 1 {
+				t.Errorf("something was written outside DEST: %v", entries)
+			}
+		})
+	}
+	s.putIn(t, "inv", "hostile/bad-size.txt", []byte("d/00000000\t10240\nd/00000001\t-5\n"))
+	dest := t.TempDir()
+	r := run(t, nil, append(s.cmd("get", "--manifest", "s3://inv/hostile/bad-size.txt"), s.url(""), dest)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "line 2") {
+		t.Errorf("a negative size: exit %d, stderr %q; want exit 2 naming line 2", r.code, r.stderr)
+	}
+	sameTree(t, dest, nil)
 }

@@ -124,6 +124,37 @@ var networkRef = regexp.MustCompile(`(?i)(\s(src|href|srcset|action|xlink:href)\
 
 // TestBenchReportInBrowser renders the HTML report in headless Chromium:
 // after its script ran, the DOM holds every chart with data, and a
+// TestBenchWindowSaysWhereItStopped: the summary says where the window
+// of requests in flight settled and why: fixed at the budget with
+// --adaptive off, and with the climb within the budget, for a reason
+// docs/JSON.md names (the knee's rule itself is tested in pkg/transfer).
+func TestBenchWindowSaysWhereItStopped(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		stop   string // "" any documented reason
+		window int    // 0: any within the budget
+		budget int
+	}{
+		{[]string{"--adaptive", "off", "--max-concurrent-requests", "24"}, "budget", 24, 24},
+		{[]string{"--max-concurrent-requests", "200"}, "", 0, 200},
+	} {
+		args := append([]string{"bench", "--json", "--dataset", "w:64:512KiB", "--ttfb", "2ms", "--conn-rate", "0"}, tt.args...)
+		r := run(t, nil, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d\n%s", tt.args, r.code, r.stderr)
+		}
+		lines := checkLines(t, jsonSpec(t), r.stdout) // window_stop among the documented values
+		sum := lines["summary"][0]
+		w, stop, knee := int(sum["window"].(float64)), sum["window_stop"].(string), int(sum["window_knee"].(float64))
+		if tt.stop != "" && stop != tt.stop || tt.window != 0 && w != tt.window || w < 1 || w > tt.budget {
+			t.Errorf("%v: window %d (%s), want %d (%s) within the budget %d", tt.args, w, stop, tt.window, tt.stop, tt.budget)
+		}
+		if (stop == "knee") != (knee > 0) || knee > tt.budget {
+			t.Errorf("%v: window_knee %d with window_stop %q: want a knee within the budget exactly when it stopped there", tt.args, knee, stop)
+		}
+	}
+}
+
 // screenshot is a picture, not a blank page.
 func TestBenchReportInBrowser(t *testing.T) {
 	exe := chromium(t)

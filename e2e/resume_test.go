@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"os"
 	"os/exec"
@@ -213,7 +214,14 @@ func TestInterruptStopsQuicklyAndResumes(t *testing.T) {
 // them, and fetches only the rest of each part.
 func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 	const size, part = 32 << 20, 16 << 20
-	s := emuStore(t, s3emu.Options{Dataset: "big:1:32MiB", ConnRate: 2 << 20})
+	// Every GET sends 3 MiB and then nothing until the client hangs
+	// up: no part can complete before the Ctrl-C, however slow the
+	// machine (a straggler taken over on a new connection stalls too),
+	// and no timing is assumed. The reruns go to a second emulator that
+	// serves the same synthetic object (same bytes, same ETag) whole.
+	s := emuStore(t, s3emu.Options{Dataset: "big:1:32MiB", Faults: s3emu.NewFaults(
+		s3emu.Rule{Key: "big/00000000", Times: -1, Action: s3emu.Stall{At: 3 << 20, For: 5 * time.Minute}})})
+	clean := emuStore(t, s3emu.Options{Dataset: "big:1:32MiB"})
 	dest := t.TempDir()
 	args := s.cmd("get", "--partsize", "16MiB", "--threads", "2", s.url("big/"), dest)
 	cmd := exec.Command(bin, args...)
@@ -224,12 +232,13 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// A few MiB into the two 16 MiB parts (8 s each at this rate): no
-	// part is complete.
-	deadline := time.Now().Add(30 * time.Second)
-	for s.emu.BytesSentFor(s.bucket, "big/00000000") < 3<<20 {
+	// Both parts reached their stall, and the client read what they
+	// sent (its read count, not the server's: the socket buffers hold
+	// megabytes).
+	deadline := time.Now().Add(60 * time.Second)
+	for s.emu.BytesSentFor(s.bucket, "big/00000000") < 6<<20 || readBytes(t, cmd.Process.Pid) < 6<<20 {
 		if time.Now().After(deadline) {
-			t.Fatal("fewer than 3 MiB sent within 30s")
+			t.Fatalf("the two parts did not reach their stalls within 60s (%d bytes sent)", s.emu.BytesSentFor(s.bucket, "big/00000000"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -275,13 +284,13 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 		pf.Close()
 	}
 
-	resetAfterDrain(t, s.emu)
-	r := run(t, nil, s.cmd("get", "--json", "--partsize", "16MiB", "--threads", "2", s.url("big/"), dest)...)
+	resetAfterDrain(t, clean.emu)
+	r := run(t, nil, clean.cmd("get", "--json", "--partsize", "16MiB", "--threads", "2", clean.url("big/"), dest)...)
 	if r.code != 0 {
 		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
 	}
 	kept -= refetch
-	if sent := s.emu.BytesSentFor(s.bucket, "big/00000000"); sent != size-kept {
+	if sent := clean.emu.BytesSentFor(clean.bucket, "big/00000000"); sent != size-kept {
 		t.Errorf("rerun fetched %d bytes, want exactly the %d the journal lacked or that did not read back", sent, size-kept)
 	}
 	var obj struct {
@@ -297,5 +306,65 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 		t.Errorf("rerun's object line %+v, want ok, verified by crc64nvme, %d bytes resumed", obj, kept)
 	}
 	checkSynthetic(t, finalName(dest), "big/00000000", size)
+	tree(t, dest)
+}
+
+// readBytes is how many bytes process pid has read (rchar in
+// /proc/PID/io: files and sockets alike).
+func readBytes(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatalf("read /proc/%d/io: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestKillInTheTailThenResumeIsExact: a single object is one last wave,
+// planned in pieces shorter than a part; some of its GETs stall, so the
+// run is killed once the first pieces are journaled and while others
+// are in flight. A rerun against a server without stalls (the same
+// synthetic bytes), with another budget, which would plan other pieces,
+// fits its ranges to the extents recorded: the server sends exactly the
+// bytes the journal lacked, once.
+func TestKillInTheTailThenResumeIsExact(t *testing.T) {
+	const size = 24 << 20
+	first := emuStore(t, s3emu.Options{Dataset: "tail:1:24MiB", ConnRate: 512 << 10,
+		Stalls: s3emu.Stalls{Fraction: 0.2, For: time.Minute, Seed: 3}})
+	s := emuStore(t, s3emu.Options{Dataset: "tail:1:24MiB", ConnRate: 1 << 20})
+	dest := t.TempDir()
+	cmd, _ := startGet(t, first.cmd("get", first.url("tail/"), dest)...)
+	waitForJournal(t, dest)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	done := journaled(t, dest)
+	short := 0
+	for _, lengths := range journalLines(t, dest) {
+		for _, n := range lengths {
+			if n < 8<<20 {
+				short++
+			}
+		}
+	}
+	if done <= 0 || done >= size || short == 0 {
+		t.Fatalf("journal records %d bytes in %v, want tail pieces shorter than a part, and part of %d", done, journalLines(t, dest), size)
+	}
+	r := run(t, nil, s.cmd("get", "--json", "--max-concurrent-requests", "4", s.url("tail/"), dest)...)
+	if r.code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", r.code, r.stderr)
+	}
+	if sent := s.emu.BytesSentFor(s.bucket, "tail/00000000"); sent != size-done {
+		t.Fatalf("rerun: the server sent %d bytes, want exactly the %d the journal lacked", sent, size-done)
+	}
+	sum := summaryOf(t, r.stdout)
+	if sum["overfetch_bytes"].(float64) != 0 || sum["gets_per_range"].(float64) != 1 {
+		t.Errorf("rerun: overfetch %v bytes, %v GETs per range; want none, and one GET per range", sum["overfetch_bytes"], sum["gets_per_range"])
+	}
+	checkSynthetic(t, finalName(dest), "tail/00000000", size)
 	tree(t, dest)
 }

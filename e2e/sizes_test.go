@@ -21,7 +21,7 @@ func TestAbsurdListedSize(t *testing.T) {
 			s := emuStore(t, s3emu.Options{Dataset: "z:3:100KiB", Faults: s3emu.NewFaults(
 				s3emu.Rule{Method: "LIST", Key: "*", Times: -1, Action: s3emu.ListSize{Size: size, Index: 1}})})
 			dest := t.TempDir()
-			r := run(t, nil, s.cmd("get", "--json", "--partsize", "64KiB", s.url("z/"), dest)...)
+			r := run(t, nil, s.cmd("get", "--json", "--no-space-check", "--partsize", "64KiB", s.url("z/"), dest)...)
 			if r.code != 1 {
 				t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 			}

@@ -21,13 +21,20 @@ import (
 
 // TestSoak runs random rounds until its time is up: each round serves a
 // random dataset with random faults (errors, resets, short and oddly
-// framed bodies, stalls, flipped bytes, hostile listing pages), runs two
-// gets at once into distinct DESTs, SIGKILLs some of them part way and
-// runs them again (resume), and checks that no final name ever holds a
-// wrong byte and that every exit code matches the disk. It runs for
-// S3PD_SOAK (a Go duration; 20s by default, `make soak SOAK=30m` for
-// longer), from seed S3PD_SOAK_SEED (default: the clock); every round
-// logs its seed, and a failure names the one to replay.
+// framed bodies, stalls, flipped bytes, hostile listing pages) and is
+// one of four kinds (soakKinds): two gets at once into distinct DESTs,
+// some SIGKILLed part way and run again (resume) with another multipart
+// threshold; one object to stdout under --verify full; a get through a
+// server that redirects some GETs to another host; a get --delete over
+// a DEST while a nested get runs into DEST/sub. It checks that no final
+// name (or stdout, with exit 0) ever holds a wrong byte, that every exit
+// code matches the disk, that a run that exits 0 leaves no work folder,
+// that nothing is sent to a host a redirect names, and that --delete
+// never touches the nested run's work folder. It runs for S3PD_SOAK (a
+// Go duration; 20s by default, `make soak SOAK=30m` for longer), from
+// seed S3PD_SOAK_SEED (default: the clock); every round logs its seed
+// and kind, and a failure names the one to replay. S3PD_SOAK_SKIP lists
+// kinds not to run (comma-separated).
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak runs without -short")
@@ -45,18 +52,37 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("S3PD_SOAK_SEED=%q: %v", v, err)
 		}
 	}
+	skip := map[string]bool{}
+	for _, k := range strings.Split(os.Getenv("S3PD_SOAK_SKIP"), ",") {
+		skip[strings.TrimSpace(k)] = true
+	}
 	t.Logf("soak for %s from seed %d (replay one round with S3PD_SOAK_SEED=<its seed> S3PD_SOAK=1s)", d, base)
 	deadline := time.Now().Add(d)
 	rounds := 0
+	kinds := map[string]int{}
 	for seed := base; rounds == 0 || time.Now().Before(deadline); seed++ {
+		kind := soakKinds[seed%uint64(len(soakKinds))]
+		if skip[kind.name] {
+			continue
+		}
 		// A subtest per round: its server and DESTs go when it ends.
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { soakRound(t, seed) })
+		t.Run(fmt.Sprint("seed=", seed, "/", kind.name), func(t *testing.T) { kind.run(t, seed) })
 		rounds++
+		kinds[kind.name]++
 		if t.Failed() {
 			t.Fatalf("round with seed %d failed: replay it with S3PD_SOAK_SEED=%d S3PD_SOAK=1s", seed, seed)
 		}
 	}
-	t.Logf("%d rounds, no wrong byte at a final name, every exit code matching the disk", rounds)
+	t.Logf("%d rounds %v, no wrong byte at a final name, every exit code matching the disk", rounds, kinds)
+}
+
+// soakKinds are the kinds of round, taken in turn by seed.
+var soakKinds = []struct {
+	name string
+	run  func(t *testing.T, seed uint64)
+}{
+	{"files", soakRound}, {"files", soakRound}, {"stdout", soakStdoutRound},
+	{"files", soakRound}, {"redirect", soakRedirectRound}, {"nested", soakNestedRound},
 }
 
 // soakObject is one object of a round's dataset.
@@ -142,27 +168,50 @@ func soakRound(t *testing.T, seed uint64) {
 		desc = append(desc, fmt.Sprintf("%s %s attempt=%d times=%d range=%q %s", r.Method, r.Key, r.Attempt, r.Times, r.Range, r.Action))
 	}
 	t.Logf("seed %d: dataset %s, faults [%s]", seed, spec, strings.Join(desc, "; "))
-	args := []string{"get", "--endpoint-url", endpoint, "--region", "us-east-1", "--no-sign-request", "--quiet", "--json",
-		"--stall-timeout", "1s", "--partsize", []string{"64KiB", "256KiB", "1MiB"}[rng.IntN(3)],
-		"--threads", fmt.Sprint(1 + rng.IntN(4)), "--workers", fmt.Sprint(1 + rng.IntN(4)), "s3://" + s3emu.DefaultBucket + "/s/"}
+	args := soakArgs(rng, endpoint)
 	var wg sync.WaitGroup
 	for run := range 2 {
 		kill := rng.IntN(2) == 0
 		delay := time.Duration(20+rng.IntN(600)) * time.Millisecond
+		// The killed run and its rerun may cut parts at different
+		// sizes: journals the rerun does not look up must still go.
+		killed, rerun := soakThreshold(rng), soakThreshold(rng)
 		dest := t.TempDir()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if kill {
-				soakKill(t, append(args, dest), delay)
+				soakKill(t, withDest(args, dest, killed...), delay)
 				checkFinalNames(t, seed, dest, objs, nil)
 			}
-			code, lines, stderr := soakGet(t, append(args, dest))
+			code, lines, stderr := soakGet(t, withDest(args, dest, rerun...))
 			checkFinalNames(t, seed, dest, objs, lines)
 			checkExit(t, seed, run, code, lines, dest, objs, stderr)
 		}()
 	}
 	wg.Wait()
+}
+
+// soakArgs are a round's get flags, with the source prefix last.
+func soakArgs(rng *rand.Rand, endpoint string) []string {
+	return []string{"get", "--endpoint-url", endpoint, "--region", "us-east-1", "--no-sign-request", "--quiet", "--json",
+		"--stall-timeout", "1s", "--partsize", []string{"64KiB", "256KiB", "1MiB"}[rng.IntN(3)],
+		"--threads", fmt.Sprint(1 + rng.IntN(4)), "--workers", fmt.Sprint(1 + rng.IntN(4)), "s3://" + s3emu.DefaultBucket + "/s/"}
+}
+
+// soakThreshold draws a --multipart-threshold, or none (the default).
+func soakThreshold(rng *rand.Rand) []string {
+	if v := []string{"", "256KiB", "1MiB", "64MiB"}[rng.IntN(4)]; v != "" {
+		return []string{"--multipart-threshold", v}
+	}
+	return nil
+}
+
+// withDest is args with extra flags before the source, and dest last.
+func withDest(args []string, dest string, extra ...string) []string {
+	out := append([]string{}, args[:len(args)-1]...)
+	out = append(out, extra...)
+	return append(out, args[len(args)-1], dest)
 }
 
 // soakKill starts a get and SIGKILLs it after delay.
@@ -214,8 +263,8 @@ func checkFinalNames(t *testing.T, seed uint64, dest string, objs []soakObject, 
 		sizes[strings.TrimPrefix(o.key, "s/")] = o.size
 	}
 	filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() && strings.HasPrefix(d.Name(), ".s3pd") {
-			return filepath.SkipDir
+		if err != nil || d.IsDir() && (strings.HasPrefix(d.Name(), ".s3pd") || d.Name() == soakNestedDir) {
+			return filepath.SkipDir // a work folder, or another run's DEST
 		}
 		if d.IsDir() || strings.HasPrefix(d.Name(), ".s3pd") {
 			return nil
@@ -262,6 +311,9 @@ func checkExit(t *testing.T, seed uint64, run, code int, lines []map[string]any,
 			if _, err := os.Stat(filepath.Join(dest, strings.TrimPrefix(o.key, "s/"))); err != nil {
 				t.Errorf("seed %d run %d: exit 0 but %s is missing: %v", seed, run, o.key, err)
 			}
+		}
+		if left, err := os.ReadDir(filepath.Join(dest, ".s3pd")); !os.IsNotExist(err) {
+			t.Errorf("seed %d run %d: exit 0 but the work folder remains (%d entries, %v)", seed, run, len(left), err)
 		}
 	case 1:
 		if failed == 0 && !errLine {

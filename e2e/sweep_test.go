@@ -30,6 +30,11 @@ func TestSweepSavesAPresetThatGetUses(t *testing.T) {
 		if l["bytes"].(float64) <= 0 {
 			t.Errorf("setting %v moved nothing", l)
 		}
+		// Each setting runs with its window fixed (--adaptive off): the
+		// mean in flight is measured, and never above the setting.
+		if m, _ := l["in_flight_mean"].(float64); m <= 0 || m > l["max_concurrent_requests"].(float64) {
+			t.Errorf("setting %v: in_flight_mean %v, want above 0 and at most the setting", l, l["in_flight_mean"])
+		}
 		top = max(top, l["gibps"].(float64))
 	}
 	if g := best["gibps"].(float64); g < 0.95*top {

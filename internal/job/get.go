@@ -2,8 +2,10 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/s3pd/s3pd/pkg/local"
@@ -46,6 +48,8 @@ type Get struct {
 	// object, with the error Missing, not an empty success.
 	MustExist *transfer.Object
 	Missing   error
+	// missingAt is where MustExist would have landed, as a single object
+	missingAt string
 	Scaled    Scaled
 	local     *local.Sink
 }
@@ -83,8 +87,18 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
 	case !single && dest == "-":
-		return nil, specErrorf("DEST - takes a single object; %s is a prefix", spec.URL)
+		found, err := listsAny(ctx, g.Source.Source)
+		switch {
+		case err != nil:
+			return nil, err
+		case found || s.Prefix:
+			return nil, specErrorf("DEST - takes a single object; %s is a prefix", spec.URL)
+		}
+		// Nothing there: the run fails its one object as "no such key"
+		// (MustExist), as into a file.
+		g.missingAt = dest
 	case !single:
+		g.missingAt = path.Join(root, s.Name)
 		root = dest
 	}
 	if err := g.openSink(spec, root, s.Name); err != nil {
@@ -101,12 +115,23 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	return g, nil
 }
 
+// listsAny reports whether src lists at least one object, asking for
+// no more than its first page.
+func listsAny(ctx context.Context, src transfer.Source) (bool, error) {
+	errFound := errors.New("found")
+	err := src.List(ctx, func(transfer.Object) error { return errFound })
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
+
 // missing is the object a URL that named no object must find under
 // prefix, the key it named plus "/", and the error of finding nothing.
 func missing(url, prefix, name string) (*transfer.Object, error) {
 	key := strings.TrimSuffix(prefix, "/")
 	return &transfer.Object{Key: key, Name: name, Size: -1}, &s3store.StatusError{Status: 404, Code: "NoSuchKey",
-		Message: fmt.Sprintf("%s: no object %q and nothing under %q", url, key, prefix)}
+		Message: fmt.Sprintf("%s: no such key (no object %q and nothing under %q)", url, key, prefix)}
 }
 
 // openSink opens where the download's objects go: nothing (a
@@ -157,6 +182,17 @@ func (g *Get) Delete(keep func(name string) bool, dryRun bool, report func(name 
 // nil when the sink has no place to name.
 func (g *Get) Destination() func(string) string {
 	if d, ok := g.Sink.(interface{ Destination(string) string }); ok {
+		if g.MustExist != nil {
+			// The run lists a prefix, under DEST; the object it must
+			// find would have landed where a single object does.
+			missing, at := g.MustExist.Name, g.missingAt
+			return func(name string) string {
+				if name == missing {
+					return at
+				}
+				return d.Destination(name)
+			}
+		}
 		return d.Destination
 	}
 	return nil

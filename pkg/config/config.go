@@ -42,7 +42,9 @@ type Settings struct {
 	// a request's URL. auto is path-style for a custom endpoint and
 	// virtual-hosted for AWS, as the AWS CLI does.
 	AddressingStyle string
-	// Profile is the AWS profile; empty means the SDK's default resolution.
+	// Profile is the AWS profile named by --profile; empty means the
+	// SDK's own resolution (AWS_PROFILE, else default), under which keys
+	// in the environment come first.
 	Profile string
 	// NoSignRequest sends anonymous requests.
 	NoSignRequest bool

@@ -178,9 +178,15 @@ func (r *Resolver) Set(name, value string, or Origin) error {
 	return nil
 }
 
-// SetProfile records the selected AWS profile and its origin.
+// SetProfile records the selected AWS profile and its origin. Only a
+// profile given by flag becomes Settings.Profile, which clients ask the
+// SDK for by name: one from AWS_PROFILE is left to the SDK, which reads
+// it itself and, as the AWS CLI v2, lets keys in the environment win
+// over it (a named profile wins over them).
 func (r *Resolver) SetProfile(name string, or Origin) {
-	r.settings.Profile = name
+	if or.Source == SourceFlag {
+		r.settings.Profile = name
+	}
 	r.origins.Set("profile", or)
 }
 

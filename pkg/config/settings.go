@@ -256,10 +256,17 @@ func setNICs(s *Settings, v string) error {
 	return nil
 }
 
+// setRegion takes a region: letters, digits, '-', '_' and '.' only, as
+// every region name is. It goes into each request's host name and
+// signature (the Authorization header): a newline or a space there
+// would fail every request, so it is refused before any.
 func setRegion(s *Settings, v string) error {
 	v = strings.TrimSpace(v)
-	if strings.ContainsAny(v, " \t/") {
-		return fmt.Errorf("invalid region")
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("invalid region: want letters, digits, '-', '_' or '.'")
+		}
 	}
 	s.Region = v
 	return nil

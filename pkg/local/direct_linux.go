@@ -245,6 +245,10 @@ func (f *directFile) Stage(off, _ int64) (transfer.Stage, error) {
 	return st, nil
 }
 
+// Align implements transfer.Aligner: the engine plans the tail's ranges
+// on whole blocks.
+func (f *directFile) Align() int64 { return f.d.align }
+
 // ReadAt implements io.ReaderAt with aligned reads through the O_DIRECT
 // descriptor, so that reading a part back (a resumed part, the MD5 of
 // --verify full) does not fill the page cache either.

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +37,11 @@ type journal struct {
 	header string
 	f      *os.File // created with the first batch: objects that end first need none
 
-	mu        sync.Mutex
-	done      map[int64]journaled
+	mu   sync.Mutex
+	done map[int64]journaled
+	// earlier: the offsets of the parts an earlier run journaled, in
+	// order, for the engine's plan (transfer.Extents).
+	earlier   []int64
 	pending   []journaled
 	lastFlush time.Time
 }
@@ -159,6 +164,7 @@ func (s *Sink) reopen(hash string, obj transfer.Object) (*journal, *os.File, str
 		}
 		j.done[off] = p
 	}
+	j.earlier = slices.Sorted(maps.Keys(j.done))
 	tmp := partialName(hash, b.run)
 	data, err := s.openAt(tmp, unix.O_RDWR, 0)
 	if err != nil {
@@ -219,11 +225,11 @@ func (s *Sink) forget(hash string) {
 // sweep removes the partial files of the work folder that no journal
 // names (left by a run killed before its first journal batch), and with
 // NoResume every journal and partial file. It runs only under the lock
-// of the whole destination.
-func (s *Sink) sweep() {
+// of the whole destination. It reports whether journals remain.
+func (s *Sink) sweep() bool {
 	d, err := openDirAt(s.workFd)
 	if err != nil {
-		return
+		return true
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
@@ -250,6 +256,14 @@ func (s *Sink) sweep() {
 			unix.Unlinkat(s.workFd, n, 0)
 		}
 	}
+	return len(kept) > 0
+}
+
+// hasParts reports whether the journal records a durable part.
+func (j *journal) hasParts() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.done) > 0
 }
 
 func (j *journal) rewrite() error {
@@ -278,6 +292,21 @@ func (j *journal) completed(off, n int64) (int64, string) {
 		return 0, ""
 	}
 	return p.n, p.sum
+}
+
+// extent returns the length of the part an earlier run journaled at off
+// (0 for none) and the offset of the next one after off (-1 for none).
+func (j *journal) extent(off int64) (n, next int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	next = -1
+	if i, _ := slices.BinarySearch(j.earlier, off+1); i < len(j.earlier) {
+		next = j.earlier[i]
+	}
+	if _, ok := slices.BinarySearch(j.earlier, off); ok {
+		n = j.done[off].n
+	}
+	return n, next
 }
 
 // add records a finished part, flushing a batch at most once a second.

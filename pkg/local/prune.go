@@ -3,13 +3,15 @@ package local
 import (
 	"errors"
 	"io/fs"
+	"path"
 	"strings"
 )
 
 // Prune walks the sink's root and removes every regular file for which
 // stale returns true, calling removed for each (before removal, or
-// instead of it when dryRun). The work folder (partial files, journals,
-// the lock) is left alone, and so is the conflict copy NAME+ConflictSuffix
+// instead of it when dryRun). Work folders at any depth (partial files,
+// journals, the lock of this run or of a run into a folder below) are
+// left alone, and so is the conflict copy NAME+ConflictSuffix
 // of a name that is not stale (no key can end in the suffix). It never
 // follows a symlink.
 func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(name string, size int64)) error {
@@ -19,7 +21,8 @@ func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(nam
 			errs = append(errs, err)
 			return nil
 		}
-		if name == WorkDir && d.IsDir() {
+		if d.IsDir() && path.Base(name) == WorkDir {
+			// Any depth: a folder below may be another run's DEST.
 			return fs.SkipDir
 		}
 		if !d.Type().IsRegular() || !stale(name) || s.conflictCopy(name, stale) {

@@ -43,7 +43,7 @@ func interrupted(t *testing.T, s *Sink, obj transfer.Object, data []byte) {
 		crc.Update(part)
 		f.(transfer.Journal).PartDone(off, resumePart, fmt.Sprintf("%s=%x", checksum.CRC64NVME, crc.Sum()))
 	}
-	if err := f.(transfer.Journal).Suspend(); err != nil {
+	if _, err := f.(transfer.Journal).Suspend(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,9 @@ import (
 type Options struct {
 	// Overwrite replaces files even when they look complete and unchanged.
 	Overwrite bool
+	// SizeOnly keeps a file of the object's size whatever its
+	// modification time (the AWS CLI's --size-only).
+	SizeOnly bool
 	// NoClobber never replaces an existing file, even one that appears
 	// during the run.
 	NoClobber bool
@@ -89,6 +93,15 @@ type Sink struct {
 	// page cache; directStatus then says why.
 	direct       *direct
 	directStatus DirectStatus
+	// leftovers: the work folder may hold journals of earlier runs (a
+	// run over the whole destination knows from its sweep), so an object
+	// that does not resume removes its own
+	leftovers bool
+	// kept are the names in the work folder that this run suspended for
+	// a rerun; a run over the whole destination removes every other one
+	// when it closes
+	keptMu sync.Mutex
+	kept   map[string]bool
 }
 
 // NewSink opens dir (creating it if needed) as the root of a sink, takes
@@ -113,8 +126,9 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 			s.Close()
 			return nil, err
 		}
+		s.leftovers = true
 		if opts.LockID == "" {
-			s.sweep()
+			s.leftovers = s.sweep()
 		}
 	}
 	s.startDirect()
@@ -150,6 +164,9 @@ func (s *Sink) openWork() error {
 			if errors.Is(err, unix.ENOENT) {
 				continue
 			}
+			// Refused: leave no empty work folder behind (one that
+			// holds another run's lock stays).
+			unix.Unlinkat(s.rootFd, WorkDir, unix.AT_REMOVEDIR)
 			return err
 		}
 		var held, now unix.Stat_t
@@ -194,8 +211,15 @@ func (s *Sink) probe() error {
 	return s.root.Remove(name)
 }
 
-// Destination is the path at which the object named name lands.
-func (s *Sink) Destination(name string) string { return filepath.Join(s.dir, filepath.FromSlash(name)) }
+// Destination is the path at which the object named name lands, or ""
+// for a name the sink refuses: a path cleaned from it ("a//b" as
+// "DEST/a/b") would name another object's file.
+func (s *Sink) Destination(name string) string {
+	if _, err := s.keyPath(strings.TrimSuffix(name, "/")); err != nil {
+		return ""
+	}
+	return filepath.Join(s.dir, filepath.FromSlash(name))
+}
 
 // Close releases the lock, removes the work folder if nothing is left in
 // it for a later run, and releases the root.
@@ -204,6 +228,11 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.workFd >= 0 && s.lock != nil && s.opts.LockID == "" {
+		// Under the whole destination's lock no other run writes here:
+		// what this run did not keep for a rerun is a leftover.
+		s.clearWork()
+	}
 	if s.lock != nil {
 		s.lock.release()
 	}
@@ -290,6 +319,9 @@ func (s *Sink) Check(obj transfer.Object) error {
 	if !st.Mode().IsRegular() || st.Size() != obj.Size {
 		return nil
 	}
+	if s.opts.SizeOnly {
+		return &transfer.SkipError{Reason: "unchanged (size, --size-only)"}
+	}
 	if !obj.ModTime.IsZero() && st.ModTime().Equal(obj.ModTime) {
 		return &transfer.SkipError{Reason: "unchanged (size and mtime)"}
 	}
@@ -343,7 +375,10 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 			}
 			return f, nil
 		}
-	} else if multipart {
+	} else if s.leftovers {
+		// Not resumed (--no-resume, or below this run's threshold when
+		// an earlier run's was lower): an earlier journal of the object
+		// would outlive it.
 		s.forget(hash)
 	}
 	f.tmpBase = partialName(hash, s.runID)
@@ -459,6 +494,14 @@ func (f *file) Completed(off, n int64) (int64, string) {
 	return f.journal.completed(off, n)
 }
 
+// Extent implements transfer.Extents.
+func (f *file) Extent(off int64) (n, next int64) {
+	if f.journal == nil {
+		return 0, -1
+	}
+	return f.journal.extent(off)
+}
+
 // PartDone implements transfer.Journal.
 func (f *file) PartDone(off, n int64, sum string) error {
 	if f.journal == nil {
@@ -469,9 +512,9 @@ func (f *file) PartDone(off, n int64, sum string) error {
 
 // Suspend implements transfer.Journal: it makes the journal durable and
 // keeps the partial file for the next run.
-func (f *file) Suspend() error {
+func (f *file) Suspend() (bool, error) {
 	if f.ended {
-		return nil
+		return false, nil
 	}
 	defer f.release()
 	var err error
@@ -479,10 +522,16 @@ func (f *file) Suspend() error {
 		err = f.journal.flush(f.File)
 		f.journal.close()
 	}
-	if f.journal == nil || f.journal.f == nil {
-		unix.Unlinkat(f.sink.workFd, f.tmpBase, 0) // nothing durable to resume from
+	if f.journal == nil || f.journal.f == nil || err != nil || !f.journal.hasParts() {
+		// Nothing durable to resume from: nothing is kept.
+		if f.journal != nil {
+			f.journal.remove()
+		}
+		unix.Unlinkat(f.sink.workFd, f.tmpBase, 0)
+		return false, err
 	}
-	return err
+	f.sink.keep(f.tmpBase, f.journal.name)
+	return true, nil
 }
 
 // Commit flushes the data to stable storage and renames the file into

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -227,7 +228,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	j.PartDone(0, 10, "CRC32C=1a")
 	j.PartDone(20, 10, "")
 	j.PartDone(10, 4, "CRC32C=2b") // a part interrupted 4 bytes in
-	if err := j.Suspend(); err != nil {
+	if _, err := j.Suspend(); err != nil {
 		t.Fatal(err)
 	}
 	// The same version resumes with both parts done and the third begun.
@@ -247,7 +248,7 @@ func TestSinkResumesJournaledParts(t *testing.T) {
 	// The begun part, finished and journaled whole, replaces its prefix.
 	f2.WriteAt(bytes.Repeat([]byte("b"), 6), 14)
 	j2.PartDone(10, 10, "CRC32C=3c")
-	if err := j2.Suspend(); err != nil {
+	if _, err := j2.Suspend(); err != nil {
 		t.Fatal(err)
 	}
 	f2, err = s.Create(context.Background(), obj)
@@ -329,5 +330,35 @@ func TestSinkConflictCopiesNeverMeetKeys(t *testing.T) {
 	prune()
 	if fmt.Sprint(removed) != "[a.obj]" {
 		t.Errorf("Prune removed %v once a is gone, want [a.obj]", removed)
+	}
+}
+
+// TestPruneLeavesWorkFoldersAtAnyDepth: a folder below DEST may be the
+// DEST of another run, live or interrupted: Prune never touches its work
+// folder (lock, partial files, journals), at any depth.
+func TestPruneLeavesWorkFoldersAtAnyDepth(t *testing.T) {
+	s, dir := newTestSink(t, Options{})
+	keep := []string{"sub/" + WorkDir + "/lock", "sub/" + WorkDir + "/0123456789abcdef01234567.partial", "a/b/" + WorkDir + "/x.journal"}
+	for _, name := range append([]string{"stale", "sub/done"}, keep...) {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var removed []string
+	if err := s.Prune(func(string) bool { return true }, false, func(n string, _ int64) { removed = append(removed, n) }); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(removed)
+	if fmt.Sprint(removed) != "[stale sub/done]" {
+		t.Errorf("Prune removed %v, want [stale sub/done]", removed)
+	}
+	for _, name := range keep {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

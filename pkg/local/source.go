@@ -277,17 +277,17 @@ func (s *Source) Open(_ context.Context, obj *transfer.Object, off, n int64) (*t
 		// contents are what reading it gives.
 		b, err := openSizeless(f, obj, off, n)
 		if err == nil && b.Size != obj.Size {
-			return nil, transfer.Permanent(fmt.Errorf("%s: read %d bytes, first read %d: %w", obj.Key, b.Size, obj.Size, transfer.ErrModified))
+			return nil, transfer.Permanent(&changedError{fmt.Sprintf("%s was modified since it was listed (read %d bytes, first read %d)", obj.Key, b.Size, obj.Size)})
 		}
 		return b, err
 	}
 	if obj.Size >= 0 && size != obj.Size {
 		f.Close()
-		return nil, transfer.Permanent(fmt.Errorf("%s: size %d, listed %d: %w", obj.Key, size, obj.Size, transfer.ErrModified))
+		return nil, transfer.Permanent(&changedError{fmt.Sprintf("%s was modified since it was listed (size %d, listed %d)", obj.Key, size, obj.Size)})
 	}
 	if !obj.ModTime.IsZero() && !st.ModTime().Equal(obj.ModTime) {
 		f.Close()
-		return nil, transfer.Permanent(fmt.Errorf("%s: modified at %s, listed at %s: %w", obj.Key, st.ModTime().Format(time.RFC3339Nano), obj.ModTime.Format(time.RFC3339Nano), transfer.ErrModified))
+		return nil, transfer.Permanent(&changedError{fmt.Sprintf("%s was modified since it was listed (modified at %s, listed at %s)", obj.Key, st.ModTime().Format(time.RFC3339Nano), obj.ModTime.Format(time.RFC3339Nano))})
 	}
 	if n < 0 || off+n > size {
 		n = max(size-off, 0)
@@ -305,11 +305,20 @@ func (b *FileBody) unchanged() error {
 		return fmt.Errorf("stat %s: %w", b.name, unwrapPath(err))
 	}
 	if st.Size() != b.size || !st.ModTime().Equal(b.mtime) {
-		return transfer.Permanent(fmt.Errorf("%s changed while it was read (size %d, modified %s): %w",
-			b.name, st.Size(), st.ModTime().Format(time.RFC3339Nano), transfer.ErrModified))
+		return transfer.Permanent(&changedError{fmt.Sprintf("%s changed while it was read (size %d, was %d; modified %s, was %s)",
+			b.name, st.Size(), b.size, st.ModTime().Format(time.RFC3339Nano), b.mtime.Format(time.RFC3339Nano))})
 	}
 	return nil
 }
+
+// changedError is a file that changed since it was listed or while it
+// was read. It says so
+// in its own words (the engine's ErrModified speaks of downloads) and
+// is transfer.ErrModified to the engine.
+type changedError struct{ msg string }
+
+func (e *changedError) Error() string        { return e.msg }
+func (e *changedError) Is(target error) bool { return target == transfer.ErrModified }
 
 // Seek moves within the section (an upload reads a part twice: for its
 // checksum, then to send it); the check runs again at the end.
@@ -332,6 +341,13 @@ func (b *FileBody) Read(p []byte) (int, error) {
 				return n, cerr
 			}
 		}
+	}
+	if err == io.EOF && b.left > 0 {
+		// The file ends before the section: it was truncated.
+		if cerr := b.unchanged(); cerr != nil {
+			return n, cerr
+		}
+		return n, io.ErrUnexpectedEOF
 	}
 	return n, err
 }

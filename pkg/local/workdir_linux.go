@@ -13,8 +13,9 @@ import (
 
 // WorkDir is the folder under the destination root where a sink keeps
 // its lock, its partial files and their journals. No key can name it:
-// an object whose name starts with it is refused (ErrReservedName), so
-// no object's content can ever replace another's partial file.
+// an object with a component of that name, at any depth, is refused
+// (ErrReservedName), so no object's content can ever replace a partial
+// file, a journal or a lock of this run or of a run into a folder below.
 const WorkDir = ".s3pd"
 
 // ErrReservedName reports a key that names s3pd's work folder.
@@ -38,14 +39,15 @@ func (s *Sink) keyPath(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if first, _, _ := strings.Cut(rel, "/"); first == WorkDir {
-		return "", fmt.Errorf("%w %q: %s/ is s3pd's work folder in the destination", ErrReservedName, name, WorkDir)
-	}
-	if sfx := s.opts.ConflictSuffix; sfx != "" {
-		for _, c := range strings.Split(rel, "/") {
-			if strings.HasSuffix(c, sfx) {
-				return "", fmt.Errorf("%w %q: it ends in --conflict-suffix %q, the name of the copy of an object that is also a prefix; choose a suffix no key ends in", ErrConflictName, name, sfx)
-			}
+	sfx := s.opts.ConflictSuffix
+	for _, c := range strings.Split(rel, "/") {
+		if c == WorkDir {
+			// At any depth: DEST/sub may be another run's DEST, with
+			// its own work folder and lock.
+			return "", fmt.Errorf("%w %q: %s/ is the name of s3pd's work folder in a destination", ErrReservedName, name, WorkDir)
+		}
+		if sfx != "" && strings.HasSuffix(c, sfx) {
+			return "", fmt.Errorf("%w %q: it ends in --conflict-suffix %q, the name of the copy of an object that is also a prefix; choose a suffix no key ends in", ErrConflictName, name, sfx)
 		}
 	}
 	return rel, nil
@@ -211,4 +213,38 @@ func (l *destLock) release() {
 		unix.Close(h.fd)
 	}
 	l.held = nil
+}
+
+// keep records names in the work folder suspended for a rerun.
+func (s *Sink) keep(names ...string) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	if s.kept == nil {
+		s.kept = map[string]bool{}
+	}
+	for _, n := range names {
+		s.kept[n] = true
+	}
+}
+
+// clearWork removes from the work folder every partial file and journal
+// this run did not keep for a rerun: those of objects it finished, or
+// did not resume (another threshold), or did not list. The locks stay
+// for Close to release. So a run that keeps nothing leaves no work
+// folder, whatever the thresholds of this run and the last.
+func (s *Sink) clearWork() {
+	d, err := openDirAt(s.workFd)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for _, n := range names {
+		if n == "lock" || strings.HasPrefix(n, "lock.") || s.kept[n] {
+			continue
+		}
+		unix.Unlinkat(s.workFd, n, 0)
+	}
 }

@@ -100,7 +100,9 @@ func TestSinkWhereLocksAreRefused(t *testing.T) {
 // folder, and keys that look like partial files are ordinary objects.
 func TestSinkRefusesTheWorkFolderByName(t *testing.T) {
 	s, dir := newTestSink(t, Options{})
-	for _, name := range []string{WorkDir + "/" + partialName(partialHash("a"), "0123456789abcdef"), WorkDir + "/lock", WorkDir + "/"} {
+	// At any depth: DEST/w/sub may be another run's DEST.
+	for _, name := range []string{WorkDir + "/" + partialName(partialHash("a"), "0123456789abcdef"), WorkDir + "/lock", WorkDir + "/",
+		"w/sub/" + WorkDir + "/lock", "x/" + WorkDir + "/y", "x/" + WorkDir, "x/" + WorkDir + "/"} {
 		obj := transfer.Object{Key: name, Name: name, Size: 1}
 		if strings.HasSuffix(name, "/") {
 			obj.Size = 0 // a directory marker
@@ -113,7 +115,7 @@ func TestSinkRefusesTheWorkFolderByName(t *testing.T) {
 			t.Errorf("%q: %v, want ErrReservedName", name, err)
 		}
 	}
-	for _, name := range []string{"x/.s3pd-0123456789abcdef.partial", "x/.s3pd/y", ".s3pd-probe-1"} {
+	for _, name := range []string{"x/.s3pd-0123456789abcdef.partial", "x/.s3pdx/y", ".s3pd-probe-1", "x/a.s3pd"} {
 		if err := write(t, s, transfer.Object{Key: name, Name: name, Size: 4}, []byte("data")); err != nil {
 			t.Errorf("%q: %v", name, err)
 		}

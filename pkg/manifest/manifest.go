@@ -1,12 +1,14 @@
 // Package manifest lists objects from a file instead of ListObjectsV2: a
 // text manifest (one key per line, optionally with its size) or an S3
 // Inventory (manifest.json and its gzipped CSV files). It streams both,
-// so a manifest of any length runs in fixed memory.
+// holding of each entry only a 16-byte digest of its key (a key listed
+// twice is listed once).
 package manifest
 
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -76,12 +78,33 @@ func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		stat = nil
 	}
 	r := newResolver(ctx, stat, l.opts.Lookups, emit)
+	add := once(r.add)
 	if isJSON(br) {
-		err = l.inventory(ctx, br, r.add)
+		err = l.inventory(ctx, br, add)
 	} else {
-		err = l.text(br, r.add)
+		err = l.text(br, add)
 	}
 	return r.close(err)
+}
+
+// once passes on each key the first time it is listed, as a listing
+// that repeats a key transfers it once: a manifest may name a key twice
+// (lines joined from two sources), and its second copy would otherwise
+// meet the first at the destination. It remembers a 128-bit digest per
+// key (about 50 bytes each in the set, 50 MB for a million keys): a
+// manifest is not in key order, so no window suffices, and two keys
+// meet in the digest with odds far below those of a bit error in RAM.
+func once(add func(transfer.Object) error) func(transfer.Object) error {
+	seen := map[[16]byte]struct{}{}
+	return func(o transfer.Object) error {
+		sum := sha256.Sum256([]byte(o.Key))
+		d := [16]byte(sum[:16])
+		if _, dup := seen[d]; dup {
+			return nil
+		}
+		seen[d] = struct{}{}
+		return add(o)
+	}
 }
 
 // Refresh implements transfer.Refresher.

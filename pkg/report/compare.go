@@ -6,10 +6,16 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
-// Round is one summary line of `--json` output: its numeric fields.
-type Round map[string]float64
+// Round is one summary line of `--json` output: its numeric fields and
+// the scheme its requests used ("" in a summary saved before s3pd
+// recorded it).
+type Round struct {
+	Figures map[string]float64
+	Scheme  string
+}
 
 // ReadRounds reads the summary lines of a --json output (one per round of
 // `bench --repeat N`), ignoring every other line type.
@@ -29,13 +35,14 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 		if m["type"] != "summary" {
 			continue
 		}
-		round := Round{}
+		round := Round{Figures: map[string]float64{}}
+		round.Scheme, _ = m["scheme"].(string)
 		for k, v := range m {
 			if f, ok := v.(float64); ok {
-				round[k] = f
+				round.Figures[k] = f
 			}
 		}
-		rounds = append(rounds, round)
+		rounds = append(rounds, round.withRates())
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -46,6 +53,20 @@ func ReadRounds(r io.Reader) ([]Round, error) {
 	return rounds, nil
 }
 
+// withRates adds the throughput people read, in one pair of units
+// (MiB/s and decimal Gbit/s), derived from bytes_per_second, or from
+// gibps in the summaries of older versions.
+func (r Round) withRates() Round {
+	bps, ok := r.Figures["bytes_per_second"]
+	if g, has := r.Figures["gibps"]; !ok && has {
+		bps, ok = gibpsToBytes(g), true
+	}
+	if ok {
+		r.Figures["mib_per_s"], r.Figures["gbps"] = bps/(1<<20), bps*8/1e9
+	}
+	return r
+}
+
 // Figure is one compared figure of a summary and which way is better.
 type Figure struct {
 	Field, Name  string
@@ -54,7 +75,8 @@ type Figure struct {
 
 // Figures are what Compare compares, in order.
 var Figures = []Figure{
-	{"gibps", "throughput (Gibps)", true},
+	{"mib_per_s", "throughput (MiB/s)", true},
+	{"gbps", "throughput (Gbit/s)", true},
 	{"ttfb_p50_ms", "time to first byte p50 (ms)", false},
 	{"ttfb_p99_ms", "time to first byte p99 (ms)", false},
 	{"request_p50_ms", "request time p50 (ms)", false},
@@ -155,7 +177,7 @@ func tCritical(df float64) float64 {
 func values(rounds []Round, field string) []float64 {
 	var v []float64
 	for _, r := range rounds {
-		if x, ok := r[field]; ok {
+		if x, ok := r.Figures[field]; ok {
 			v = append(v, x)
 		}
 	}
@@ -175,4 +197,36 @@ func meanSD(x []float64) (mean, sd float64) {
 		ss += (v - mean) * (v - mean)
 	}
 	return mean, math.Sqrt(ss / float64(len(x)-1))
+}
+
+// SchemeWarning says when runs a and b did not use one scheme (HTTP and
+// HTTPS, say), whose figures then differ by TLS's cost as well as by
+// what changed; "" when they agree. A round that did not record its
+// scheme (saved by an older s3pd, whose embedded emulator served plain
+// HTTP) counts as unknown.
+func SchemeWarning(a, b []Round) string {
+	sa, sb := schemesOf(a), schemesOf(b)
+	if sa == sb {
+		return ""
+	}
+	return fmt.Sprintf("A ran over %s and B over %s: the figures differ by TLS's cost too, not only by what changed (compare runs over one scheme; bench --http runs the emulator over plain HTTP)", sa, sb)
+}
+
+// schemesOf names the schemes of rounds: "https", "http", "http and
+// https", or "an unrecorded scheme" for rounds that did not say.
+func schemesOf(rounds []Round) string {
+	seen := map[string]bool{}
+	for _, r := range rounds {
+		seen[r.Scheme] = true
+	}
+	var names []string
+	for _, s := range []string{"http", "https"} {
+		if seen[s] {
+			names = append(names, s)
+		}
+	}
+	if seen[""] || len(names) == 0 {
+		names = append(names, "an unrecorded scheme")
+	}
+	return strings.Join(names, " and ")
 }

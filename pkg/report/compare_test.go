@@ -8,7 +8,7 @@ import (
 func rounds(field string, xs ...float64) []Round {
 	var out []Round
 	for _, x := range xs {
-		out = append(out, Round{field: x})
+		out = append(out, Round{Figures: map[string]float64{field: x}})
 	}
 	return out
 }
@@ -20,13 +20,13 @@ func TestCompareVerdicts(t *testing.T) {
 		a, b  []float64
 		want  string
 	}{
-		{"faster", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{12, 12.1, 11.8, 12.2}, Better},
-		{"slower", "gibps", []float64{10, 10.2, 9.9, 10.1}, []float64{8, 8.1, 7.9, 8.2}, Worse},
-		{"noisy", "gibps", []float64{10, 14, 7, 11}, []float64{11, 8, 13, 10}, WithinNoise},
-		{"two rounds", "gibps", []float64{10, 10}, []float64{20, 20, 20}, Unknown},
+		{"faster", "gbps", []float64{10, 10.2, 9.9, 10.1}, []float64{12, 12.1, 11.8, 12.2}, Better},
+		{"slower", "gbps", []float64{10, 10.2, 9.9, 10.1}, []float64{8, 8.1, 7.9, 8.2}, Worse},
+		{"noisy", "gbps", []float64{10, 14, 7, 11}, []float64{11, 8, 13, 10}, WithinNoise},
+		{"two rounds", "gbps", []float64{10, 10}, []float64{20, 20, 20}, Unknown},
 		{"lower latency is better", "ttfb_p99_ms", []float64{50, 51, 49}, []float64{30, 31, 29}, Better},
 		{"more cpu is worse", "cpu_seconds_per_gib", []float64{1, 1.01, 0.99}, []float64{2, 2.01, 1.99}, Worse},
-		{"identical", "gibps", []float64{5, 5, 5}, []float64{5, 5, 5}, WithinNoise},
+		{"identical", "gbps", []float64{5, 5, 5}, []float64{5, 5, 5}, WithinNoise},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,17 +45,44 @@ func TestReadRoundsTakesSummaryLines(t *testing.T) {
 	in := `emulator: http://127.0.0.1:1, dataset d
 {"type":"object","key":"a","bytes":5}
 {"type":"interval","bytes":5,"gibps":1}
-{"type":"summary","gibps":2.5,"requests":10,"verdict":"text"}
+{"type":"summary","gibps":2.5,"requests":10,"verdict":"text","scheme":"https"}
 {"type":"summary","gibps":3.5,"requests":12}
 `
 	rs, err := ReadRounds(strings.NewReader(in))
-	if err != nil || len(rs) != 2 || rs[0]["gibps"] != 2.5 || rs[1]["requests"] != 12 {
-		t.Fatalf("ReadRounds: %v, %v; want two summaries", rs, err)
+	if err != nil || len(rs) != 2 || rs[0].Figures["gibps"] != 2.5 || rs[1].Figures["requests"] != 12 || rs[0].Scheme != "https" || rs[1].Scheme != "" {
+		t.Fatalf("ReadRounds: %v, %v; want two summaries, the first over https", rs, err)
 	}
 	if _, err := ReadRounds(strings.NewReader(`{"type":"object"}`)); err == nil {
 		t.Error("output without a summary was accepted")
 	}
 	if _, err := ReadRounds(strings.NewReader("{not json\n")); err == nil {
 		t.Error("a malformed line was accepted")
+	}
+}
+
+// Runs over different schemes, or one that did not record its scheme,
+// are warned about; runs over one scheme are not.
+func TestSchemeWarning(t *testing.T) {
+	over := func(schemes ...string) []Round {
+		var out []Round
+		for _, s := range schemes {
+			out = append(out, Round{Scheme: s})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		a, b []Round
+		want string
+	}{
+		{over("https", "https"), over("https"), ""},
+		{over("http"), over("http", "http"), ""},
+		{over("http", "http"), over("https", "https"), "A ran over http and B over https"},
+		{over(""), over("https"), "A ran over an unrecorded scheme and B over https"},
+		{over("http", "https"), over("https"), "A ran over http and https and B over https"},
+	} {
+		got := SchemeWarning(tt.a, tt.b)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("SchemeWarning(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

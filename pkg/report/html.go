@@ -24,7 +24,7 @@ type page struct {
 type laneRow struct {
 	Name  string
 	Bytes int64
-	Gibps string
+	Rate  string
 	Share string
 }
 
@@ -42,15 +42,18 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"objects", fmt.Sprintf("%d transferred, %d skipped, %d failed", s.Objects, s.Skipped, s.Failed)},
 		{"bytes", fmt.Sprintf("%d (%.3f GiB)", s.Bytes, float64(s.Bytes)/gib)},
 		{"time", fmt.Sprintf("%.3f s", s.Elapsed.Seconds())},
-		{"throughput", fmt.Sprintf("%.3f Gibps (%.3f GiB/s)", Gibps(s.Bytes, s.Elapsed), Gibps(s.Bytes, s.Elapsed)/8)},
+		{"throughput", RateOfGibps(Gibps(s.Bytes, s.Elapsed))},
 		{"requests", fmt.Sprintf("%d, %d retries, %d SlowDowns", s.Requests, s.Retries, s.SlowDowns)},
+		{"ranges", rangesText(s)},
 		{"requests in flight", fmt.Sprintf("mean %.1f, peak %d, bound %d", p.Stats.InFlightMean, p.Stats.InFlightPeak, r.MaxRequests)},
+		{"window", windowText(s)},
 		{"CPU", cpuText(r)},
+		{"transport", transportText(r)},
 		{"peak memory", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSKiB)/1024)},
 	}
 	if p.Stats.Intervals > 1 {
 		p.Totals = append(p.Totals, [2]string{"throughput per interval",
-			fmt.Sprintf("min %.3f, median %.3f, max %.3f Gibps over %d intervals of %s", p.Stats.MinGibps, p.Stats.MedianGibps, p.Stats.MaxGibps, p.Stats.Intervals, p.Stats.Every)})
+			fmt.Sprintf("min %s, median %s, max %s over %d intervals of %s", RateOfGibps(p.Stats.MinGibps), RateOfGibps(p.Stats.MedianGibps), RateOfGibps(p.Stats.MaxGibps), p.Stats.Intervals, p.Stats.Every)})
 	}
 	m := r.Machine
 	p.Machine = [][2]string{
@@ -77,7 +80,7 @@ func WriteHTML(w io.Writer, r Run) error {
 			P50: q(h.h, 0.5), P90: q(h.h, 0.9), P99: q(h.h, 0.99), P999: q(h.h, 0.999)})
 	}
 	for _, l := range s.Lanes {
-		row := laneRow{Name: l.Name, Bytes: l.Bytes, Gibps: fmt.Sprintf("%.3f", Gibps(l.Bytes, s.Elapsed))}
+		row := laneRow{Name: l.Name, Bytes: l.Bytes, Rate: RateOfGibps(Gibps(l.Bytes, s.Elapsed))}
 		if s.Bytes > 0 {
 			row.Share = fmt.Sprintf("%.1f%%", 100*float64(l.Bytes)/float64(s.Bytes))
 		}
@@ -108,16 +111,28 @@ func cpuText(r Run) string {
 	return t
 }
 
+func transportText(r Run) string {
+	t := r.Transport
+	if t == "" {
+		t = "not recorded"
+	}
+	if r.TLS.Handshakes > 0 {
+		t += fmt.Sprintf("; %d TLS handshakes (%d resumed), %s, %.1f%% of the request time",
+			r.TLS.Handshakes, r.TLS.Resumed, round(r.TLS.Time), 100*r.TLS.Share(r.Summary.RequestTime))
+	}
+	return t
+}
+
 // charts draws the run's charts, in the page's order.
 func charts(r Run) []template.HTML {
 	ss := r.Samples
-	gibps := make([]float64, len(ss))
+	gbps := make([]float64, len(ss))
 	inflight := make([]float64, len(ss))
 	retries := make([]float64, len(ss))
 	slow := make([]float64, len(ss))
 	wait := make([]float64, len(ss))
 	for i, x := range ss {
-		gibps[i] = Gibps(x.Bytes, x.Length)
+		gbps[i] = Gbps(x.Bytes, x.Length)
 		inflight[i] = float64(x.InFlight)
 		retries[i] = float64(x.Retries - x.SlowDowns)
 		slow[i] = float64(x.SlowDowns)
@@ -130,7 +145,7 @@ func charts(r Run) []template.HTML {
 		ys := make([]float64, len(ss))
 		for i, x := range ss {
 			if li < len(x.Lanes) {
-				ys[i] = Gibps(x.Lanes[li], x.Length)
+				ys[i] = Gbps(x.Lanes[li], x.Length)
 			}
 		}
 		lanes = append(lanes, line{name: l.Name, ys: ys})
@@ -142,14 +157,14 @@ func charts(r Run) []template.HTML {
 		return []mark{{"p50", h.Quantile(0.5)}, {"p90", h.Quantile(0.9)}, {"p99", h.Quantile(0.99)}, {"p99.9", h.Quantile(0.999)}}
 	}
 	out := []template.HTML{
-		timeChart("chart-throughput", "Throughput over time", "Gibps", ss, []line{{name: "throughput", ys: gibps}}),
+		timeChart("chart-throughput", "Throughput over time", "Gbit/s", ss, []line{{name: "throughput", ys: gbps}}),
 		timeChart("chart-inflight", "Requests in flight", "requests", ss, []line{{name: "in flight", ys: inflight}}),
 		histogramChart("chart-ttfb", "Time to first byte", r.Summary.TTFB, marks(r.Summary.TTFB)),
 		histogramChart("chart-request", "Request time (request sent to last byte written)", r.Summary.Request, marks(r.Summary.Request)),
 	}
 	if len(lanes) > 1 {
 		// One lane's chart would repeat the throughput chart.
-		out = append(out, timeChart("chart-lanes", "Throughput per NIC (lane)", "Gibps", ss, lanes))
+		out = append(out, timeChart("chart-lanes", "Throughput per NIC (lane)", "Gbit/s", ss, lanes))
 	}
 	return append(out,
 		timeChart("chart-retries", "Retries and SlowDowns", "per interval", ss, []line{{name: "other retries", ys: retries, bars: true}, {name: "SlowDown", ys: slow, bars: true}}),
@@ -202,8 +217,8 @@ footer{color:#6b7280;font-size:12px;margin-top:24px}
 {{range .Charts}}{{.}}
 {{end}}
 <h2>NICs (lanes)</h2>
-<table id="lanes"><tr><th>lane</th><th>bytes</th><th>Gibps</th><th>share</th></tr>
-{{range .Lanes}}<tr><th>{{.Name}}</th><td class="num">{{.Bytes}}</td><td class="num">{{.Gibps}}</td><td class="num">{{.Share}}</td></tr>{{end}}</table>
+<table id="lanes"><tr><th>lane</th><th>bytes</th><th>rate</th><th>share</th></tr>
+{{range .Lanes}}<tr><th>{{.Name}}</th><td class="num">{{.Bytes}}</td><td class="num">{{.Rate}}</td><td class="num">{{.Share}}</td></tr>{{end}}</table>
 <h2>Settings</h2>
 <table id="settings"><tr><th>setting</th><th>value</th><th>origin</th></tr>
 {{range .Run.Settings}}<tr><th>{{.Name}}</th><td>{{.Value}}</td><td>{{.Origin}}</td></tr>{{end}}</table>
@@ -214,3 +229,28 @@ var p=document.getElementById("contents");p.textContent=c.length+" charts, "+n+"
 </script>
 </body></html>
 `
+
+// rangesText says how the ranges were fetched: the GETs each took, the
+// takeovers, the tail's pieces and the bytes received and not written.
+func rangesText(s transfer.Summary) string {
+	per := 0.0
+	if s.Ranges > 0 {
+		per = float64(s.Requests) / float64(s.Ranges)
+	}
+	return fmt.Sprintf("%d, %.3f GETs per range, %d hedged, %d tail pieces, %d bytes overfetched", s.Ranges, per, s.Hedged, s.Splits, s.Overfetch)
+}
+
+// windowText says where the window of requests in flight settled and
+// why.
+func windowText(s transfer.Summary) string {
+	why := map[string]string{
+		transfer.WindowBudget:   "at the budget",
+		transfer.WindowKnee:     "at the knee: a step up bought no more throughput",
+		transfer.WindowSlowDown: "set by the server's SlowDowns",
+		transfer.WindowDemand:   "still climbing: the requests never filled it for long",
+	}[s.WindowStop]
+	if why == "" {
+		return fmt.Sprint(s.Window)
+	}
+	return fmt.Sprintf("%d, %s", s.Window, why)
+}

@@ -44,6 +44,28 @@ type Run struct {
 	// ServerInProcess says the S3 server ran in this process (the
 	// embedded emulator), so CPU and memory include it.
 	ServerInProcess bool
+	// Transport is how the requests travelled ("HTTPS", "plain HTTP",
+	// "HTTPS (self-signed, in-process)"); TLS is what its handshakes
+	// cost, as the client counted them (zero over plain HTTP).
+	Transport string
+	TLS       TLS
+}
+
+// TLS is the client's count of a run's TLS handshakes.
+type TLS struct {
+	// Handshakes completed, and how many of them resumed a session.
+	Handshakes, Resumed int64
+	// Time is their summed wall time.
+	Time time.Duration
+}
+
+// Share is the handshakes' share of the run's summed request time (0
+// when unknown): a handshake is part of the request that dialled it.
+func (t TLS) Share(requestTime time.Duration) float64 {
+	if requestTime <= 0 {
+		return 0
+	}
+	return float64(t.Time) / float64(requestTime)
 }
 
 // Setting is one effective setting and where it came from.

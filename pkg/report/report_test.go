@@ -52,8 +52,13 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 	}{
 		{"nothing moved", func(r *Run) { r.Summary.Bytes = 0 }, BottleneckNone, nil},
 		{"throttled", func(r *Run) { r.Summary.SlowDowns = 64 }, BottleneckThrottling, []string{"64 SlowDown", "5.0%"}},
+		{"handshakes", func(r *Run) {
+			r.TLS = TLS{Handshakes: 1280, Resumed: 10, Time: 7 * time.Second}
+			r.CPU = 75 * time.Second // what the handshakes cost is named first
+		}, BottleneckTLS, []string{"1280 handshakes (10 resumed)", "5.5% of the request time", "resumed sessions"}},
+		{"handshakes under the threshold", func(r *Run) { r.TLS = TLS{Handshakes: 256, Time: 6 * time.Second} }, BottleneckWork, nil},
 		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
-		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbps", "86%", "10 Gbps"}},
+		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbit/s", "86%", "10 Gbit/s"}},
 		{"unknown link speed is no evidence", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 0 }, BottleneckWork, nil},
 		{"writes", func(r *Run) { r.Summary.WriteTime = 100 * time.Second }, BottleneckDisk, []string{"78%"}},
 		{"bound full", func(r *Run) { r.MaxRequests = 128 }, BottleneckConcurrency, []string{"128 in flight", "max_concurrent_requests"}},
@@ -62,6 +67,9 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 			r.Summary.TTFB = hist(80*time.Millisecond, 1280)
 		}, BottleneckConcurrency, []string{"first byte", "larger parts"}},
 		{"bound half empty", func(r *Run) {}, BottleneckWork, []string{"128 requests in flight on average of the 256"}},
+		{"window at its knee", func(r *Run) {
+			r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 128, transfer.WindowKnee, 128
+		}, BottleneckKnee, []string{"stopped at 128 of the 256", "bought no more throughput"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +128,8 @@ func TestStatsLeaveOutTheLastShortInterval(t *testing.T) {
 func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	r := steady(128)
 	r.Command, r.Source, r.Status = "get", "s3://b/<script>alert(1)</script>", StatusOK
+	r.Transport, r.TLS = "HTTPS (self-signed, in-process)", TLS{Handshakes: 64, Resumed: 48, Time: 96 * time.Millisecond}
+	r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 64, transfer.WindowKnee, 64
 	r.Settings = []Setting{{Name: "endpoint_url", Value: `http://x/"><b>bold</b>`, Origin: "flag (--endpoint-url)"}}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, r); err != nil {
@@ -132,7 +142,8 @@ func TestHTMLIsSelfContainedAndEscaped(t *testing.T) {
 	if strings.Contains(page, "<script>alert") || strings.Contains(page, `<b>bold`) {
 		t.Errorf("the page does not escape what it shows")
 	}
-	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:"} {
+	for _, want := range []string{`id="chart-throughput"`, `id="chart-ttfb"`, `id="chart-request"`, `id="chart-retries"`, "p99.9", "<polyline", "Verdict:", "64, at the knee",
+		"HTTPS (self-signed, in-process); 64 TLS handshakes (48 resumed), 96ms, 0.1% of the request time"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -234,5 +245,20 @@ func TestWriteWaitOverTime(t *testing.T) {
 	merged := merge(r.Samples[3], r.Samples[4])
 	if merged.RequestTime != 20*time.Second || merged.WriteTime != 7*time.Second {
 		t.Errorf("merged samples: request %v, write %v; want 20s and 7s", merged.RequestTime, merged.WriteTime)
+	}
+}
+
+// TestHTMLShowsHowRangesWereFetched: the totals say the ranges fetched,
+// the GETs per range, the takeovers, the tail's pieces and the bytes
+// received and not written.
+func TestHTMLShowsHowRangesWereFetched(t *testing.T) {
+	r := steady(128)
+	r.Summary.Requests, r.Summary.Ranges, r.Summary.Hedged, r.Summary.Splits, r.Summary.Overfetch = 1290, 1280, 10, 40, 4096
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1280, 1.008 GETs per range, 10 hedged, 40 tail pieces, 4096 bytes overfetched"; !strings.Contains(b.String(), want) {
+		t.Errorf("page lacks %q", want)
 	}
 }

@@ -11,16 +11,19 @@ import (
 const (
 	BottleneckNone        = "none"        // nothing was transferred
 	BottleneckThrottling  = "throttling"  // the server answered SlowDown
+	BottleneckTLS         = "tls"         // TLS handshakes took the requests' time
 	BottleneckCPU         = "cpu"         // the client's cores were busy
 	BottleneckNetwork     = "network"     // the network cards' line rate
 	BottleneckDisk        = "disk"        // writes held the requests
 	BottleneckConcurrency = "concurrency" // per-connection rate x requests in flight
 	BottleneckWork        = "work"        // too little work to fill the bound
+	BottleneckKnee        = "knee"        // more requests in flight bought no throughput
 )
 
 // Thresholds of the verdict: what share of a resource counts as its limit.
 const (
 	slowDownShare  = 0.01 // of requests
+	handshakeShare = 0.05 // of the requests' time
 	cpuShare       = 0.85 // of every core for the whole run
 	lineRateShare  = 0.80 // of the used cards' link speed
 	writeShare     = 0.50 // of the requests' time
@@ -38,7 +41,8 @@ type Verdict struct {
 
 // Diagnose decides which resource most likely bounded r's throughput.
 // The checks run from the most to the least certain evidence: a server
-// that throttles, busy cores, full line rate, time spent writing, a full
+// that throttles, TLS handshakes that take a share of the requests' time,
+// busy cores, full line rate, time spent writing, a full
 // bound on requests in flight; when none holds, the run lacked work.
 func Diagnose(r Run) Verdict {
 	s := r.Summary
@@ -50,6 +54,12 @@ func Diagnose(r Run) Verdict {
 		return Verdict{BottleneckThrottling, fmt.Sprintf(
 			"server throttling: %d SlowDown responses (%.1f%% of %d requests) cut the requests in flight; spread keys over more prefixes or lower max_concurrent_requests",
 			s.SlowDowns, 100*share, s.Requests)}
+	}
+	if share := r.TLS.Share(s.RequestTime); share >= handshakeShare {
+		return Verdict{BottleneckTLS, fmt.Sprintf(
+			"TLS handshakes: %d handshakes (%d resumed) took %.1f%% of the request time (%.2f of %.1f request-seconds): "+
+				"every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less",
+			r.TLS.Handshakes, r.TLS.Resumed, 100*share, r.TLS.Time.Seconds(), s.RequestTime.Seconds())}
 	}
 	if r.Machine.CPUs > 0 && r.CPU > 0 {
 		busy := r.CPU.Seconds() / (s.Elapsed.Seconds() * float64(r.Machine.CPUs))
@@ -67,7 +77,7 @@ func Diagnose(r Run) Verdict {
 		mbps := float64(s.Bytes) * 8 / 1e6 / s.Elapsed.Seconds()
 		if share := mbps / float64(line); share >= lineRateShare {
 			return Verdict{BottleneckNetwork, fmt.Sprintf(
-				"network cards' line rate: %.2f Gbps is %.0f%% of the %.0f Gbps the used cards' links carry",
+				"network cards' line rate: %.2f Gbit/s is %.0f%% of the %.0f Gbit/s the used cards' links carry",
 				mbps/1000, 100*share, float64(line)/1000)}
 		}
 	}
@@ -79,9 +89,9 @@ func Diagnose(r Run) Verdict {
 		}
 	}
 	st := StatsOf(r.Samples)
-	perConn := 0.0 // MB/s one request moves while it is open
+	perConn := 0.0 // MiB/s one request moves while it is open
 	if s.RequestTime > 0 {
-		perConn = float64(s.Bytes) / 1e6 / s.RequestTime.Seconds()
+		perConn = float64(s.Bytes) / (1 << 20) / s.RequestTime.Seconds()
 	}
 	atBound := atBoundShareOf(r.Samples, inFlightShare*float64(r.MaxRequests))
 	if r.MaxRequests > 0 && atBound >= atBoundShare {
@@ -92,11 +102,16 @@ func Diagnose(r Run) Verdict {
 			why = "; more requests in flight (max_concurrent_requests) would help"
 		}
 		return Verdict{BottleneckConcurrency, fmt.Sprintf(
-			"per-connection rate x requests in flight: %.1f MB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %.2f Gibps%s",
-			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, rate, why)}
+			"per-connection rate x requests in flight: %.1f MiB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %s%s",
+			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
+	}
+	if s.WindowStop == transfer.WindowKnee {
+		return Verdict{BottleneckKnee, fmt.Sprintf(
+			"beyond the requests in flight: the window stopped at %d of the %d allowed, where a step up bought no more throughput (%.1f MB/s per request); the server's share, a link or the destination sets the pace",
+			s.WindowKnee, r.MaxRequests, perConn)}
 	}
 	return Verdict{BottleneckWork, fmt.Sprintf(
-		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MB/s each; few or small objects, or the listing, kept the bound from filling",
+		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",
 		st.InFlightMean, r.MaxRequests, perConn)}
 }
 

@@ -232,6 +232,9 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		if !e.LastModified.Equal(lastTime) || lastMod == "" {
 			lastTime, lastMod = e.LastModified, e.LastModified.UTC().Format("2006-01-02T15:04:05.000Z")
 		}
+		if s.opts.NoChecksums {
+			e.Algorithm = ""
+		}
 		c := listContent{Key: enc(e.Key), LastModified: lastMod, ETag: e.ETag, Size: e.Size, ChecksumAlgorithm: e.Algorithm}
 		res.Contents = append(res.Contents, c)
 		count++

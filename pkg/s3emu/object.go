@@ -25,6 +25,9 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 	if err != nil {
 		return err
 	}
+	if s.opts.NoChecksums {
+		m.Algorithm = ""
+	}
 	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, m.ETag) {
 		return &apiError{http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold"}
 	}

@@ -53,6 +53,10 @@ type Options struct {
 	ConnRate int64
 	// Faults, when set, are injected into matching requests.
 	Faults *Faults
+	// NoChecksums serves objects as a store that keeps no full-object
+	// checksum (moto, older S3 objects): listings, HEADs and GETs carry
+	// only the ETag, so a client can check at most the MD5 an ETag is.
+	NoChecksums bool
 	// Throttle answers 503 SlowDown above a number of requests in flight
 	// or a rate per prefix, as S3 does (zero: never).
 	Throttle Throttle

@@ -98,11 +98,18 @@ func statusError(err error) error {
 	}
 	if errors.Is(err, transfer.ErrModified) {
 		// The body the request was sending failed because its source
-		// changed: that is the error, and it is permanent.
-		return transfer.Permanent(err)
+		// changed: that is the error (the SDK's wrapping says only
+		// that the request was not sent), and it is permanent.
+		return transfer.Permanent(innermost(err, transfer.ErrModified))
 	}
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) {
+		return err
+	}
+	if re.HTTPStatusCode() == 0 {
+		// No answer: the request was not sent or its connection broke.
+		// The cause is the error ("http status 0" says nothing), and
+		// the engine classifies it (a reset is retried).
 		return err
 	}
 	se := &StatusError{Status: re.HTTPStatusCode()}
@@ -118,6 +125,29 @@ func statusError(err error) error {
 		return &RedirectError{Status: se.Status, Location: h.Get("Location"), Region: h.Get("X-Amz-Bucket-Region"), Err: se}
 	}
 	return se
+}
+
+// innermost is the deepest error in err's chain that is target, so a
+// message starts at the cause, not at the layers that passed it on.
+func innermost(err, target error) error {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if errors.Is(e, target) {
+					next = e
+					break
+				}
+			}
+		}
+		if next == nil || !errors.Is(next, target) {
+			return err
+		}
+		err = next
+	}
 }
 
 func codeOfStatus(status int) string {

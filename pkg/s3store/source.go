@@ -214,7 +214,7 @@ func frame(b *transfer.Body, resp *http.Response, obj *transfer.Object) error {
 	}
 	if length < 0 {
 		if obj.Size < 0 {
-			return transfer.Permanent(errors.New("bad response: a whole-object answer with no content-length: the object's size is unknown"))
+			return transfer.Permanent(&transfer.BadResponseError{Msg: "a whole-object answer with no content-length: the object's size is unknown"})
 		}
 		b.Off, b.Len = 0, obj.Size
 		b.ReadCloser = &exactBody{ReadCloser: b.ReadCloser, left: b.Len}

@@ -42,6 +42,9 @@ type UploadOptions struct {
 	StorageClass, SSE, SSEKMSKeyID string
 	// Overwrite uploads even objects already present and identical.
 	Overwrite bool
+	// SizeOnly skips an object already present with the same size,
+	// whatever its checksum (the AWS CLI's --size-only).
+	SizeOnly bool
 	// NoClobber never replaces an object that exists (skipped with
 	// reason "exists (--no-clobber)").
 	NoClobber bool
@@ -112,7 +115,7 @@ func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.
 	if err := clobbers(ctx, u.client, u.bucket, key, u.opts); err != nil {
 		return nil, err
 	}
-	if !u.opts.Overwrite && u.opts.SourceChecksum != nil {
+	if !u.opts.Overwrite && (u.opts.SourceChecksum != nil || u.opts.SizeOnly) {
 		if reason, err := u.unchanged(ctx, key, obj); err != nil {
 			return nil, err
 		} else if reason != "" {
@@ -150,6 +153,12 @@ func (u *UploadSink) unchanged(ctx context.Context, key string, obj transfer.Obj
 		return "", fmt.Errorf("head %s: %w", u.url(key), err)
 	}
 	if aws.ToInt64(out.ContentLength) != obj.Size {
+		return "", nil
+	}
+	if u.opts.SizeOnly {
+		return "unchanged (size, --size-only)", nil
+	}
+	if u.opts.SourceChecksum == nil {
 		return "", nil
 	}
 	// Compare in the algorithm asked for, else in the one the object has:

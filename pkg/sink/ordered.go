@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 
@@ -45,6 +46,7 @@ func (s *Ordered) Create(context.Context, transfer.Object) (transfer.File, error
 
 type orderedFile struct {
 	w       io.Writer
+	sum     hash.Hash // what passed on, in order (SumWritten), or nil
 	mu      sync.Mutex
 	cond    *sync.Cond
 	ring    []byte
@@ -72,7 +74,7 @@ func (f *orderedFile) WriteAt(p []byte, off int64) (int, error) {
 		f.pending[off] = len(p)
 		return len(p), nil
 	}
-	if _, err := f.w.Write(p); err != nil {
+	if err := f.out(p); err != nil {
 		f.fail(err)
 		return 0, err
 	}
@@ -102,15 +104,33 @@ func (f *orderedFile) put(p []byte, off int64) {
 func (f *orderedFile) flush(off int64, n int) error {
 	i := int(off % int64(len(f.ring)))
 	if i+n <= len(f.ring) {
-		_, err := f.w.Write(f.ring[i : i+n])
+		return f.out(f.ring[i : i+n])
+	}
+	if err := f.out(f.ring[i:]); err != nil {
 		return err
 	}
-	if _, err := f.w.Write(f.ring[i:]); err != nil {
-		return err
+	return f.out(f.ring[:n-(len(f.ring)-i)])
+}
+
+// out passes p on to the stream, in order, and sums it.
+func (f *orderedFile) out(p []byte) error {
+	n, err := f.w.Write(p)
+	if f.sum != nil {
+		f.sum.Write(p[:n])
 	}
-	_, err := f.w.Write(f.ring[:n-(len(f.ring)-i)])
 	return err
 }
+
+// SumWritten implements transfer.Stream.
+func (f *orderedFile) SumWritten(h hash.Hash) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sum = h
+}
+
+// StreamName implements transfer.Stream: an Ordered sink writes to
+// standard output.
+func (f *orderedFile) StreamName() string { return "stdout" }
 
 func (f *orderedFile) fail(err error) {
 	f.err = err

@@ -467,6 +467,61 @@ func TestVerifyFullChecksMD5ETags(t *testing.T) {
 	}
 }
 
+// TestStreamsSumTheirMD5InOrder: a stream cannot be read back, so its
+// MD5 is summed as the bytes pass on: under VerifyFull, and under
+// VerifyAuto where no CRC is there to check; never for an encrypted
+// object (its ETag is not its MD5). A mismatch is not fetched again (the
+// bytes are out) and says how many bytes went out wrong.
+func TestStreamsSumTheirMD5InOrder(t *testing.T) {
+	bad := `"00000000000000000000000000000000"`
+	tests := []struct {
+		name   string
+		verify transfer.Verify
+		size   int64
+		etag   string
+		crc    bool // the object also has its CRC64NVME
+		enc    bool
+		want   string // in Verification.String(), or "" for a mismatch
+	}{
+		{name: "full, ranged", verify: transfer.VerifyFull, size: 3*part + 1, want: "md5"},
+		{name: "full, whole object", verify: transfer.VerifyFull, size: 10, want: "md5"},
+		{name: "auto, no crc", verify: transfer.VerifyAuto, size: 3*part + 1, want: "md5"},
+		{name: "auto, a crc", verify: transfer.VerifyAuto, size: 3*part + 1, crc: true, want: "crc64nvme"},
+		{name: "auto, encrypted", verify: transfer.VerifyAuto, size: 3*part + 1, enc: true, want: transfer.UnverifiedEncrypted},
+		{name: "full, encrypted", verify: transfer.VerifyFull, size: 3*part + 1, enc: true, etag: bad, want: transfer.UnverifiedEncrypted},
+		{name: "auto, mismatch", verify: transfer.VerifyAuto, size: 3*part + 1, etag: bad},
+		{name: "full, mismatch", verify: transfer.VerifyFull, size: 10, etag: bad},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := transfertest.NewSource()
+			o := src.Add("k", transfertest.Data("k", int(tt.size)))
+			if !tt.crc {
+				o.Checksums, o.ChecksumAlgorithm = nil, ""
+			}
+			if tt.etag != "" {
+				o.ETag = tt.etag
+			}
+			src.Put(o, src.Data("k"))
+			src.Encrypted = tt.enc
+			sink := transfertest.NewSink()
+			sink.Stream = true
+			sum, rec := run(t, src, sink, transfer.Options{Verify: tt.verify})
+			r := result(t, rec, "k")
+			if tt.want == "" {
+				want := fmt.Sprintf("the %d bytes written to the stream are wrong", tt.size)
+				if !errors.Is(r.Err, transfer.ErrChecksum) || !strings.Contains(r.Err.Error(), want) || sum.Retries != 0 || sink.Creates() != 1 {
+					t.Fatalf("error %v, %d retries, %d creates; want ErrChecksum saying %q, fetched once", r.Err, sum.Retries, sink.Creates(), want)
+				}
+				return
+			}
+			if r.Err != nil || !strings.Contains(r.Verification.String(), tt.want) {
+				t.Fatalf("verification %q, error %v; want %q", r.Verification, r.Err, tt.want)
+			}
+		})
+	}
+}
+
 func TestMD5ETagOnlyIsNotCheckedUnlessFull(t *testing.T) {
 	src := transfertest.NewSource()
 	o := src.Add("k", transfertest.Data("k", 10))
@@ -510,8 +565,12 @@ func TestChecksummerGivesRangedObjectsTheirChecksum(t *testing.T) {
 			sink := transfertest.NewSink()
 			_, rec := run(t, src, sink, transfer.Options{})
 			r := result(t, rec, "k")
-			if src.Lookups() != 1 {
-				t.Errorf("%d lookups, want 1", src.Lookups())
+			want := int64(1)
+			if tt.mismatch {
+				want = 2 // a mismatch is fetched once more before it fails
+			}
+			if src.Lookups() != want {
+				t.Errorf("%d lookups, want %d", src.Lookups(), want)
 			}
 			switch {
 			case tt.mismatch:

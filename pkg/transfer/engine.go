@@ -159,14 +159,28 @@ type Summary struct {
 	// Hedged counts the ranges taken over as stragglers: asked for again
 	// on a new connection from the byte they reached (not in Retries).
 	Hedged int64
-	// Splits counts the ranges split at the end of a run: their second
-	// half went to an idle slot as a range of its own.
+	// Splits counts the ranges planned shorter than a part to balance
+	// the last wave of a run (tail pieces); no range is cut in flight.
 	Splits int64
+	// Ranges counts the ranges fetched (planned ranges that sent a
+	// request): Requests beyond Ranges are takeovers and retries.
+	Ranges int64
+	// Overfetch is the bytes received and not written: skipped before a
+	// range's start (a server that ignored Range), or a part a part
+	// writer sends again from its start.
+	Overfetch int64
 	// InFlightMean and InFlightPeak are the requests in flight over the
 	// run: their time-weighted mean and their most at once.
 	InFlightMean float64
 	InFlightPeak int
-	Elapsed      time.Duration
+	// Window is the window of requests in flight at the end of the run,
+	// WindowStop why it stands there (WindowBudget, WindowKnee,
+	// WindowSlowDown, WindowDemand) and WindowKnee the window the climb
+	// stopped at where more requests bought no throughput (0: none).
+	Window     int
+	WindowStop string
+	WindowKnee int
+	Elapsed    time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
@@ -204,7 +218,11 @@ type Engine struct {
 	objects, failed, skipped atomic.Int64
 	bytes, requests, retries atomic.Int64
 	slowdowns, hedged        atomic.Int64
-	splits                   atomic.Int64 // ranges split at the end of a run
+	splits                   atomic.Int64 // ranges planned short for the tail
+	ranges, overfetch        atomic.Int64 // ranges fetched; bytes received, not written
+	// unopened sums the sizes of the objects listed and not yet open,
+	// for the tail's plan (tail.go).
+	unopened atomic.Int64
 	// listed: the listing ended (a takeover may come sooner at the end).
 	listed atomic.Bool
 	// reqNanos and writeNanos sum the requests' time and the part of it
@@ -234,7 +252,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	}
 	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, begun: make(chan struct{})}
-	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) })
+	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) }, e.bytes.Load)
 	e.sched = newScheduler(e)
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
@@ -251,7 +269,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 // reported to the Observer.
 func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	e.start = time.Now()
-	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver, func() time.Duration { return e.ttfb.quantile(0.99) })
+	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver, e.ttfb.quantile)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go e.stalls.run(wctx)
@@ -299,15 +317,16 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 					return gctx.Err()
 				}
 			}
+			e.unopened.Add(o.Size)
 			select {
 			case queue <- o:
 				return nil
 			case <-gctx.Done():
+				e.unopened.Add(-o.Size)
 				return gctx.Err()
 			}
 		})
 		e.listed.Store(true)
-		e.sched.wake() // ranges may split now
 		listMu.Lock()
 		defer listMu.Unlock()
 		if abandoned {
@@ -342,6 +361,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 					return nil // interrupted: objects not started stay untouched
 				}
 				t := e.newObject(gctx, o)
+				t.queued = true
 				t.finish(t.run())
 			}
 		})
@@ -394,12 +414,15 @@ func (e *Engine) summary() Summary {
 		SlowDowns:   e.slowdowns.Load(),
 		Hedged:      e.hedged.Load(),
 		Splits:      e.splits.Load(),
+		Ranges:      e.ranges.Load(),
+		Overfetch:   e.overfetch.Load(),
 		TTFB:        e.ttfb.snapshot(),
 		Request:     e.reqs.snapshot(),
 		RequestTime: time.Duration(e.reqNanos.Load()),
 		WriteTime:   time.Duration(e.writeNanos.Load()),
 	}
 	s.InFlightMean, s.InFlightPeak = e.gate.load()
+	s.Window, s.WindowStop, s.WindowKnee = e.gate.window()
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}

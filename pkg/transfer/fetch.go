@@ -81,24 +81,17 @@ func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*B
 // bytes (-1: the whole object, without a Range), retrying and resuming
 // from the last byte received.
 // held, if not nil, is the request slot the first attempt already has.
-// sp, if not nil, lets the range be split: it may end before off+n, at
-// sp's end, and it returns once every byte up to there is written.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, c *verifier, ps *partSum, held *slot, sp *piece) (int64, error) {
+func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, c *verifier, ps *partSum, held *slot) (int64, error) {
 	pool := e.bufs
 	if n <= smallRange {
 		pool = e.small // a small object does not hold a large buffer
 	}
 
+	e.ranges.Add(1)
 	var done int64
 	var body *Body
 	throttles := 0
 	for attempt := 1; ; attempt++ {
-		if sp != nil {
-			n = sp.end.Load() - off // split since the last attempt
-			if ask >= 0 {
-				ask = n - done
-			}
-		}
 		var s slot
 		if held != nil {
 			s, held = *held, nil
@@ -116,7 +109,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		// one per range started: half as many for 2 x 8 ranges of 64
 		// MiB objects, 580 fewer page faults per GiB.
 		buf := pool.get()
-		got, err := e.attempt(ctx, &s, o, f, off+done, n-done, ask, body, buf, c, ps, sp)
+		got, err := e.attempt(ctx, &s, o, f, off+done, n-done, ask, body, buf, c, ps)
 		pool.put(buf)
 		slow := err != nil && throttled(err)
 		e.gate.release(s, slow)
@@ -126,6 +119,8 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 			if ask >= 0 || done > 0 {
 				ask = n - done // a retry asks for what is missing only
 			}
+		} else {
+			e.overfetch.Add(got) // the part is sent again from its start
 		}
 		if err == nil {
 			return done, nil
@@ -159,7 +154,7 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 }
 
 // attempt is one request: open (unless body is given), validate, copy.
-func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum, sp *piece) (int64, error) {
+func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum) (int64, error) {
 	t0 := time.Now()
 	defer e.timeRequest(t0)
 	l := e.pickLane(n)
@@ -208,7 +203,7 @@ func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n
 			limit = nil
 		}
 		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
-			clock.touch()
+			clock.touch(k)
 			e.count(l, k)
 			arrived += k
 			if limit != nil && k > 0 {
@@ -220,11 +215,11 @@ func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n
 	// The body's reader itself, not Body's promoted Read: one call layer
 	// less per read.
 	if st, ok := f.(Stager); ok {
-		got, err := e.copyStaged(rctx, body.ReadCloser, st, off, n, skip, buf, l, clock, ps, sp)
+		got, err := e.copyStaged(rctx, body.ReadCloser, st, off, n, skip, buf, l, clock, ps)
 		arrived = got
 		return got, stallCause(rctx, err)
 	}
-	got, err := e.copy(rctx, body.ReadCloser, f, off, n, skip, buf, l, clock, ps, sp)
+	got, err := e.copy(rctx, body.ReadCloser, f, off, n, skip, buf, l, clock, ps)
 	arrived = got
 	return got, stallCause(rctx, err)
 }
@@ -253,10 +248,9 @@ func (e *Engine) validate(o *Object, b *Body, off, n int64) (int64, error) {
 }
 
 // copy streams n bytes of body, after skipping skip bytes, to f at off
-// through buf; fewer when the range is split (sp), up to its new end.
-// This is the hot path: no allocation, no lock.
-func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum, sp *piece) (int64, error) {
-	if err := skipBytes(body, buf, skip); err != nil {
+// through buf. This is the hot path: no allocation, no lock.
+func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum) (int64, error) {
+	if err := e.skipBytes(body, buf, skip); err != nil {
 		return 0, err
 	}
 	// The counters shared by every range (the transfer's bytes, the
@@ -271,13 +265,10 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 		e.writeNanos.Add(int64(writing))
 	}()
 	for done < n {
-		if sp != nil && sp.want.Load() {
-			n = sp.split(off+done, off+n) - off
-		}
 		want := min(int64(len(buf)), n-done)
 		k, err := io.ReadFull(body, buf[:want])
 		if k > 0 {
-			clock.touch()
+			clock.touch(int64(k))
 			if e.opts.Limiter != nil {
 				if lerr := e.opts.Limiter.WaitN(ctx, k); lerr != nil {
 					return done, lerr
@@ -287,6 +278,7 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 			_, werr := f.WriteAt(buf[:k], off+done)
 			writing += time.Since(w0)
 			if werr != nil {
+				e.overfetch.Add(int64(k))
 				return done, Permanent(fmt.Errorf("write at %d: %w", off+done, werr))
 			}
 			ps.update(buf[:k])
@@ -294,9 +286,6 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 			if done-counted >= countEvery {
 				e.count(l, done-counted)
 				counted = done
-				if sp != nil {
-					sp.pos.Store(off + done)
-				}
 			}
 		}
 		if err != nil {
@@ -309,11 +298,13 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 	return done, nil
 }
 
-// skipBytes reads and drops the skip bytes of body before a range's start.
-func skipBytes(body io.Reader, buf []byte, skip int64) error {
+// skipBytes reads and drops the skip bytes of body before a range's
+// start, counted as overfetch.
+func (e *Engine) skipBytes(body io.Reader, buf []byte, skip int64) error {
 	for skip > 0 {
 		k, err := io.ReadFull(body, buf[:min(int64(len(buf)), skip)])
 		skip -= int64(k)
+		e.overfetch.Add(int64(k))
 		if err != nil {
 			return fmt.Errorf("skip to range start: %w", err)
 		}
@@ -323,11 +314,11 @@ func skipBytes(body io.Reader, buf []byte, skip int64) error {
 
 // copyStaged is copy for a file that lends its own buffers (a Stager):
 // the body is read straight into the stage, at most len(buf) bytes at a
-// time, so the stall watch and a split see each read as they do in copy,
+// time, so the stall watch sees each read as it does in copy,
 // and the stage writes its buffer out when it is full and at the end.
 // The hot path too: no allocation, no lock.
-func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum, sp *piece) (done int64, err error) {
-	if err := skipBytes(body, buf, skip); err != nil {
+func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum) (done int64, err error) {
+	if err := e.skipBytes(body, buf, skip); err != nil {
 		return 0, err
 	}
 	w, err := st.Stage(off, n)
@@ -346,14 +337,11 @@ func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off,
 		e.writeNanos.Add(int64(writing))
 	}()
 	for done < n {
-		if sp != nil && sp.want.Load() {
-			n = sp.split(off+done, off+n) - off
-		}
 		dst := w.Next()
 		want := min(int64(len(dst)), int64(len(buf)), n-done)
 		k, rerr := io.ReadFull(body, dst[:want])
 		if k > 0 {
-			clock.touch()
+			clock.touch(int64(k))
 			if e.opts.Limiter != nil {
 				if lerr := e.opts.Limiter.WaitN(ctx, k); lerr != nil {
 					return done, lerr
@@ -370,9 +358,6 @@ func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off,
 			if done-counted >= countEvery {
 				e.count(l, done-counted)
 				counted = done
-				if sp != nil {
-					sp.pos.Store(off + done)
-				}
 			}
 		}
 		if rerr != nil {

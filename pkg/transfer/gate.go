@@ -36,6 +36,10 @@ import (
 // from then on the window grows by one a second while it stays full and
 // unthrottled. Not adaptive, the window is the budget. The gate is taken
 // once per request, never per buffer of data.
+//
+// The climb also stops where a step buys no throughput (knee.go): the
+// bottleneck is then elsewhere, and more requests in flight only cost
+// buffers, connections and CPU.
 type gate struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -81,6 +85,11 @@ type gate struct {
 	probing   bool                 // after a cut: grow by one a second, not by steps
 	nextGrow  time.Time            // when a full window may grow next
 	growEvery func() time.Duration // the median time to first byte (0: none yet)
+
+	// moved is the bytes the run moved so far: what the knee measures
+	// a window's throughput by.
+	moved func() int64
+	kn    knee
 
 	// answers is a ring of the times (since since) of the latest
 	// successful answers, newest at answers[last]: how many the server
@@ -131,9 +140,15 @@ const (
 	lateAnswers     = 250 * time.Millisecond
 )
 
-func newGate(max int, adaptive bool, growEvery func() time.Duration) *gate {
+// newGate returns a gate under a budget of max requests in flight;
+// growEvery is the median time to first byte and moved the bytes the run
+// moved so far (nil: none, and the knee never stops the climb).
+func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
 	now := time.Now()
-	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, since: now, lastAdd: now}
+	if moved == nil {
+		moved = func() int64 { return 0 }
+	}
+	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, since: now, lastAdd: now}
 	if adaptive {
 		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
 	}
@@ -190,17 +205,6 @@ func (g *gate) fill(now time.Time) {
 	}
 }
 
-// demand says that more requests could go out than the window allows,
-// though none waits for it (ranges that could split at the end of a
-// run), with promised of them about to: the window is full and may grow.
-func (g *gate) demand(promised int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.inFlight+promised >= g.allowed {
-		g.fill(time.Now())
-	}
-}
-
 // take counts one more request in flight; under the lock.
 func (g *gate) take() slot {
 	g.account(time.Now())
@@ -225,7 +229,7 @@ func (g *gate) heard(s slot) {
 // newStep starts a step of the window; under the lock.
 func (g *gate) newStep() {
 	g.stepFrom, g.stepTo, g.stepFilled, g.stepOut = g.seq, 0, false, 0
-	g.full = false
+	g.full, g.kn.on = false, false
 }
 
 // account adds the time since the last change to the in-flight integral.
@@ -283,6 +287,7 @@ func (g *gate) release(s slot, throttled bool) {
 		g.epoch++
 		g.newStep()
 		g.probing, g.nextGrow = true, now.Add(probeEvery)
+		g.kn = knee{} // the server set the window: no knee holds it now
 	case throttled && g.adaptive && s.epoch == g.epoch-1:
 		// Sent with the request that cut the window: it may say the
 		// server held fewer when it was sent. Not what it serves now:
@@ -371,24 +376,50 @@ func (g *gate) run(ctx context.Context) {
 // its last step: by stepUp (at most once every median time to first
 // byte) at first, by one a second after a SlowDown. Under the lock.
 func (g *gate) grow(now time.Time) {
-	if !g.adaptive || !g.full || g.allowed >= g.max {
+	if !g.adaptive || !g.full {
 		return
 	}
-	if now.Before(g.nextGrow) || g.stepOut > 0 && now.Before(g.stepLate) {
-		return
-	}
-	old := g.allowed
 	if g.probing {
-		g.allowed++
-		g.nextGrow = now.Add(probeEvery)
-	} else {
-		g.allowed = min(g.max, stepUp(g.allowed))
-		g.nextGrow = now.Add(g.growInterval())
+		if g.allowed < g.max && !now.Before(g.nextGrow) {
+			g.allowed++
+			g.nextGrow = now.Add(probeEvery)
+			g.newStep()
+			g.cond.Signal()
+		}
+		return
 	}
+	if g.climb(now) && g.allowed < g.max && !now.Before(g.nextGrow) {
+		g.stepUp(now)
+	}
+}
+
+// stepUp sends the next step of the climb; under the lock.
+func (g *gate) stepUp(now time.Time) {
+	old := g.allowed
+	g.allowed = min(g.max, stepUp(g.allowed))
+	g.nextGrow = now.Add(g.growInterval())
 	g.newStep()
 	for range g.allowed - old {
 		g.cond.Signal()
 	}
+}
+
+// window says where the window stands: the window, why it is there
+// (WindowBudget, WindowKnee, ...) and the knee it found (0: none).
+func (g *gate) window() (w int, stop string, knee int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.allowed >= g.max:
+		stop = WindowBudget
+	case g.kn.at > 0:
+		stop = WindowKnee
+	case g.epoch > 0:
+		stop = WindowSlowDown
+	default:
+		stop = WindowDemand
+	}
+	return g.allowed, stop, g.kn.at
 }
 
 // bound is the current window.

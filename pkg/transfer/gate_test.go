@@ -41,7 +41,7 @@ func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			g := newGate(budget, true, ttfb30ms)
+			g := newGate(budget, true, ttfb30ms, nil)
 			go g.run(ctx)
 			if got, want := g.bound(), min(startWindow, budget); got != want {
 				t.Fatalf("budget %d: window at start %d, want %d", budget, got, want)
@@ -74,7 +74,7 @@ func TestGateStepWaitsForTheLastStepsAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms)
+		g := newGate(256, true, ttfb30ms, nil)
 		go g.run(ctx)
 		slots := acquireN(ctx, t, g, startWindow)
 		waiter := make(chan slot)
@@ -138,7 +138,7 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(100, true, ttfb30ms)
+		g := newGate(100, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		for i := range slots[:20] {
 			g.answered(&slots[i]) // 20 answered at once; the rest wait
@@ -210,7 +210,7 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 }
 
 func TestGateNotAdaptiveStaysAtTheBudget(t *testing.T) {
-	g := newGate(100, false, ttfb30ms)
+	g := newGate(100, false, ttfb30ms, nil)
 	s, _ := g.acquire(context.Background())
 	g.release(s, true)
 	if got := g.bound(); got != 100 {
@@ -219,7 +219,7 @@ func TestGateNotAdaptiveStaysAtTheBudget(t *testing.T) {
 }
 
 func TestGateBlocksAtBoundAndHonoursContext(t *testing.T) {
-	g := newGate(1, false, ttfb30ms)
+	g := newGate(1, false, ttfb30ms, nil)
 	s, err := g.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestGateCutsToWhatARateLets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms)
+		g := newGate(256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		// Small objects: each is answered and done at once. Ten long
 		// ago, then ten over the last four times to first byte.
@@ -274,7 +274,7 @@ func TestGateLaterCutsLowerByAnEighthAtMost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms)
+		g := newGate(256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		// The climb's first cut finds the level from far above: 16 in
 		// flight when request 16 was sent, nothing answered.
@@ -308,7 +308,7 @@ func TestGateWindowNeverDropsBelowOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms)
+		g := newGate(256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		g.release(slots[0], true) // refused with nothing ahead of it
 		for _, s := range slots[1:] {

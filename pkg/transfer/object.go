@@ -30,7 +30,9 @@ type object struct {
 
 	// The plan, guarded by the scheduler's lock.
 	oneRequest      bool  // fetched whole, without a Range
-	partSize        int64 // the length of every range but the last
+	partSize        int64 // the length of every range but the tail's
+	align           int64 // what the tail's boundaries are multiples of
+	queued          bool  // its bytes count in Engine.unopened until it opens
 	next            int64 // the first byte not yet planned
 	window          int64 // the file's order window, 0 for none
 	written         prefix
@@ -74,8 +76,9 @@ func (t *object) start() error {
 	}
 	t.f = f
 	t.oneRequest = o.Size < e.opts.Threshold
-	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest)
+	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest, f)
 	t.partSize = e.plan(o.Size)
+	t.align = alignOf(f)
 	if w, ok := f.(OrderWindow); ok {
 		t.window = w.OrderWindow()
 	}
@@ -117,19 +120,10 @@ func checkSize(o *Object) error {
 // request slot for its first attempt, and tells the scheduler it ended.
 func (t *object) runRange(r span, s slot) {
 	var err error
-	switch {
-	case r.whole:
+	if r.whole {
 		err = t.fetchWhole(s)
-	case t.splittable():
-		sp := &piece{t: t, from: r.off, began: int64(time.Since(t.e.start))}
-		sp.end.Store(r.off + r.n)
-		sp.pos.Store(r.off)
-		t.e.sched.register(sp)
-		err = t.part(r.off, r.n, s, sp)
-		t.e.sched.unregister(sp)
-		r.n = sp.end.Load() - r.off // its second half, if split off, is a range of its own
-	default:
-		err = t.part(r.off, r.n, s, nil)
+	} else {
+		err = t.part(r.off, r.n, s)
 	}
 	t.e.sched.ended(t, r, err)
 }
@@ -137,7 +131,7 @@ func (t *object) runRange(r span, s slot) {
 // fetchWhole fetches the object in one request, without a Range.
 func (t *object) fetchWhole(s slot) error {
 	t.whole = t.verify.partSum()
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s, nil)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s)
 	t.moved.Add(got)
 	return err
 }
@@ -150,7 +144,7 @@ func (t *object) fetchWhole(s slot) error {
 // A part this run is interrupted in journals the prefix it wrote, with its
 // running CRC, so that an early Ctrl-C on large parts does not start them
 // over.
-func (t *object) part(off, n int64, s slot, sp *piece) error {
+func (t *object) part(off, n int64, s slot) error {
 	journal, _ := t.f.(Journal)
 	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
 	ps := t.verify.partSum()
@@ -169,11 +163,8 @@ func (t *object) part(off, n int64, s slot, sp *piece) error {
 			}
 		}
 	}
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s, sp)
+	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s)
 	t.moved.Add(got)
-	if sp != nil {
-		n = sp.end.Load() - off // split: this range now ends there
-	}
 	if err != nil {
 		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
 			// Interrupted: keep the prefix. Its sum covers all of it,
@@ -213,10 +204,11 @@ func (t *object) wait() Result {
 			err = fmt.Errorf("commit: %w", err)
 		}
 	}
+	kept := false
 	if err != nil {
-		err = t.discard(err)
+		kept, err = t.discard(err)
 	}
-	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err}
+	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err, Kept: kept}
 }
 
 // verified compares the bytes' sums with the object's checksums.
@@ -233,24 +225,38 @@ func (t *object) verified() (Verification, error) {
 
 // discard ends a file whose transfer failed with err: kept for resume
 // when the run was interrupted and the file has a journal, else removed.
-func (t *object) discard(err error) error {
+// It reports whether the file kept anything a rerun resumes.
+func (t *object) discard(err error) (bool, error) {
 	if j, ok := t.f.(Journal); ok && t.ctx.Err() != nil {
-		if serr := j.Suspend(); serr != nil {
+		kept, serr := j.Suspend()
+		if serr != nil {
 			err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))
 		}
-	} else if aerr := t.f.Abort(); aerr != nil {
+		return kept, err
+	}
+	if aerr := t.f.Abort(); aerr != nil {
 		err = errors.Join(err, fmt.Errorf("abort: %w", aerr))
 	}
-	return err
+	return false, err
 }
 
 // run transfers the object from start to finish and returns its outcome.
 func (t *object) run() Result {
 	if err := t.start(); err != nil {
+		t.unqueue()
 		return Result{Err: err}
 	}
 	t.e.sched.add(t)
 	return t.wait()
+}
+
+// unqueue takes the object's bytes out of what is listed and not yet
+// open (Engine.unopened), once: it opened, or ended before.
+func (t *object) unqueue() {
+	if t.queued {
+		t.queued = false
+		t.e.unopened.Add(-t.o.Size)
+	}
 }
 
 // finish reports the object's outcome r. An object that changed since it
@@ -260,6 +266,9 @@ func (t *object) finish(r Result) {
 	e := t.e
 	if rf, ok := e.opts.Lister.(Refresher); ok && errors.Is(r.Err, ErrModified) && t.ctx.Err() == nil {
 		r = t.refreshed(rf, r.Bytes)
+	}
+	if errors.Is(r.Err, ErrChecksum) && t.ctx.Err() == nil && t.refetchable() {
+		r = t.refetched(r.Bytes)
 	}
 	e.markBegun()
 	r.Object, r.Elapsed = t.o, time.Since(t.began)
@@ -275,6 +284,26 @@ func (t *object) finish(r Result) {
 		e.objects.Add(1)
 	}
 	e.opts.Observer.ObjectDone(r)
+}
+
+// refetchable reports whether the object's bytes can be fetched again
+// after its checksum failed: not those a stream already passed on.
+func (t *object) refetchable() bool {
+	_, stream := t.f.(Stream)
+	return t.f != nil && !stream
+}
+
+// refetched fetches an object whose bytes failed their checksum once
+// more, from the start (its partial file went with the failure): a body
+// damaged in transit, once, is not a failure of the object; bytes that
+// fail again are. The second fetch counts as a retry; n is what the
+// first moved.
+func (t *object) refetched(n int64) Result {
+	t.e.retries.Add(1)
+	again := &object{e: t.e, ctx: t.ctx, o: t.o, began: t.began, done: make(chan struct{})}
+	res := again.run()
+	res.Bytes += n
+	return res
 }
 
 // refreshed looks up an object that changed since it was listed and

@@ -40,6 +40,9 @@ type Result struct {
 	// Resumed is how many of the object's bytes an earlier run had
 	// already written and this run kept.
 	Resumed int64
+	// Kept: the object was interrupted and its file keeps durable parts
+	// that a rerun resumes (Journal.Suspend).
+	Kept bool
 	// Verification says how the bytes were checked (for an object that
 	// arrived whole).
 	Verification Verification

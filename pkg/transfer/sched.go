@@ -13,22 +13,16 @@ import (
 // drain together instead of one after another. An object's ranges are
 // held back by Options.Threads (a per-object cap, when set) and by its
 // file's order window (OrderWindow), never by the number of objects open.
-// At the end of a run, idle slots take the second halves of the ranges
-// in flight with the most bytes left (split.go).
+// At the end of a run, what is left is planned in pieces sized to the
+// free slots (tail.go); no range in flight is ever cut.
 // The lock is taken a few times per range, never per buffer of data.
 type scheduler struct {
 	e    *Engine
 	mu   sync.Mutex
 	cond *sync.Cond
 	open []*object // objects with ranges still to plan, in the order they opened
-	// closed: no object will be added; stopped: the run was interrupted.
-	closed, stopped bool
-	// Splits at the end of a run (split.go): the ranges in flight that
-	// may split, the splits asked for and not yet answered, and the
-	// second halves waiting for a slot.
-	live   map[*piece]struct{}
-	asking int
-	tails  []tail
+	// closed: no object will be added.
+	closed bool
 	// work hands a range to an idle runner (runner); closed when the
 	// dispatcher returns.
 	work chan job
@@ -58,7 +52,7 @@ type span struct {
 }
 
 func newScheduler(e *Engine) *scheduler {
-	s := &scheduler{e: e, live: map[*piece]struct{}{}, work: make(chan job)}
+	s := &scheduler{e: e, work: make(chan job)}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -67,6 +61,7 @@ func newScheduler(e *Engine) *scheduler {
 func (s *scheduler) add(t *object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	t.unqueue()
 	if t.o.Size == 0 || t.pctx.Err() != nil {
 		t.stopPlanning()
 		return
@@ -92,9 +87,6 @@ func (s *scheduler) run(ctx context.Context) {
 		s.mu.Unlock()
 	})
 	defer stop()
-	tick, ticking := context.WithCancel(ctx)
-	defer ticking()
-	go s.tick(tick)
 	defer close(s.work) // idle runners return
 	// A range is chosen once its slot is free, not before it waits for
 	// one: so the largest object is the one with the most bytes left when
@@ -143,41 +135,29 @@ func (s *scheduler) ready(ctx context.Context) bool {
 				t.stopPlanning()
 			}
 			s.open = nil
-			s.stopped = true
-			for _, tl := range s.tails {
-				s.endedLocked(tl.t, tl.r, ctx.Err())
-			}
-			s.tails = nil
 			return false
 		}
-		if len(s.tails) > 0 || s.pick() != nil {
+		if s.pick() != nil {
 			return true
 		}
 		if s.closed && len(s.open) == 0 {
 			return false
 		}
-		s.askSplits()
 		s.cond.Wait()
 	}
 }
 
-// next plans the range that starts now: a split's second half first,
-// else the next range of the open object with the most bytes left;
-// false if there is none.
+// next plans the range that starts now: the next range of the open
+// object with the most bytes left, sized to the tail of the run when it
+// belongs to its last wave; false if there is none.
 func (s *scheduler) next() (*object, span, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.tails) > 0 {
-		tl := s.tails[0]
-		s.tails = s.tails[1:]
-		if err := tl.t.pctx.Err(); err != nil {
-			s.endedLocked(tl.t, tl.r, err)
-			continue
-		}
-		return tl.t, tl.r, true // counted in running when it was split off
-	}
 	if t := s.pick(); t != nil {
-		r := t.plan()
+		r, cut := t.plan(s.tailLen(t))
+		if cut {
+			s.e.splits.Add(1)
+		}
 		t.running++
 		if t.next >= t.o.Size {
 			s.drop(t)
@@ -269,15 +249,21 @@ func (t *object) peek() (off, n int64) {
 	return t.next, min(t.partSize, t.o.Size-t.next)
 }
 
-// plan returns the object's next range and moves past it.
-func (t *object) plan() span {
+// plan returns the object's next range and moves past it: a part, or
+// tail bytes when that is shorter (cut says so), fitted to the extents
+// an earlier run journaled.
+func (t *object) plan(tail int64) (r span, cut bool) {
 	if t.oneRequest {
 		t.next = t.o.Size
-		return span{off: 0, n: t.o.Size, whole: true}
+		return span{off: 0, n: t.o.Size, whole: true}, false
 	}
 	off, n := t.peek()
+	if cut = tail > 0 && tail < n; cut {
+		n = tail
+	}
+	n = t.fitJournal(off, n)
 	t.next += n
-	return span{off: off, n: n}
+	return span{off: off, n: n}, cut
 }
 
 // stopPlanning marks the object as planning no more ranges; once its

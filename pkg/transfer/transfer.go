@@ -172,7 +172,10 @@ type Journal interface {
 	PartDone(off, n int64, sum string) error
 	// Suspend keeps what was written for a later run, instead of
 	// Abort's removal; the engine calls it when the run is interrupted.
-	Suspend() error
+	// It reports whether anything was kept: at least one durable part
+	// that the next run will look up (so "kept for resume" counts what
+	// a rerun resumes).
+	Suspend() (kept bool, err error)
 }
 
 // Dataless is implemented by body readers that carry no data, only a

@@ -38,19 +38,38 @@ type Checksummer interface {
 // ErrChecksum reports bytes that do not match the object's checksum.
 var ErrChecksum = errors.New("checksum mismatch")
 
+// Stream is implemented by files that take their bytes in order and
+// cannot be read back (stdout). Such a file sums what it passes on, so
+// an MD5 ETag is checked as the object streams, without a read back; a
+// mismatch cannot be fetched again (the bytes are out), so the error
+// says how many bytes went out wrong and where.
+type Stream interface {
+	// SumWritten makes the file write every byte it passes on, in
+	// order, into h too. It is called before the first WriteAt.
+	SumWritten(h hash.Hash)
+	// StreamName is what the stream is called in messages ("stdout").
+	StreamName() string
+}
+
 // verifier is the verification of one object: what its bytes must sum
 // to, and the sums of its parts as they complete.
 type verifier struct {
 	alg   checksum.Algorithm // "" until known
 	parts *checksum.Ordered  // the parts' CRCs of a ranged fetch, joined as they complete
 
-	mu        sync.Mutex
-	want      map[string]string // expected values by algorithm name
-	wantErr   error
-	head      chan struct{} // closed when a Checksummer call ended
-	etag      string        // an MD5 ETag to verify (--verify full), or ""
-	md5       hash.Hash     // MD5 of a whole-object fetch, in order
-	encrypted bool          // a response said SSE-KMS or SSE-C: no MD5 ETag
+	mu      sync.Mutex
+	want    map[string]string // expected values by algorithm name
+	wantErr error
+	head    chan struct{} // closed when a Checksummer call ended
+	etag    string        // an MD5 ETag to verify (--verify full), or ""
+	md5     hash.Hash     // MD5 of a whole-object fetch, in order
+	// streamed is the MD5 of what a Stream passed on, in order, or nil
+	streamed hash.Hash
+	stream   string // the Stream's name
+	// autoMD5: the MD5 is checked under VerifyAuto because the object
+	// streams and has no CRC; a CRC that matches makes it unneeded
+	autoMD5   bool
+	encrypted bool // a response said SSE-KMS or SSE-C: no MD5 ETag
 	// md5Offered: the ETag looks like an MD5, which --verify full checks
 	md5Offered bool
 	opaque     bool // the source's ETags are not MD5s (Options.OpaqueETags)
@@ -67,26 +86,41 @@ func pickAlgorithm(values map[string]string) checksum.Algorithm {
 }
 
 // newVerifier prepares the verification of o, fetched in ranges or with one
-// whole-object GET.
-func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool) *verifier {
+// whole-object GET, into f.
+func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File) *verifier {
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
 	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
-	if e.opts.Verify == VerifyFull && c.md5Offered {
-		c.etag = strings.Trim(o.ETag, `"`)
-	}
-	if !ranged {
-		if c.etag != "" {
-			c.md5 = md5.New()
-		}
-		return c // the algorithm comes with the response
-	}
 	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
 	if !ok && len(o.Checksums) > 0 {
 		alg, ok = pickAlgorithm(o.Checksums), true
 	}
-	if !ok || !alg.Supported() {
+	crcKnown := ok && alg.Supported()
+	stream, _ := f.(Stream)
+	if _, readable := f.(io.ReaderAt); readable {
+		stream = nil
+	}
+	if c.md5Offered {
+		// Under auto, a stream with no CRC to check (a whole-object
+		// fetch learns of one only from its response) sums its MD5 as it
+		// goes: it could not be read back later.
+		c.autoMD5 = e.opts.Verify == VerifyAuto && stream != nil && !(ranged && crcKnown)
+		if e.opts.Verify == VerifyFull || c.autoMD5 {
+			c.etag = strings.Trim(o.ETag, `"`)
+		}
+	}
+	switch {
+	case c.etag != "" && stream != nil:
+		c.streamed, c.stream = md5.New(), stream.StreamName()
+		stream.SumWritten(c.streamed)
+	case c.etag != "" && !ranged:
+		c.md5 = md5.New()
+	}
+	if !ranged {
+		return c // the algorithm comes with the response
+	}
+	if !crcKnown {
 		return c
 	}
 	c.alg = alg
@@ -171,7 +205,7 @@ func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verifica
 			}
 		}
 	}
-	if c.etag != "" {
+	if c.etag != "" && !(c.autoMD5 && v.Verified()) {
 		if err := c.verifyMD5(&v, f, size); err != nil {
 			return v, err
 		}
@@ -198,6 +232,10 @@ func (c *verifier) verifyMD5(v *Verification, f File, size int64) error {
 	}
 	var got string
 	switch r, ok := f.(io.ReaderAt); {
+	case c.streamed != nil:
+		if got = hex.EncodeToString(c.streamed.Sum(nil)); got != c.etag {
+			return Permanent(fmt.Errorf("%w: md5 etag %s, data has %s: the %d bytes written to %s are wrong", ErrChecksum, c.etag, got, size, c.stream))
+		}
 	case c.md5 != nil:
 		got = hex.EncodeToString(c.md5.Sum(nil))
 	case ok:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"maps"
 	"sync"
@@ -30,6 +31,9 @@ type Sink struct {
 	// (transfer.Stager), with or without Journal: bytes reach the file
 	// only when a stage is full or closed.
 	Stage int
+	// Stream makes files streams (transfer.Stream, not io.ReaderAt) that
+	// sum their bytes in order as the ranges before them arrive.
+	Stream bool
 
 	mu        sync.Mutex
 	committed map[string]Committed
@@ -132,6 +136,8 @@ func (s *Sink) Create(_ context.Context, o transfer.Object) (transfer.File, erro
 		return &partFile{f}, nil
 	case s.Unreadable:
 		return unreadable{f}, nil
+	case s.Stream:
+		return &stream{f: f, written: map[int64]int64{}}, nil
 	}
 	return f, nil
 }
@@ -144,6 +150,7 @@ var (
 	_ transfer.Stager     = (*stagedFile)(nil)
 	_ transfer.Journal    = (*stagedJournal)(nil)
 	_ transfer.Stager     = (*stagedJournal)(nil)
+	_ transfer.Stream     = (*stream)(nil)
 	_ io.ReaderAt         = (*file)(nil)
 	_ transfer.Checker    = CheckSink{}
 	_ transfer.Existing   = CheckSink{}
@@ -225,6 +232,20 @@ func (f *journalFile) Completed(off, n int64) (int64, string) {
 	return p.n, p.sum
 }
 
+// Extent implements transfer.Extents: the extent an earlier run
+// journaled at off, and where the next one begins.
+func (f *journalFile) Extent(off int64) (n, next int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next = -1
+	for o := range f.earlier {
+		if o > off && (next < 0 || o < next) {
+			next = o
+		}
+	}
+	return f.earlier[off].n, next
+}
+
 // PartDone implements transfer.Journal; a later call at the same off
 // (the whole part after a prefix) replaces the earlier one.
 func (f *journalFile) PartDone(off, n int64, sum string) error {
@@ -236,11 +257,11 @@ func (f *journalFile) PartDone(off, n int64, sum string) error {
 
 // Suspend implements transfer.Journal: the parts done, this run's and
 // the earlier runs' that it took, stay for the next run.
-func (f *journalFile) Suspend() error {
+func (f *journalFile) Suspend() (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ended {
-		return nil
+		return false, nil
 	}
 	f.ended = true
 	f.sink.suspends.Add(1)
@@ -248,7 +269,7 @@ func (f *journalFile) Suspend() error {
 	f.sink.mu.Lock()
 	f.sink.journals[f.obj.Name] = &saved{etag: f.obj.ETag, data: bytes.Clone(f.data), parts: parts}
 	f.sink.mu.Unlock()
-	return nil
+	return len(parts) > 0, nil
 }
 
 // Stages counts the stages files lent (transfer.Stager).
@@ -353,6 +374,50 @@ type unreadable struct{ f *file }
 func (u unreadable) WriteAt(p []byte, off int64) (int, error) { return u.f.WriteAt(p, off) }
 func (u unreadable) Commit() error                            { return u.f.Commit() }
 func (u unreadable) Abort() error                             { return u.f.Abort() }
+
+// stream is a file that passes its bytes on in order: each range waits
+// (in the file) for those before it, then goes into the sum.
+type stream struct {
+	f       *file
+	mu      sync.Mutex
+	sum     hash.Hash
+	pos     int64           // bytes passed on
+	written map[int64]int64 // offset -> length of ranges ahead of pos
+}
+
+func (s *stream) WriteAt(p []byte, off int64) (int, error) {
+	n, err := s.f.WriteAt(p, off)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written[off] = int64(n)
+	for {
+		k, ok := s.written[s.pos]
+		if !ok {
+			break
+		}
+		delete(s.written, s.pos)
+		if s.sum != nil {
+			s.f.mu.Lock()
+			s.sum.Write(s.f.data[s.pos : s.pos+k])
+			s.f.mu.Unlock()
+		}
+		s.pos += k
+	}
+	return n, err
+}
+
+func (s *stream) Commit() error { return s.f.Commit() }
+func (s *stream) Abort() error  { return s.f.Abort() }
+
+// SumWritten implements transfer.Stream.
+func (s *stream) SumWritten(h hash.Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sum = h
+}
+
+// StreamName implements transfer.Stream.
+func (s *stream) StreamName() string { return "the stream" }
 
 // CheckSink is a Sink that is a transfer.Checker and transfer.Existing:
 // an object already committed with the same size and ETag is skipped as

@@ -325,7 +325,7 @@ func (s SinkSuite) suspended(t *testing.T, tg Target, name string, done func(i i
 			}
 		}
 	}
-	if err := j.Suspend(); err != nil {
+	if _, err := j.Suspend(); err != nil {
 		t.Fatalf("Suspend: %v", err)
 	}
 	return data, obj

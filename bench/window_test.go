@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// summaryInFlight is the in_flight_mean of the summary line in a child's
+// --json output, 0 when it printed none.
+func summaryInFlight(out string) float64 {
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Type     string  `json:"type"`
+			InFlight float64 `json:"in_flight_mean"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "summary" {
+			return l.InFlight
+		}
+	}
+	return 0
+}
+
+// windowContenders are s3pd with no flags (its window climbs, and stops
+// at its knee) and with its window fixed (--adaptive off) at each of
+// fixed requests in flight: the references the knee is measured against.
+// extra goes to every command line (--ca-bundle over HTTPS).
+func windowContenders(fixed []int, extra ...string) []contender {
+	cs := []contender{{"s3pd", s3pdGet(append([]string{"--json"}, extra...)...)}}
+	for _, n := range fixed {
+		cs = append(cs, contender{"fixed" + strconv.Itoa(n),
+			s3pdGet(append([]string{"--json", "--adaptive", "off", "--max-concurrent-requests", strconv.Itoa(n)}, extra...)...)})
+	}
+	return cs
+}
+
+// BenchmarkWindow compares s3pd with no flags against its fixed windows
+// of 16, 32, 64 and 256 requests in flight, on loopback into tmpfs, over
+// HTTP and over HTTPS (the emulator's self-signed certificate), reporting
+// each run's mean in flight (in-flight) beside throughput and CPU per
+// GiB: the window should stop near the smallest fixed one that reaches
+// the best's throughput.
+func BenchmarkWindow(b *testing.B) {
+	defer cleanBuiltBinary()
+	root := tmpfsRoot(b)
+	for _, proto := range []string{"http", "https"} {
+		b.Run("proto="+proto, func(b *testing.B) {
+			var env, extra []string
+			if proto == "https" {
+				ca := filepath.Join(b.TempDir(), "ca.pem")
+				env, extra = []string{"S3PD_BENCH_TLS_CA=" + ca}, []string{"--ca-bundle", ca}
+			}
+			endpoint := startServerEnv(b, loopbackSpec, 0, 0, env...)
+			for _, d := range loopbackSets {
+				for _, c := range rotate(windowContenders([]int{16, 32, 64, 256}, extra...), nil, round()) {
+					b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWindowS3Like is BenchmarkWindow under the S3-like model (30
+// ms before each response, 12.5 MB/s per connection), against fixed
+// windows of 64, 128 and 256: there more requests do buy throughput, and
+// the climb must keep it.
+func BenchmarkWindowS3Like(b *testing.B) {
+	endpoint := startServer(b, s3likeSpec, 30*time.Millisecond, 12_500_000)
+	defer cleanBuiltBinary()
+	root := tmpfsRoot(b)
+	for _, d := range s3likeSets {
+		for _, c := range rotate(windowContenders([]int{64, 128, 256}), nil, round()) {
+			b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
+		}
+	}
+}

@@ -1,0 +1,331 @@
+package transfer
+
+import (
+	"math"
+	"time"
+)
+
+// Why the window stands where it does at the end of a run (Summary's
+// WindowStop).
+const (
+	// WindowBudget: the window reached the budget (or is fixed at it).
+	WindowBudget = "budget"
+	// WindowKnee: the climb stopped where a step bought no throughput.
+	WindowKnee = "knee"
+	// WindowSlowDown: the server set the window by answering SlowDown.
+	WindowSlowDown = "slowdown"
+	// WindowDemand: the climb never stopped: the requests did not fill
+	// the window long enough for it to reach the budget.
+	WindowDemand = "demand"
+)
+
+// knee is the climb's measure of what each step of the window buys.
+//
+// Between two steps of the climb the requests that stream are those of
+// the window before the last step (the step's wait for their first
+// byte), so a window is measured from the moment its step's requests
+// were answered, until it moved enough to judge (enough). A step from w
+// to 2w pays when the throughput under 2w is at least kneeGain above
+// that under w (pays). Where the time to first byte is shorter than
+// kneeSpan a step waits for that measure (at most kneeWait); where it is
+// longer the step goes out at once, so the climb is no slower where each
+// step pays, and the measure closes at the latest when the next step's
+// requests are answered. When a step does not pay the bottleneck is
+// elsewhere (CPU, a disk, a NIC, the server's share) and the climb
+// stops: at 2w when 2w still bought kneeHold or more, at w (a step back)
+// when it bought less; from the start window, which may hold more than
+// it needs, it halves while the half moves as much less kneeHold (down
+// to kneeFloor). The window then holds there (the knee), sampling its
+// throughput per request in flight; it probes a step above the knee
+// every kneeProbeEvery, or at once when the throughput per request rose
+// kneeRise over the knee's (the bottleneck went away), measures that
+// step's window, and climbs on from it if it pays, or goes back to the
+// knee. A SlowDown's cut ends the knee: the server sets the window from
+// then on.
+type knee struct {
+	// win is the window whose requests stream over the span measured
+	// now, from from, when the run had moved bytes and the gate's
+	// in-flight integral was area (win 0: none).
+	win   int
+	from  time.Time
+	bytes int64
+	area  time.Duration
+	// prev is the level measured before (w 0: none).
+	prev level
+	// on: the requests of the window's last step were answered, so the
+	// window streams; closing: no step follows, and the window measured
+	// now closes kneeSpan after it began.
+	on, closing bool
+	// at is the knee, the window the climb stopped at (0: none); probe
+	// says a step above it is out; nextProbe is when the next may go.
+	at        int
+	probe     bool
+	nextProbe time.Time
+	// perReq is the knee's throughput per request in flight.
+	perReq float64
+	// down: the window is a step below the knee at, measured against
+	// best, the knee's window when the climb stopped.
+	down bool
+	best level
+}
+
+// level is what a window moved: its throughput in bytes per second and
+// the mean of the requests in flight over the span.
+type level struct {
+	w        int
+	rate     float64
+	inFlight float64
+	bytes    int64 // moved over the span
+	span     time.Duration
+}
+
+// enough says whether l moved enough to judge it by: kneeSpan, and
+// kneeCounts x countEvery bytes per square root of the requests in
+// flight. A range adds its bytes to the run's count every countEvery, so
+// each range in flight holds up to that much not yet counted at either
+// end of the span, and the sum of those errors grows with the root of
+// their number: so measured, a window's throughput is within about 5 %.
+func (l level) enough() bool {
+	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*countEvery
+}
+
+// kneeSpan is the least time a window's throughput is measured over: at
+// 1 GB/s, 20 MB, so that the up to 512 KiB each range in flight moved
+// but did not count yet stay a few percent of it. It paces the climb
+// only where the time to first byte is shorter (loopback, local copies).
+const kneeSpan = 20 * time.Millisecond
+
+// kneeCounts is how many counts of its bytes (countEvery) a window's
+// measure needs per square root of the requests in flight (see enough).
+const kneeCounts = 8
+
+// kneeWait is the longest a step waits for the measure of the window
+// before it where the time to first byte is shorter than kneeSpan: a
+// slow run does not climb slower for it (its steps then go out at once,
+// and a window its next step's answers catch without enough bytes is
+// not judged).
+const kneeWait = 5 * kneeSpan
+
+// kneeGain is how much more throughput a step that doubles the window
+// must buy to pay (a smaller step, in proportion): more than the
+// measure's noise, and little enough that stopping below it costs at
+// most a few percent.
+const kneeGain = 0.10
+
+// kneeHold is the least gain of a step that did not pay for the climb
+// to stop above it: a step that bought less (within the measure's noise
+// of nothing) is stepped back.
+const kneeHold = kneeGain / 2
+
+// kneeRise is the rise of the throughput per request in flight, over the
+// knee's, that sends a probe at once.
+const kneeRise = 1.25
+
+// kneeFull is the least mean in flight, of the window, a sample needs
+// for its throughput per request to send a probe.
+const kneeFull = 0.9
+
+// kneeFloor is the least window a step below the knee goes to.
+const kneeFloor = 8
+
+// kneeProbeEvery is how often a window held at its knee probes a step
+// above it.
+const kneeProbeEvery = 2 * time.Second
+
+// start begins the measure of window w from now; under the gate's lock.
+func (k *knee) start(g *gate, now time.Time, w int) {
+	g.account(now)
+	k.win, k.from, k.bytes, k.area = w, now, g.moved(), g.area
+}
+
+// measure returns the level measured since start; false if none.
+func (k *knee) measure(g *gate, now time.Time) (level, bool) {
+	d := now.Sub(k.from)
+	if k.win == 0 || d <= 0 {
+		return level{}, false
+	}
+	g.account(now)
+	n := g.moved() - k.bytes
+	return level{
+		w:        k.win,
+		rate:     float64(n) / d.Seconds(),
+		inFlight: float64(g.area-k.area) / float64(d),
+		bytes:    n,
+		span:     d,
+	}, true
+}
+
+// pays says whether the step from prev to cur bought its throughput.
+// Nothing moved under prev says nothing: the climb goes on.
+func pays(prev, cur level) bool {
+	need := 1 + kneeGain*float64(cur.w-prev.w)/float64(prev.w)
+	return prev.rate <= 0 || cur.rate >= prev.rate*need
+}
+
+// perRequest is l's throughput per request in flight.
+func (l level) perRequest() float64 {
+	return l.rate / max(l.inFlight, 1)
+}
+
+// climb measures what the steps of the window bought and says whether
+// the window may step up now: called while the window is full. Under
+// the gate's lock.
+func (g *gate) climb(now time.Time) bool {
+	k := &g.kn
+	if cur, ok := k.measure(g, now); k.closing && ok && cur.enough() && !g.judgeLast(now, cur) {
+		return false // settled
+	}
+	if k.at > 0 && !k.probe {
+		g.hold(now)
+		return false
+	}
+	if g.stepOut > 0 && now.Before(g.stepLate) {
+		return false // the last step is not answered yet
+	}
+	if !k.on {
+		k.on = true
+		if !g.turnOn(now) {
+			return false
+		}
+	}
+	// A step waits for the measure of the window before it where a time
+	// to first byte is shorter than the measure (it costs the climb
+	// little there), and always above the knee and at the budget; where
+	// the time to first byte is longer it goes at once, and a knee found
+	// then steps back from one step further up.
+	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan || now.Sub(k.from) >= kneeWait)
+}
+
+// turnOn starts the measure of the window of the last step, whose
+// requests were answered and now stream, judging first the window
+// before it if its measure is still open; false if the window settled.
+// Under the gate's lock.
+func (g *gate) turnOn(now time.Time) bool {
+	k := &g.kn
+	if k.closing {
+		// The step went out before the window before it was measured
+		// enough: judged now if it moved enough, else not at all.
+		cur, ok := k.measure(g, now)
+		switch {
+		case ok && cur.enough():
+			if !g.judge(now, cur) {
+				return false
+			}
+		default:
+			k.prev = level{}
+		}
+	}
+	k.start(g, now, g.allowed)
+	k.closing = true
+	if g.growInterval() < kneeSpan {
+		g.nextGrow = later(g.nextGrow, now.Add(kneeSpan))
+	}
+	return true
+}
+
+// judgeLast closes the measure cur of the window of the last step, once
+// it moved enough, and judges it; false if the window settled. Under the
+// gate's lock.
+func (g *gate) judgeLast(now time.Time, cur level) bool {
+	k := &g.kn
+	k.closing = false
+	if !g.judge(now, cur) {
+		return false
+	}
+	k.probe, k.at = false, 0 // climbing, again after a probe that paid
+	if cur.w >= g.max {
+		k.win = 0 // the budget paid too: nothing left to measure
+	}
+	return true
+}
+
+// judge compares window cur with the one measured before it and settles
+// the window when the step between them did not pay; false if it did
+// settle. Under the gate's lock.
+func (g *gate) judge(now time.Time, cur level) bool {
+	k := &g.kn
+	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
+		k.prev = cur
+		return true
+	}
+	if prev := k.prev; k.probe || cur.rate < prev.rate*(1+kneeHold) {
+		probe := k.probe
+		g.settle(now, prev) // it bought nothing: a step back
+		if !probe && prev.w <= min(startWindow, g.max) {
+			g.stepDown(prev) // the climb's first window may hold more than it needs
+		}
+	} else {
+		g.settle(now, cur) // it bought a little: hold
+	}
+	return false
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// settle holds the window at the knee l; under the gate's lock.
+func (g *gate) settle(now time.Time, l level) {
+	k := &g.kn
+	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
+	k.nextProbe = now.Add(kneeProbeEvery)
+	g.allowed = min(g.max, l.w)
+	g.newStep()
+	k.on = true // nothing to wait for: the window held streams
+	k.start(g, now, g.allowed)
+	k.closing = false
+}
+
+// stepDown halves the window below the knee l, to be measured against
+// it (down); under the gate's lock.
+func (g *gate) stepDown(l level) {
+	k := &g.kn
+	if l.w/2 < kneeFloor {
+		k.down = false
+		return
+	}
+	k.down, k.best = true, l
+	g.allowed = l.w / 2
+}
+
+// hold samples the throughput of a window held at its knee every
+// kneeSpan, and sends a probe a step above it when one is due or the
+// throughput per request rose. Under the gate's lock.
+func (g *gate) hold(now time.Time) {
+	k := &g.kn
+	if g.inFlight > g.allowed {
+		k.start(g, now, g.allowed) // what the window before left in flight drains first
+		return
+	}
+	cur, ok := k.measure(g, now)
+	if !ok || !cur.enough() {
+		return
+	}
+	k.start(g, now, g.allowed)
+	k.closing = false
+	if k.down {
+		// A step below the knee: kept, and the next one tried, when it
+		// moves as much as the knee's window less kneeHold; else back.
+		if cur.rate >= k.best.rate*(1-kneeHold) {
+			k.at, k.perReq = g.allowed, cur.perRequest()
+			g.stepDown(level{w: g.allowed, rate: k.best.rate})
+		} else {
+			k.down, g.allowed = false, k.at
+			g.cond.Broadcast()
+		}
+		k.start(g, now, g.allowed) // the next sample is of the window now
+		return
+	}
+	// A sample taken while the window filled after a change says
+	// nothing of the throughput per request: only a full one counts.
+	rose := cur.inFlight >= kneeFull*float64(g.allowed) && cur.perRequest() >= kneeRise*k.perReq
+	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
+		return
+	}
+	k.prev, k.probe, k.nextProbe = cur, true, now.Add(kneeProbeEvery)
+	g.stepUp(now)
+}

@@ -1,0 +1,224 @@
+package transfer
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// bottleneck is a server behind a bottleneck, in a synctest bubble: a
+// request is answered after ttfb, then streams its size at perConn bytes
+// a millisecond while at most capacity() requests stream, their share of
+// capacity() x perConn when more do. Demand never ends: one dispatcher,
+// as the engine's, sends a request whenever the gate lets it.
+type bottleneck struct {
+	g        *gate
+	cancel   context.CancelFunc
+	ttfb     time.Duration
+	perConn  int64
+	size     int64
+	capacity func() int64
+	moved    atomic.Int64
+	throttle atomic.Bool // answer the next request SlowDown
+
+	mu     sync.Mutex
+	active map[*int64]chan struct{}
+}
+
+func newBottleneck(budget int, ttfb time.Duration, capacity func() int64) *bottleneck {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bottleneck{cancel: cancel, ttfb: ttfb, perConn: 64 << 10, size: 4 << 20, capacity: capacity, active: map[*int64]chan struct{}{}}
+	b.g = newGate(budget, true, func() time.Duration { return ttfb }, b.moved.Load)
+	go b.g.run(ctx)
+	go b.serve(ctx)
+	go func() {
+		for {
+			s, err := b.g.acquire(ctx)
+			if err != nil {
+				return
+			}
+			go b.request(ctx, s)
+		}
+	}()
+	return b
+}
+
+// stop ends the clients and the server, and lets them return.
+func (b *bottleneck) stop() {
+	b.cancel()
+	time.Sleep(time.Second)
+}
+
+// request is one request of slot s, from sending it to its last byte.
+func (b *bottleneck) request(ctx context.Context, s slot) {
+	time.Sleep(b.ttfb)
+	if b.throttle.CompareAndSwap(true, false) {
+		b.g.release(s, true)
+		return
+	}
+	b.g.answered(&s)
+	left, done := b.size, make(chan struct{})
+	b.mu.Lock()
+	b.active[&left] = done
+	b.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	b.g.release(s, false)
+}
+
+// serve moves the streaming requests' bytes every millisecond.
+func (b *bottleneck) serve(ctx context.Context) {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		n := int64(len(b.active))
+		if n > 0 {
+			each := b.perConn * min(n, b.capacity()) / n
+			for left, done := range b.active {
+				k := min(each, *left)
+				*left -= k
+				b.moved.Add(k)
+				if *left == 0 {
+					close(done)
+					delete(b.active, left)
+				}
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// TestGateStopsWhereThroughputDoes: 40 requests streaming at once move
+// all a server can; the climb from 32 stops at the step that bought
+// nothing more, below the budget, and holds there through its probes.
+func TestGateStopsWhereThroughputDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 { return 40 })
+		time.Sleep(time.Second)
+		w, stop, knee := b.g.window()
+		if stop != WindowKnee || knee < 40 || knee > 2*40 || w != knee {
+			t.Fatalf("window %d, stop %q, knee %d: want it held at a knee between 40 and 80", w, stop, knee)
+		}
+		// Probes a step above (every kneeProbeEvery) buy nothing: back to
+		// the knee.
+		time.Sleep(2*kneeProbeEvery + 50*time.Millisecond)
+		if w2, stop2, knee2 := b.g.window(); w2 != w || stop2 != WindowKnee || knee2 != knee {
+			t.Fatalf("after its probes the window is %d (%q, knee %d), want it back at %d", w2, stop2, knee2, w)
+		}
+		b.stop()
+		mean, peak := b.g.load()
+		t.Logf("knee %d, in flight: mean %.1f, peak %d", knee, mean, peak)
+		if peak >= 256 || mean > 1.25*float64(knee) {
+			t.Errorf("in flight: mean %.1f, peak %d; want the mean near the knee %d and the peak below the budget", mean, peak, knee)
+		}
+	})
+}
+
+// TestGateStepsBelowTheStartWhereFewerServeAsMuch: 12 requests
+// streaming at once move all the server can; the window starts at 32,
+// finds the first step bought nothing, and halves while the throughput
+// holds: to 16, not to 8, which moves less.
+func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 { return 12 })
+		defer b.stop()
+		time.Sleep(time.Second)
+		if w, stop, knee := b.g.window(); w != 16 || stop != WindowKnee || knee != 16 {
+			t.Fatalf("window %d, stop %q, knee %d: want it held at 16, the least window that moves as much as 32", w, stop, knee)
+		}
+	})
+}
+
+// TestGateKneeKeepsTheClimbWhereEachStepPays: with no bottleneck each
+// step doubles the throughput; the window reaches the budget as fast as
+// the climb with nothing measured (three round trips from 32 to 256).
+func TestGateKneeKeepsTheClimbWhereEachStepPays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		b := newBottleneck(256, 30*time.Millisecond, func() int64 { return 1 << 20 })
+		defer b.stop()
+		for b.g.bound() < 256 && time.Since(start) < time.Second {
+			time.Sleep(time.Millisecond)
+		}
+		if d, most := time.Since(start), 5*30*time.Millisecond; d > most {
+			t.Fatalf("the window took %s to reach the budget (now %d), want at most %s", d, b.g.bound(), most)
+		}
+		time.Sleep(time.Second) // the budget is measured too: it pays
+		if w, stop, knee := b.g.window(); w != 256 || stop != WindowBudget || knee != 0 {
+			t.Fatalf("window %d, stop %q, knee %d; want the budget 256, no knee", w, stop, knee)
+		}
+	})
+}
+
+// TestGateGrowsAgainWhenThroughputPerRequestRises: the bottleneck widens
+// from 40 to 200 requests a second into the run; the window held at its
+// knee sees its throughput per request rise and climbs on, well before
+// its next periodic probe.
+func TestGateGrowsAgainWhenThroughputPerRequestRises(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var wide atomic.Bool
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 {
+			if wide.Load() {
+				return 200
+			}
+			return 40
+		})
+		defer b.stop()
+		time.Sleep(time.Second)
+		if _, stop, knee := b.g.window(); stop != WindowKnee || knee > 80 {
+			t.Fatalf("stop %q, knee %d before the bottleneck widens; want a knee of at most 80", stop, knee)
+		}
+		wide.Store(true)
+		time.Sleep(300 * time.Millisecond) // the next probe is due after 2 s
+		if w, stop, _ := b.g.window(); w < 200 {
+			t.Fatalf("window %d (%q) once 200 requests stream at full speed, want at least 200", w, stop)
+		}
+	})
+}
+
+// TestGateKneeStillCutsOnSlowDown: a window held at its knee is cut by
+// a SlowDown like any other, and says so.
+func TestGateKneeStillCutsOnSlowDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 { return 40 })
+		defer b.stop()
+		time.Sleep(time.Second)
+		w, stop, _ := b.g.window()
+		if stop != WindowKnee {
+			t.Fatalf("stop %q before the SlowDown, want %q", stop, WindowKnee)
+		}
+		b.throttle.Store(true)
+		time.Sleep(100 * time.Millisecond)
+		if w2, stop2, knee2 := b.g.window(); w2 >= w || stop2 != WindowSlowDown || knee2 != 0 {
+			t.Fatalf("after a SlowDown: window %d (was %d), stop %q, knee %d; want a cut, %q, no knee", w2, w, stop2, knee2, WindowSlowDown)
+		}
+	})
+}
+
+func TestPays(t *testing.T) {
+	for _, c := range []struct {
+		prev, cur level
+		want      bool
+	}{
+		{level{w: 32, rate: 100}, level{w: 64, rate: 111}, true},
+		{level{w: 32, rate: 100}, level{w: 64, rate: 109}, false},
+		{level{w: 128, rate: 100}, level{w: 256, rate: 95}, false},
+		{level{w: 200, rate: 100}, level{w: 256, rate: 103}, true}, // a smaller step, in proportion
+		{level{w: 32, rate: 0}, level{w: 64, rate: 0}, true},       // nothing moved: nothing said
+	} {
+		if got := pays(c.prev, c.cur); got != c.want {
+			t.Errorf("pays(%+v, %+v) = %v, want %v", c.prev, c.cur, got, c.want)
+		}
+	}
+}
