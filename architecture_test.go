@@ -21,6 +21,7 @@ var layers = map[string][]string{
 	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
 	"pkg/manifest":              {"pkg/transfer"},
 	"pkg/shard":                 {"pkg/transfer"},
+	"pkg/extsort":               {"pkg/transfer"},
 	"pkg/transfer/transfertest": {"pkg/transfer", "pkg/checksum"},
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},

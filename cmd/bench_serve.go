@@ -31,6 +31,8 @@ type benchServeOptions struct {
 	tlsKey   string
 	tlsKeyAs string
 	caOut    string
+	// sessionLifetime is how long a directory bucket's sessions live.
+	sessionLifetime time.Duration
 	// allowRemote: --allow-remote, to listen beyond loopback
 	allowRemote bool
 }
@@ -51,7 +53,9 @@ discard backend keeps only their size, ETag and checksum. --ttfb and
 --conn-rate model S3's latency and per-connection pace (default: none).
 --faults FILE injects scripted faults; --max-in-flight and --prefix-rate
 answer 503 SlowDown as S3 does; --stall-fraction stalls a seeded share of
-GETs mid-body (see docs/EMULATOR.md).
+GETs mid-body (see docs/EMULATOR.md). A --bucket named BASE--ZONEID--x-s3
+is a directory bucket (S3 Express One Zone): CreateSession, s3express
+signatures checked, sessions living --session-lifetime (docs/DIRECTORY-BUCKETS.md).
 
 --tls serves HTTPS (HTTP/1.1 only, as S3) with a self-signed certificate
 for 127.0.0.1 and localhost, written to --ca-out (a temporary file
@@ -88,6 +92,7 @@ to paste; --tls-cert and --tls-key serve a certificate of your own.`,
 	fs.StringVar(&opts.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with (implies --tls; needs --tls-key)")
 	fs.StringVar(&opts.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&opts.tlsKeyAs, "tls-key-type", s3emu.KeyRSA, "key of the self-signed certificate: rsa (2048 bits, as S3's) or ecdsa (P-256)")
+	nonNegativeDurationVar(fs, &opts.sessionLifetime, "session-lifetime", s3emu.DefaultSessionLifetime, "how long a directory bucket's session credentials live")
 	fs.StringVar(&opts.caOut, "ca-out", "", "write the self-signed certificate here, kept at exit (default: a temporary file removed at exit)")
 	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "listen on an address other hosts can reach (every bucket is served without authentication, and the buckets in memory are writable by anyone)")
 	return c
@@ -109,7 +114,7 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 		return usageErrorf("--listen %s can be reached from other hosts, and the emulator checks no credentials: give --allow-remote to serve there anyway, or listen on 127.0.0.1", opts.listen)
 	}
 	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
-		Throttle: opts.throttle, Stalls: opts.stalls}
+		Throttle: opts.throttle, Stalls: opts.stalls, SessionLifetime: opts.sessionLifetime}
 	if eo.TLS, err = opts.tlsOptions(); err != nil {
 		return err
 	}

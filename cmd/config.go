@@ -28,12 +28,14 @@ type configShowOptions struct {
 	// flags are the command's flags, for the settings they set.
 	flags  *pflag.FlagSet
 	asJSON bool
+	// url, when given, names a bucket to say what kind it is.
+	url string
 }
 
 func newCmdConfigShow(f *Factory, runF func(*configShowOptions) error) *cobra.Command {
 	opts := &configShowOptions{}
 	cmd := &cobra.Command{
-		Use:   "show [flags]",
+		Use:   "show [flags] [s3://bucket]",
 		Short: "Print every effective setting and where it came from",
 		// The words other tools use for it: "did you mean show?".
 		SuggestFor: []string{"list", "ls", "file", "view", "dump", "print", "get"},
@@ -44,10 +46,15 @@ section of the AWS profile), preset, file (the s3pd config file), profile
 
 Takes the same settings flags as get and bench, so
   s3pd config show --preset m6in.32xlarge --partsize 32MB
-shows what a get with those flags would run with. See docs/CONFIG.md.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+shows what a get with those flags would run with. With an s3:// URL it
+also says what kind of bucket it names (a directory bucket, S3 Express
+One Zone, and its zonal endpoint) and sends no request. See docs/CONFIG.md.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.flags = cmd.Flags()
+			if len(args) == 1 {
+				opts.url = args[0]
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -65,10 +72,16 @@ func showSettings(f *Factory, opts *configShowOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
-		return writeConfigJSON(f, l)
+	var b *shownBucket
+	if opts.url != "" {
+		if b, err = showBucket(opts.url, l.Settings); err != nil {
+			return err
+		}
 	}
-	return writeConfigText(f, l)
+	if opts.asJSON {
+		return writeConfigJSON(f, l, b)
+	}
+	return writeConfigText(f, l, b)
 }
 
 // shownSetting is one line of `config show --json`.
@@ -94,6 +107,8 @@ type shownConfig struct {
 	// Budget names the rule that set the requests in flight overall.
 	Budget   string         `json:"budget"`
 	Settings []shownSetting `json:"settings"`
+	// Bucket is what kind of bucket the URL names, when one is given.
+	Bucket *shownBucket `json:"bucket,omitempty"`
 }
 
 func showConfig(f *Factory, l *config.Loaded) shownConfig {
@@ -115,13 +130,15 @@ func showConfig(f *Factory, l *config.Loaded) shownConfig {
 	return out
 }
 
-func writeConfigJSON(f *Factory, l *config.Loaded) error {
+func writeConfigJSON(f *Factory, l *config.Loaded, b *shownBucket) error {
 	enc := json.NewEncoder(f.IO.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(showConfig(f, l))
+	sc := showConfig(f, l)
+	sc.Bucket = b
+	return enc.Encode(sc)
 }
 
-func writeConfigText(f *Factory, l *config.Loaded) error {
+func writeConfigText(f *Factory, l *config.Loaded, b *shownBucket) error {
 	sc := showConfig(f, l)
 	out := f.IO.Out
 	fmt.Fprintf(out, "profile: %s (%s)\n", sc.Profile, l.Origins.Get("profile"))
@@ -143,6 +160,9 @@ func writeConfigText(f *Factory, l *config.Loaded) error {
 		fmt.Fprintf(out, "endpoint: %s (%s)\n", ep, l.Origins.Get("endpoint_url"))
 	} else {
 		fmt.Fprintln(out, "endpoint: AWS (default)")
+	}
+	if b != nil {
+		fmt.Fprintln(out, b.line())
 	}
 	c := sc.Credentials
 	creds := c.Source

@@ -171,7 +171,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		verb = "copy"
 	}
 	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
-		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin})
+		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin, directory: directorySource(opts.src)})
 	if err == nil && failures.Load() > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
 	}
@@ -320,6 +320,17 @@ func (opts *copyOptions) check() (int64, error) {
 	}
 	if opts.crossStore() && !(isS3(opts.src) && isS3(dst)) {
 		return 0, usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
+	}
+	for i, p := range []string{opts.src, dst} {
+		if u, err := s3store.ParseRawURL(p); isS3(p) && err == nil {
+			df := directoryFlags{requestPayer: opts.req.RequestPayer}
+			if i == 1 {
+				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
+			}
+			if err := refuseDirectory(u.Bucket, df); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return threshold, nil
 }

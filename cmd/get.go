@@ -248,6 +248,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
 		return u, nil, usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
 	}
+	if err := refuseDirectory(u.Bucket, directoryFlags{versionID: opts.versionID, sseC: opts.req.SSECKey, requestPayer: opts.req.RequestPayer}); err != nil {
+		return u, nil, err
+	}
 	if _, err := opts.output.verifyMode(); err != nil {
 		return u, nil, err
 	}
@@ -299,7 +302,8 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	defer g.Close()
 	out.mustExist, out.missing = g.MustExist, g.Missing
 	run := engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket)}
+		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket),
+		directory: directoryBucket(u.Bucket)}
 	if sp, ok := g.Sink.(spaceSink); ok && !opts.noSpaceCheck && !out.dryRun {
 		run.space, run.spaceDest = sp, dest
 	}
@@ -397,6 +401,9 @@ type engineRun struct {
 	// scaled is who lists (nil Lister: the first lane) and the shard's
 	// report (--manifest, --shard).
 	scaled job.Scaled
+	// directory is the source's bucket when it is a directory bucket
+	// (directory.go), else "".
+	directory string
 	// verb and origin name the direction and an object's source in the
 	// per-object lines (reporter.line).
 	verb   string
@@ -458,6 +465,13 @@ func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
 	}
 	if spaced != nil {
 		eopts.Lister, eopts.Filter = spaced, filter
+	}
+	if r.directory != "" {
+		rep.directory = r.directory
+		eopts.OpaqueETags = true
+		if out.dryRun {
+			eopts.Lister = sortedLister(eopts.Lister, lanes)
+		}
 	}
 	shardReport := r.scaled.Report
 	meas := newMeasurement(f, rep, lanes, settings, out)

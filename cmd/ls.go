@@ -100,7 +100,11 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	}
 	var total s3store.Usage
 	entries := 0
-	err = src.ListDir(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
+	list := src.ListDir
+	if s3store.IsDirectoryBucket(u.Bucket) {
+		list = sortedListDir(list)
+	}
+	err = list(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
 		entries++
 		if !e.Dir {
 			total.Objects++

@@ -58,6 +58,13 @@ func refusals() []refusal {
 		{args: s3("get", "--workers", "0", "s3://bkt/k", "{dir}"), want: `workers`},
 		{args: s3("get", "--log-format", "xml", "s3://bkt/k", "{dir}"), want: `log_format`},
 		{args: s3("get", "s3://b/k", "{dir}"), want: `bucket name "b" must be 3 to 63 characters`},
+		{args: []string{"config", "show", "s3://"}, want: `config show s3://: want an s3://bucket URL`},
+		// what a directory bucket lacks
+		{args: s3("get", "--version-id", "v1", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--version-id: directory bucket d--use1-az4--x-s3 has no versioning`},
+		{args: s3("get", "--sse-c-key", "0123456789abcdef0123456789abcdef", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--sse-c: directory bucket d--use1-az4--x-s3 does not support customer-provided keys`},
+		{args: s3("get", "--request-payer", "requester", "s3://d--use1-az4--x-s3/k", "{dir}"), want: `--request-payer: directory bucket d--use1-az4--x-s3 does not support request-payer`},
+		{args: s3("copy", "--storage-class", "STANDARD_IA", "{file}", "s3://d--use1-az4--x-s3/k"), want: `--storage-class STANDARD_IA: directory bucket d--use1-az4--x-s3 stores only EXPRESS_ONEZONE`},
+		{args: s3("copy", "--sse", "aws:kms:dsse", "{file}", "s3://d--use1-az4--x-s3/k"), want: `--sse aws:kms:dsse: directory bucket d--use1-az4--x-s3 supports only AES256 and aws:kms`},
 		{args: s3("get", "--nics", "doesnotexist0", "s3://bkt/k", "{dir}"), want: `doesnotexist0`},
 		{args: s3("get", "--ca-bundle", "{missing}", "s3://bkt/k", "{dir}"), want: `ca_bundle: `},
 		{args: s3("get", "--ca-bundle", "{file}", "s3://bkt/k", "{dir}"), want: `ca_bundle .*: no PEM certificate in it`},

@@ -39,6 +39,8 @@ type reporter struct {
 
 	// destination, when set, names where an object lands (--json).
 	destination func(name string) string
+	// directory is the source's bucket when it is a directory bucket.
+	directory string
 	// direct, when set, says what a local destination did about direct
 	// I/O (the summary).
 	direct func() local.DirectStatus

@@ -177,6 +177,9 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 	}
 	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
 	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
+	if r.directory != "" {
+		fmt.Fprintln(w, directoryLine(r.directory))
+	}
 	r.printVerification(w, line)
 	if line.DirectIO != "" && (line.DirectIO != local.DirectStateOff || line.DirectIOReason != "") {
 		direct := "direct I/O: " + line.DirectIO

@@ -67,18 +67,22 @@ type respWriter struct {
 	status  int
 	n       int64
 	capture *bytes.Buffer // when set, a copy of the body (small XML answers)
+	opaque  bool          // a directory bucket's answer: its ETag is made opaque
 }
 
 func (w *respWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		if w.opaque {
+			opaqueHeader(w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *respWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
@@ -135,6 +139,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if IsDirectoryBucket(bucket) && s.serveDirectory(rw, r, bucket, q) {
+		return
+	}
 	op := classify(r, bucket, key, q)
 	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, time.Now()) {
 		// S3 answers SlowDown after its usual latency; the request is in

@@ -151,6 +151,12 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		}
 		maxKeys = min(n, maxKeys)
 	}
+	directory := IsDirectoryBucket(bucket)
+	if directory {
+		if err := directoryListRule(prefix, delim); err != nil {
+			return err
+		}
+	}
 	var marker string
 	if v2 {
 		marker = q.Get("start-after")
@@ -246,6 +252,12 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		res.Marker = enc(marker)
 		if res.IsTruncated {
 			res.NextMarker = enc(last)
+		}
+	}
+	if directory {
+		unorder(&res)
+		for i := range res.Contents {
+			res.Contents[i].ETag = opaqueETag(res.Contents[i].ETag)
 		}
 	}
 	w.Header().Set("Content-Type", "application/xml")

@@ -74,6 +74,10 @@ type Options struct {
 	// TLS, when set, makes Start serve HTTPS (HTTP/1.1 only) with the
 	// certificate it names or a self-signed one.
 	TLS *TLSOptions
+	// SessionLifetime is how long the session credentials of a directory
+	// bucket (a bucket named BASE--ZONEID--x-s3) live (0:
+	// DefaultSessionLifetime).
+	SessionLifetime time.Duration
 }
 
 // Stats are the emulator's counters since it started or since ResetStats.
@@ -140,6 +144,8 @@ type Server struct {
 	limit   *throttle // nil: no throttling
 	stall   *stalls   // nil: no stalls
 	tls     *tlsState // nil: plain HTTP
+	// sessions are the directory buckets' session credentials.
+	sessions *sessions
 
 	c counters
 
@@ -163,7 +169,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("new emulator: stalls want a fraction in [0, 1] and a duration >= 0, got %v and %v", opts.Stalls.Fraction, opts.Stalls.For)
 	}
 	s := &Server{opts: opts, faults: opts.Faults, backend: &backendStore{},
-		limit: newThrottle(opts.Throttle), stall: newStalls(opts.Stalls)}
+		limit: newThrottle(opts.Throttle), stall: newStalls(opts.Stalls), sessions: newSessions(opts.SessionLifetime)}
 	if opts.TLS != nil {
 		st, err := newTLSState(*opts.TLS)
 		if err != nil {

@@ -32,7 +32,7 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 	// Keys come URL-encoded: XML cannot carry every byte a key may hold
 	// (control characters are dropped or replaced), so a key with one
 	// would be listed under another name.
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.t.Bucket), Prefix: aws.String(prefix), EncodingType: types.EncodingTypeUrl}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.t.Bucket), Prefix: aws.String(listPrefix(s.t.Bucket, prefix)), EncodingType: types.EncodingTypeUrl}
 	if !recursive {
 		in.Delimiter = aws.String("/")
 	}
@@ -63,6 +63,9 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 			} else {
 				e = Entry{Key: aws.ToString(dirs[0].Prefix), Dir: true}
 				dirs = dirs[1:]
+			}
+			if !strings.HasPrefix(e.Key, prefix) {
+				continue // a directory bucket's parent listing (listPrefix)
 			}
 			if err := emit(e); err != nil {
 				return err

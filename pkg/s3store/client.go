@@ -39,6 +39,9 @@ type ClientOptions struct {
 	// Lane is the lane of Transport the client sends over; AllLanes: each
 	// request over the next lane in turn (uploads, server-side copies).
 	Lane int
+	// Sessions caches the session credentials of directory buckets (nil:
+	// the client makes a cache of its own).
+	Sessions *Sessions
 }
 
 // AllLanes makes a client send each request over the next lane in turn.
@@ -117,6 +120,15 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	directory := IsDirectoryBucket(bucket)
+	if directory {
+		if err := checkDirectory(bucket, cfg.Region, opts); err != nil {
+			return nil, err
+		}
+		if opts.Sessions == nil {
+			opts.Sessions = NewSessions()
+		}
+	}
 	// Every request of the client goes over the run's transport; the
 	// SDK's own default client served only the loading above.
 	cfg.HTTPClient = sdkHTTP{HTTPClient: newRegionRedirect(hc, cfg.Credentials, opts.EndpointURL != ""), direct: hc}
@@ -150,6 +162,9 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
+		if directory {
+			o.ExpressCredentials = opts.Sessions
+		}
 	}
 	if cfg.Region == "" {
 		if opts.EndpointURL != "" {
@@ -171,7 +186,11 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 			cfg.Region = region
 		}
 	}
-	return s3.NewFromConfig(cfg, configure), nil
+	client := s3.NewFromConfig(cfg, configure)
+	if directory {
+		opts.Sessions.Bind(client)
+	}
+	return client, nil
 }
 
 // reportingRetryer calls onRetry before each retry.
@@ -222,6 +241,9 @@ func NewLaneClients(ctx context.Context, bucket string, opts ClientOptions) ([]*
 			return nil, err
 		}
 		opts.Transport = t
+	}
+	if IsDirectoryBucket(bucket) && opts.Sessions == nil {
+		opts.Sessions = NewSessions() // one cache for every lane
 	}
 	var out []*s3.Client
 	for i := range opts.Transport.lanes {

@@ -36,6 +36,10 @@ type getter struct {
 	pathStyle bool // the bucket is in the path
 	// placeFor returns the place of region.
 	placeFor func(region string) *place
+	// express, for a directory bucket, gives the session credentials of
+	// bucket its requests are signed with (nil: creds sign them).
+	express s3.ExpressCredentialsProvider
+	bucket  string
 }
 
 // place is a region and the URL prefix that reaches the bucket there.
@@ -47,12 +51,17 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 // reach the same endpoint with the same credentials and HTTP client.
 func newGetter(client *s3.Client, bucket string) *getter {
 	o := client.Options()
-	g := &getter{http: o.HTTPClient}
+	g := &getter{http: o.HTTPClient, bucket: bucket}
 	if sh, ok := o.HTTPClient.(sdkHTTP); ok {
 		g.http = sh.direct
 	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		g.creds = o.Credentials
+		if IsDirectoryBucket(bucket) && o.ExpressCredentials != nil {
+			// The SDK client's own provider: one cache of sessions for
+			// s3pd's requests and the SDK's.
+			g.express = o.ExpressCredentials
+		}
 	}
 	if o.BaseEndpoint != nil && *o.BaseEndpoint != "" {
 		var prefix string
@@ -68,6 +77,14 @@ func newGetter(client *s3.Client, bucket string) *getter {
 		g.placeFor = func(region string) *place { return &place{region, prefix} }
 	} else {
 		g.pathStyle = strings.Contains(bucket, ".") || o.UsePathStyle
+		if IsDirectoryBucket(bucket) {
+			// The zonal endpoint, always virtual-hosted, as the SDK's
+			// endpoint rules build it.
+			g.pathStyle = false
+			g.placeFor = func(region string) *place { return &place{region, "https://" + zonalHost(bucket, region) + "/"} }
+			g.at.Store(g.placeFor(o.Region))
+			return g
+		}
 		g.placeFor = func(region string) *place {
 			host := "s3." + region + ".amazonaws.com"
 			if strings.HasPrefix(region, "cn-") {
@@ -195,7 +212,16 @@ func (g *getter) sendTo(ctx context.Context, method, u, region string, req Reque
 	if req.ExpectedBucketOwner != "" {
 		h.Set("X-Amz-Expected-Bucket-Owner", req.ExpectedBucketOwner)
 	}
-	if g.creds != nil {
+	switch {
+	case g.express != nil:
+		creds, err := g.express.Retrieve(ctx, g.bucket)
+		if err != nil {
+			// CreateSession was retried by the SDK already.
+			return nil, transfer.Permanent(err)
+		}
+		h.Set("X-Amz-Content-Sha256", unsignedPayload)
+		g.signer.SignExpress(r, creds, unsignedPayload, region, time.Now())
+	case g.creds != nil:
 		creds, err := g.creds.Retrieve(ctx)
 		if err != nil {
 			return nil, credentialsError{err}

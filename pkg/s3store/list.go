@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +65,9 @@ const maxPageBytes = 64 << 20
 // worth retrying with capped exponential backoff and full jitter.
 func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	q := url.Values{"list-type": {"2"}, "encoding-type": {"url"}}
-	if l.prefix != "" {
-		q.Set("prefix", l.prefix)
+	asked := listPrefix(l.get.bucket, l.prefix)
+	if asked != "" {
+		q.Set("prefix", asked)
 	}
 	if token != "" {
 		q.Set("continuation-token", token)
@@ -95,6 +97,13 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if asked != l.prefix {
+		// A directory bucket's parent listing (listPrefix): keep what
+		// starts with the prefix.
+		out := func(k string) bool { return !strings.HasPrefix(k, l.prefix) }
+		l.page.contents = slices.DeleteFunc(l.page.contents, func(c listEntry) bool { return out(c.key) })
+		l.page.prefixes = slices.DeleteFunc(l.page.prefixes, out)
 	}
 	return &l.page, nil
 }

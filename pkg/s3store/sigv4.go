@@ -49,6 +49,7 @@ var lowerNames = map[string]string{
 	"X-Amz-Content-Sha256": "x-amz-content-sha256", "X-Amz-Security-Token": "x-amz-security-token",
 	"X-Amz-Checksum-Mode": "x-amz-checksum-mode", "X-Amz-Request-Payer": "x-amz-request-payer",
 	"X-Amz-Expected-Bucket-Owner": "x-amz-expected-bucket-owner", "Accept-Encoding": "accept-encoding",
+	"X-Amz-S3session-Token":                           "x-amz-s3session-token",
 	"X-Amz-Server-Side-Encryption-Customer-Algorithm": "x-amz-server-side-encryption-customer-algorithm",
 	"X-Amz-Server-Side-Encryption-Customer-Key":       "x-amz-server-side-encryption-customer-key",
 	"X-Amz-Server-Side-Encryption-Customer-Key-Md5":   "x-amz-server-side-encryption-customer-key-md5",

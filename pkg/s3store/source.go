@@ -104,7 +104,9 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 	if s.t.Object != nil {
 		return emit(*s.t.Object)
 	}
-	if s.t.FanOut > 1 {
+	if s.t.FanOut > 1 && !IsDirectoryBucket(s.t.Bucket) {
+		// A directory bucket's listing is not in key order, which the
+		// fan-out's merge of sub-prefix streams depends on.
 		return s.fanOut(ctx, emit)
 	}
 	l := &listing{get: s.get, req: s.t.Req, prefix: s.t.Prefix, pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}

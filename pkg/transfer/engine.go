@@ -66,6 +66,9 @@ type Options struct {
 	// DryRun lists and checks objects but transfers nothing: each object
 	// that would be transferred is reported skipped with that reason.
 	DryRun bool
+	// OpaqueETags says the source's ETags are never MD5s of the bytes,
+	// whatever they look like: no check or comparison uses them as one.
+	OpaqueETags bool
 	// Lister, when set, lists the objects instead of the first lane's
 	// source (a manifest, one shard of a listing); the lanes still open
 	// them. When it is also a Refresher, an object that changed since it

@@ -87,7 +87,7 @@ func (e *Engine) existingWant(ctx context.Context, o *Object) (alg, want, how st
 	if a := pickAlgorithm(values); a != "" {
 		return string(a), values[string(a)], ""
 	}
-	if checksum.IsMD5ETag(o.ETag) {
+	if checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags {
 		return "md5", strings.Trim(o.ETag, `"`), ""
 	}
 	return "", "", "the object has no checksum"

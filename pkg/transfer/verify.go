@@ -72,6 +72,7 @@ type verifier struct {
 	encrypted bool // a response said SSE-KMS or SSE-C: no MD5 ETag
 	// md5Offered: the ETag looks like an MD5, which --verify full checks
 	md5Offered bool
+	opaque     bool // the source's ETags are not MD5s (Options.OpaqueETags)
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -90,7 +91,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag)}
+	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
 	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
 	if !ok && len(o.Checksums) > 0 {
 		alg, ok = pickAlgorithm(o.Checksums), true
@@ -210,9 +211,12 @@ func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verifica
 		}
 	}
 	if c.alg == "" && c.etag == "" {
-		if c.md5Offered {
+		switch {
+		case c.md5Offered:
 			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
-		} else {
+		case c.opaque:
+			v.unverified(UnverifiedNoChecksum, "the object has no checksum, and its ETag is not an MD5 on this store")
+		default:
 			v.unverified(UnverifiedNoChecksum, "the object has no checksum")
 		}
 	}
