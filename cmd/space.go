@@ -120,10 +120,13 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 	if flushErr != nil {
 		return flushErr
 	}
-	if ferr := flush(); ferr != nil {
-		return ferr
+	if err != nil {
+		// A listing that failed while its objects were held (a bad
+		// manifest line, a listing error) starts none of them: the run
+		// fails before its first byte, as it would have without the check.
+		return err
 	}
-	return err
+	return flush()
 }
 
 // spaceRefresher keeps a Refresher's refresh through the decoration.
