@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/s3pd/s3pd/pkg/manifest"
 	"sync"
 	"time"
 
@@ -120,13 +121,16 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 	if flushErr != nil {
 		return flushErr
 	}
-	if err != nil {
-		// A listing that failed while its objects were held (a bad
-		// manifest line, a listing error) starts none of them: the run
-		// fails before its first byte, as it would have without the check.
+	var bad *manifest.LineError
+	if errors.As(err, &bad) {
+		// A bad manifest line is a usage error: nothing may start, and
+		// the objects held before it would otherwise race its report.
 		return err
 	}
-	return flush()
+	if ferr := flush(); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // spaceRefresher keeps a Refresher's refresh through the decoration.
