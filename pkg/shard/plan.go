@@ -61,27 +61,28 @@ type bucketTally struct{ count, known, unsized int64 }
 
 func newTally(n int) *tally { return &tally{n: n, bucket: make([]bucketTally, buckets)} }
 
-// add counts one object of the listing. An object at least as large as
+// add counts one object of the listing, of size bytes (-1: not given)
+// and entry hash h, in any order. An object at least as large as
 // known/(largeShare*N), the bytes so far, stays a candidate until the
 // threshold passes it: the final threshold is no lower, so every object
 // at least as large as it is among the candidates at the end, and the
 // candidates' sizes add up to at most the bytes listed, so there are at
 // most about largeShare*N of them.
-func (t *tally) add(o transfer.Object, h Hash) {
+func (t *tally) add(size int64, h Hash) {
 	t.count++
 	t.listing = t.listing.Plus(h)
 	b := &t.bucket[bucketOf(h)]
 	b.count++
-	if o.Size < 0 {
+	if size < 0 {
 		t.unsized++
 		b.unsized++
 		return
 	}
-	t.known += o.Size
-	b.known += o.Size
+	t.known += size
+	b.known += size
 	floor := max(1, t.known/(largeShare*int64(t.n)))
-	if o.Size >= floor {
-		t.cands = append(t.cands, candidate{o.Size, h})
+	if size >= floor {
+		t.cands = append(t.cands, candidate{size, h})
 		heap.Fix(&t.cands, len(t.cands)-1)
 	}
 	for len(t.cands) > 0 && t.cands[0].size < floor {
