@@ -12,12 +12,12 @@ import (
 // figures and set hash count each key once, and the split is the one of
 // the listing without them.
 //
-// Finding them exactly takes about 3 bytes a key, not a digest per key:
+// Finding them exactly takes 2 to 8 bytes a key, not a digest per key:
 // the first pass looks a fingerprint of the key up in a Bloom filter
-// and notes the fingerprints it finds (every key named before, and a
-// few percent of the others); a second pass over the spooled heads,
-// made only when there is such a fingerprint, compares the entries that
-// have one by their whole key. An entry whose fingerprint the filter
+// and notes the fingerprints it finds (every key named before, and under
+// 1% of the others); a second pass over the spooled heads, made only
+// when there is such a fingerprint, compares the entries that have one
+// by their whole key. An entry whose fingerprint the filter
 // did not hold is the first of its key for certain and is counted in
 // the first pass; the others are counted in the second, once found to
 // be firsts.
@@ -25,12 +25,12 @@ import (
 // The filter is scalable: a run of Bloom filters, each bloomGrowth
 // times the one before, the first of bloomStart bits; a key goes into
 // the last, which holds at most one key per bloomBits bits, and is
-// looked up in all. Each full filter suspects about 1% of the keys it
-// does not hold ((1-e^(-3/12))^3), so a million keys (four filters,
-// 2.8 MB) are suspected at about 3% at the most.
+// looked up in all. A full filter suspects about 0.24% of the keys it
+// does not hold ((1-e^(-4/16))^4), so a million keys (four filters,
+// 2.8 MB) are suspected at well under 1%.
 const (
-	bloomProbes = 3
-	bloomBits   = 12
+	bloomProbes = 4
+	bloomBits   = 16
 	bloomStart  = 1 << 18
 	bloomGrowth = 4
 )
@@ -117,6 +117,7 @@ func (r *repeats) suspect(fp uint64) bool {
 // is the first of its key, and returns the indices of the repeats, in
 // listing order. It reads nothing when nothing is suspected.
 func (r *repeats) second(sp *spool, n int64, t *tally) ([]int64, error) {
+	r.filters = nil // done with: free for the second pass
 	if len(r.suspects) == 0 {
 		return nil, nil
 	}

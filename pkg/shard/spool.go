@@ -29,13 +29,17 @@ type spool struct {
 	pending   int // bytes of the record under the read head not yet read
 }
 
+// spoolBuffer is the spool's write and read buffer: large enough that
+// its system calls cost little beside the records' coding.
+const spoolBuffer = 256 << 10
+
 func newSpool(dir string) (*spool, error) {
 	f, err := os.CreateTemp(dir, ".s3pd-shard-*")
 	if err != nil {
 		return nil, fmt.Errorf("spool the listing: %w", err)
 	}
 	os.Remove(f.Name())
-	return &spool{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &spool{f: f, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
 }
 
 func (s *spool) Close() error { return s.f.Close() }
@@ -95,7 +99,7 @@ func (s *spool) rewind() error {
 		return fmt.Errorf("spool the listing: %w", err)
 	}
 	if s.r == nil {
-		s.r = bufio.NewReaderSize(s.f, 1<<20)
+		s.r = bufio.NewReaderSize(s.f, spoolBuffer)
 	} else {
 		s.r.Reset(s.f)
 	}
