@@ -77,7 +77,7 @@ func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		return fmt.Errorf("manifest %s: %w", l.opts.Location, err)
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 1<<20)
+	br := bufio.NewReaderSize(rc, 256<<10)
 	if l.opts.Unresolved {
 		return l.entries(ctx, br, l.once(checked(ctx, emit)))
 	}

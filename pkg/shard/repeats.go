@@ -12,27 +12,26 @@ import (
 // figures and set hash count each key once, and the split is the one of
 // the listing without them.
 //
-// Finding them exactly takes 2 to 8 bytes a key, not a digest per key:
+// Finding them exactly takes 2 to 4 bytes a key, not a digest per key:
 // the first pass looks a fingerprint of the key up in a Bloom filter
-// and notes the fingerprints it finds (every key named before, and under
-// 1% of the others); a second pass over the spooled heads, made only
-// when there is such a fingerprint, compares the entries that have one
-// by their whole key. An entry whose fingerprint the filter
-// did not hold is the first of its key for certain and is counted in
-// the first pass; the others are counted in the second, once found to
-// be firsts.
+// and notes the fingerprints it finds (every key named before, and
+// about 1% of the others); a second pass over the spooled heads, made
+// only when there is such a fingerprint, compares the entries that have
+// one by their whole key. An entry whose fingerprint the filter did not
+// hold is the first of its key for certain and is counted in the first
+// pass; the others are counted in the second, once found to be firsts.
 
 // The filter is scalable: a run of Bloom filters, each bloomGrowth
 // times the one before, the first of bloomStart bits; a key goes into
 // the last, which holds at most one key per bloomBits bits, and is
-// looked up in all. A full filter suspects about 0.24% of the keys it
-// does not hold ((1-e^(-4/16))^4), so a million keys (four filters,
-// 2.8 MB) are suspected at well under 1%.
+// looked up in all: 2 to 4 bytes a key. A full filter suspects about
+// 0.24% of the keys it does not hold ((1-e^(-4/16))^4), so a million
+// keys (six filters, 2.1 MB) are suspected at about 1%.
 const (
 	bloomProbes = 4
 	bloomBits   = 16
 	bloomStart  = 1 << 18
-	bloomGrowth = 4
+	bloomGrowth = 2
 )
 
 // bloom is one Bloom filter of fingerprints.
