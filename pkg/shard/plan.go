@@ -27,8 +27,9 @@ func bucketOf(h Hash) int { return int(h.hi >> (64 - bucketBits)) }
 
 // candidate is an object that may be placed whole: one at least as
 // large as the threshold at the time it was listed. Its entry hash
-// names it (two objects share one only if they share key, size and
-// ETag, and then either may go where the other would).
+// names it (two objects share one only if they share key and size, so
+// only if two keys' hashes collide once the split has dropped repeated
+// keys, and then either may go where the other would).
 type candidate struct {
 	size int64
 	h    Hash
@@ -104,9 +105,10 @@ type plan struct {
 	large int64 // objects of at least this many bytes are placed whole
 	// load is each shard's bytes placed whole.
 	load []int64
-	// owner holds, by entry hash, the shards of the copies (one unless
-	// the object is listed twice) of each object placed whole that has
-	// a copy in shard k: a process keeps only its own.
+	// owner holds, by entry hash, the shards of the objects placed
+	// whole of that hash (one: the split has dropped repeated keys, so
+	// two share a hash only if their hashes collide) of which one is
+	// shard k's: a process keeps only its own.
 	owner map[Hash][]int
 	// byCount: the small objects hold no bytes, so they are split by
 	// count, each weighing 1.
