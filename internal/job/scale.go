@@ -60,7 +60,7 @@ func (s ScaleSpec) scale(first transfer.Lister, bucket, prefix string, src *s3st
 	inner := first
 	if m != nil {
 		opts := *m
-		opts.Unresolved = true
+		opts.Unresolved, opts.Repeats = true, true // the split drops repeats itself
 		inner = manifest.New(opts)
 	}
 	out.Lister, out.Report = shard.Split(inner, *s.Shard, shard.Options{Filter: s.Filter})

@@ -2,7 +2,7 @@
 // text manifest (one key per line, optionally with its size) or an S3
 // Inventory (manifest.json and its gzipped CSV files). It streams both,
 // holding of each entry only a 16-byte digest of its key (a key listed
-// twice is listed once).
+// twice is listed once), or nothing at all when asked for the repeats.
 package manifest
 
 import (
@@ -38,6 +38,11 @@ type Options struct {
 	// since it must depend on the manifest alone. Wrap the split in
 	// Resolve to look up only the entries it keeps.
 	Unresolved bool
+	// Repeats lists a key as often as the manifest names it, in the
+	// manifest's order, instead of once: for a split, which keeps the
+	// first of each key itself in far less memory than the digest per
+	// key that listing each key once takes here (see once).
+	Repeats bool
 }
 
 // Lister lists the objects of a manifest. It is a transfer.Refresher:
@@ -72,19 +77,43 @@ func (l *Lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		return fmt.Errorf("manifest %s: %w", l.opts.Location, err)
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 1<<20)
-	stat := l.opts.Stat
+	br := bufio.NewReaderSize(rc, 256<<10)
 	if l.opts.Unresolved {
-		stat = nil
+		return l.entries(ctx, br, l.once(checked(ctx, emit)))
 	}
-	r := newResolver(ctx, stat, l.opts.Lookups, emit)
-	add := once(r.add)
+	r := newResolver(ctx, l.opts.Stat, l.opts.Lookups, emit)
+	return r.close(l.entries(ctx, br, l.once(r.add)))
+}
+
+// entries reads the manifest's entries, an inventory's or a text one's.
+func (l *Lister) entries(ctx context.Context, br *bufio.Reader, add func(transfer.Object) error) error {
 	if isJSON(br) {
-		err = l.inventory(ctx, br, add)
-	} else {
-		err = l.text(br, add)
+		return l.inventory(ctx, br, add)
 	}
-	return r.close(err)
+	return l.text(br, add)
+}
+
+// checked passes entries straight to emit, as they are (no lookup, so
+// no resolver, its goroutine or an allocation per entry), and stops
+// once ctx is done, looking every 1,024 entries.
+func checked(ctx context.Context, emit func(transfer.Object) error) func(transfer.Object) error {
+	var n int
+	return func(o transfer.Object) error {
+		if n++; n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		return emit(o)
+	}
+}
+
+// once is add, passing each key on once unless Repeats.
+func (l *Lister) once(add func(transfer.Object) error) func(transfer.Object) error {
+	if l.opts.Repeats {
+		return add
+	}
+	return once(add)
 }
 
 // once passes on each key the first time it is listed, as a listing

@@ -27,8 +27,9 @@ func bucketOf(h Hash) int { return int(h.hi >> (64 - bucketBits)) }
 
 // candidate is an object that may be placed whole: one at least as
 // large as the threshold at the time it was listed. Its entry hash
-// names it (two objects share one only if they share key, size and
-// ETag, and then either may go where the other would).
+// names it (two objects share one only if they share key and size, so
+// only if two keys' hashes collide once the split has dropped repeated
+// keys, and then either may go where the other would).
 type candidate struct {
 	size int64
 	h    Hash
@@ -61,27 +62,28 @@ type bucketTally struct{ count, known, unsized int64 }
 
 func newTally(n int) *tally { return &tally{n: n, bucket: make([]bucketTally, buckets)} }
 
-// add counts one object of the listing. An object at least as large as
+// add counts one object of the listing, of size bytes (-1: not given)
+// and entry hash h, in any order. An object at least as large as
 // known/(largeShare*N), the bytes so far, stays a candidate until the
 // threshold passes it: the final threshold is no lower, so every object
 // at least as large as it is among the candidates at the end, and the
 // candidates' sizes add up to at most the bytes listed, so there are at
 // most about largeShare*N of them.
-func (t *tally) add(o transfer.Object, h Hash) {
+func (t *tally) add(size int64, h Hash) {
 	t.count++
 	t.listing = t.listing.Plus(h)
 	b := &t.bucket[bucketOf(h)]
 	b.count++
-	if o.Size < 0 {
+	if size < 0 {
 		t.unsized++
 		b.unsized++
 		return
 	}
-	t.known += o.Size
-	b.known += o.Size
+	t.known += size
+	b.known += size
 	floor := max(1, t.known/(largeShare*int64(t.n)))
-	if o.Size >= floor {
-		t.cands = append(t.cands, candidate{o.Size, h})
+	if size >= floor {
+		t.cands = append(t.cands, candidate{size, h})
 		heap.Fix(&t.cands, len(t.cands)-1)
 	}
 	for len(t.cands) > 0 && t.cands[0].size < floor {
@@ -103,9 +105,10 @@ type plan struct {
 	large int64 // objects of at least this many bytes are placed whole
 	// load is each shard's bytes placed whole.
 	load []int64
-	// owner holds, by entry hash, the shards of the copies (one unless
-	// the object is listed twice) of each object placed whole that has
-	// a copy in shard k: a process keeps only its own.
+	// owner holds, by entry hash, the shards of the objects placed
+	// whole of that hash (one: the split has dropped repeated keys, so
+	// two share a hash only if their hashes collide) of which one is
+	// shard k's: a process keeps only its own.
 	owner map[Hash][]int
 	// byCount: the small objects hold no bytes, so they are split by
 	// count, each weighing 1.

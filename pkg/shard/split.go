@@ -109,7 +109,9 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	}
 	defer sp.Close()
 	t := newTally(l.spec.N)
+	rp := newRepeats()
 	var buf []byte
+	var entries int64
 	err = l.inner.List(ctx, func(o transfer.Object) error {
 		if l.opts.Filter != nil && !l.opts.Filter(o) {
 			return nil
@@ -117,12 +119,21 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 		o.Size = max(o.Size, -1)
 		var h Hash
 		h, buf = entryHash(o, buf)
-		t.add(o, h)
-		return sp.put(o, h)
+		fp := rp.fingerprint(o.Key)
+		if rp.first(entries, fp) {
+			t.add(o.Size, h)
+		}
+		entries++
+		return sp.put(o, h, fp)
 	})
 	if err != nil {
 		return err
 	}
+	dropped, err := rp.second(sp, entries, t)
+	if err != nil {
+		return err
+	}
+	rp = nil // the filter's memory is free for the emitting pass
 	if err := sp.rewind(); err != nil {
 		return err
 	}
@@ -132,11 +143,16 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 	e := &emitter{p: p, r: r, emit: emit}
 	class := p.classify()
 	var split []held
-	for range t.count {
-		h, size, err := sp.head()
+	for i := range entries {
+		hd, err := sp.head()
 		if err != nil {
 			return err
 		}
+		if len(dropped) > 0 && dropped[0] == i {
+			dropped = dropped[1:] // a repeat: its key's first entry stands for it
+			continue
+		}
+		h, size := hd.h, hd.size
 		c := class[bucketOf(h)]
 		if p.whole(size) {
 			if !p.mineWhole(h) {
@@ -158,7 +174,7 @@ func (l *lister) List(ctx context.Context, emit func(transfer.Object) error) err
 			return err
 		}
 	}
-	if _, _, err := sp.head(); !errors.Is(err, io.EOF) {
+	if _, err := sp.head(); !errors.Is(err, io.EOF) {
 		return errors.New("shard: the spooled listing is longer than the listing")
 	}
 	if err := e.split(split); err != nil {

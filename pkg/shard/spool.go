@@ -17,9 +17,10 @@ import (
 // spool keeps a listing on disk between the pass that sizes it and the
 // pass that emits one shard of it, so a listing of any length runs in
 // fixed memory and both passes see the same objects in the same order.
-// The file is unlinked as soon as it is created. A record is an object's
-// entry hash, its size and the rest of it behind its length, so that the
-// second pass reads in full only the objects it keeps.
+// The file is unlinked as soon as it is created. A record is its head
+// (the object's entry hash, its key's fingerprint, its size) and the
+// rest of the object behind its length, so that a pass reads in full
+// only the objects it keeps.
 type spool struct {
 	f         *os.File
 	w         *bufio.Writer
@@ -28,21 +29,32 @@ type spool struct {
 	pending   int // bytes of the record under the read head not yet read
 }
 
+// spoolBuffer is the spool's write and read buffer: large enough that
+// its system calls cost little beside the records' coding.
+const spoolBuffer = 256 << 10
+
 func newSpool(dir string) (*spool, error) {
 	f, err := os.CreateTemp(dir, ".s3pd-shard-*")
 	if err != nil {
 		return nil, fmt.Errorf("spool the listing: %w", err)
 	}
 	os.Remove(f.Name())
-	return &spool{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &spool{f: f, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
 }
 
 func (s *spool) Close() error { return s.f.Close() }
 
-// put appends one object and its entry hash. The name is stored as a
-// suffix length when it is the tail of the key, as it is for a prefix
-// listing.
-func (s *spool) put(o transfer.Object, h Hash) error {
+// head is the start of a spooled record.
+type head struct {
+	h    Hash   // the entry hash
+	fp   uint64 // the key's fingerprint (repeats.fingerprint)
+	size int64
+}
+
+// put appends one object, its entry hash and its key's fingerprint. The
+// name is stored as a suffix length when it is the tail of the key, as
+// it is for a prefix listing.
+func (s *spool) put(o transfer.Object, h Hash, fp uint64) error {
 	r := appendString(s.rest[:0], o.Key)
 	if strings.HasSuffix(o.Key, o.Name) {
 		r = binary.AppendUvarint(r, uint64(len(o.Name))<<1)
@@ -66,6 +78,7 @@ func (s *spool) put(o transfer.Object, h Hash) error {
 	}
 	b := binary.BigEndian.AppendUint64(s.buf[:0], h.hi)
 	b = binary.BigEndian.AppendUint64(b, h.lo)
+	b = binary.BigEndian.AppendUint64(b, fp)
 	b = binary.AppendVarint(b, o.Size)
 	b = binary.AppendUvarint(b, uint64(len(r)))
 	s.buf, s.rest = b, r
@@ -76,7 +89,8 @@ func (s *spool) put(o transfer.Object, h Hash) error {
 	return err
 }
 
-// rewind ends writing and starts reading from the first object.
+// rewind ends writing, if it has not ended, and starts reading from the
+// first object, again on a second call.
 func (s *spool) rewind() error {
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("spool the listing: %w", err)
@@ -84,47 +98,55 @@ func (s *spool) rewind() error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spool the listing: %w", err)
 	}
-	s.r = bufio.NewReaderSize(s.f, 1<<20)
+	if s.r == nil {
+		s.r = bufio.NewReaderSize(s.f, spoolBuffer)
+	} else {
+		s.r.Reset(s.f)
+	}
+	s.pending = 0
 	return nil
 }
 
-// head reads the entry hash and size of the next object, skipping what
-// is left of the one before; io.EOF after the last. Then object reads
-// the rest of it.
-func (s *spool) head() (Hash, int64, error) {
+// headLen is a head's length at the most.
+const headLen = 24 + 2*binary.MaxVarintLen64
+
+// head reads the head of the next object, skipping what is left of the
+// one before; io.EOF after the last. Then object reads the rest of it.
+func (s *spool) head() (head, error) {
 	if _, err := s.r.Discard(s.pending); err != nil {
-		return Hash{}, 0, corrupt(err)
+		return head{}, corrupt(err)
 	}
 	s.pending = 0
-	b, err := s.r.Peek(16 + 2*binary.MaxVarintLen64)
+	b, err := s.r.Peek(headLen)
 	switch {
 	case len(b) == 0 && errors.Is(err, io.EOF):
-		return Hash{}, 0, io.EOF // a clean end
-	case len(b) < 16:
-		return Hash{}, 0, corrupt(cmp.Or(err, io.ErrUnexpectedEOF))
+		return head{}, io.EOF // a clean end
+	case len(b) < 24:
+		return head{}, corrupt(cmp.Or(err, io.ErrUnexpectedEOF))
 	}
-	h := Hash{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16])}
-	size, m := binary.Varint(b[16:])
+	e := head{h: Hash{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:16])}, fp: binary.BigEndian.Uint64(b[16:24])}
+	var m int
+	e.size, m = binary.Varint(b[24:])
 	if m <= 0 {
-		return h, 0, corrupt(io.ErrUnexpectedEOF)
+		return e, corrupt(io.ErrUnexpectedEOF)
 	}
-	n, m2 := binary.Uvarint(b[16+m:])
+	n, m2 := binary.Uvarint(b[24+m:])
 	if m2 <= 0 || n > 1<<30 {
-		return h, 0, corrupt(errors.New("a bad record length"))
+		return e, corrupt(errors.New("a bad record length"))
 	}
-	s.r.Discard(16 + m + m2)
+	s.r.Discard(24 + m + m2)
 	s.pending = int(n)
-	return h, size, nil
+	return e, nil
 }
 
-// get reads the next object and its entry hash; io.EOF after the last.
-func (s *spool) get() (transfer.Object, Hash, error) {
-	h, size, err := s.head()
+// get reads the next object and its head; io.EOF after the last.
+func (s *spool) get() (transfer.Object, head, error) {
+	e, err := s.head()
 	if err != nil {
-		return transfer.Object{}, h, err
+		return transfer.Object{}, e, err
 	}
-	o, err := s.object(size)
-	return o, h, err
+	o, err := s.object(e.size)
+	return o, e, err
 }
 
 // object reads the rest of the object whose head was read last.
