@@ -20,7 +20,7 @@ type dirTarget struct {
 	open *Sink
 }
 
-func newDirTarget(t *testing.T, copy bool) transfertest.Target {
+func newDirTarget(t *testing.T, copy bool) *dirTarget {
 	tg := &dirTarget{dir: t.TempDir(), copy: copy}
 	t.Cleanup(tg.end)
 	return tg
@@ -72,22 +72,22 @@ func (d *dirTarget) Names(t testing.TB) []string {
 }
 
 func TestSinkContract(t *testing.T) {
-	transfertest.TestSink(t, transfertest.SinkSuite{
+	(&transfertest.SinkSuite{
 		NewTarget: func(t *testing.T) transfertest.Target { return newDirTarget(t, false) },
-	})
+	}).Run(t)
 }
 
 // TestDirectSinkContract runs the contract with direct I/O: the parts go
 // through aligned stages, with O_DIRECT where the temporary directory's
 // file system takes it.
 func TestDirectSinkContract(t *testing.T) {
-	transfertest.TestSink(t, transfertest.SinkSuite{
+	(&transfertest.SinkSuite{
 		NewTarget: func(t *testing.T) transfertest.Target {
 			tg := &dirTarget{dir: t.TempDir(), opts: Options{DirectIO: DirectOn, StageSize: 64 << 10}}
 			t.Cleanup(tg.end)
 			return tg
 		},
-	})
+	}).Run(t)
 }
 
 // TestCopySinkContract runs the contract with the bodies a local copy
@@ -98,7 +98,7 @@ func TestCopySinkContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	transfertest.TestSink(t, transfertest.SinkSuite{
+	(&transfertest.SinkSuite{
 		NewTarget: func(t *testing.T) transfertest.Target { return newDirTarget(t, true) },
 		Object: func(t testing.TB, name string, data []byte, modTime time.Time) transfer.Object {
 			p := filepath.Join(srcDir, filepath.FromSlash(name))
@@ -121,7 +121,7 @@ func TestCopySinkContract(t *testing.T) {
 			}
 			return b
 		},
-	})
+	}).Run(t)
 }
 
 type failing struct{ err error }
@@ -130,7 +130,7 @@ func (f failing) Read([]byte) (int, error) { return 0, f.err }
 func (f failing) Close() error             { return nil }
 
 func TestSourceContract(t *testing.T) {
-	transfertest.TestSource(t, transfertest.SourceSuite{
+	(&transfertest.SourceSuite{
 		New: func(t *testing.T, objects map[string][]byte) transfer.Source {
 			dir := t.TempDir()
 			for name, data := range objects {
@@ -148,5 +148,5 @@ func TestSourceContract(t *testing.T) {
 			}
 			return src
 		},
-	})
+	}).Run(t)
 }

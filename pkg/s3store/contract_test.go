@@ -44,6 +44,10 @@ func (b *bucketTarget) Read(t testing.TB, name string) ([]byte, bool) {
 	return data, true
 }
 
+// PutsWholeAtOnce implements transfertest.WholePutter: an object below
+// the sinks' threshold is one PutObject or CopyObject, visible at once.
+func (b *bucketTarget) PutsWholeAtOnce() {}
+
 // Names lists the bucket's keys and its pending multipart uploads.
 func (b *bucketTarget) Names(t testing.TB) []string {
 	ctx := context.Background()
@@ -97,8 +101,8 @@ func (c *contents) checksum(_ context.Context, obj transfer.Object, alg string) 
 
 func TestUploadSinkContract(t *testing.T) {
 	cs := &contents{m: map[string][]byte{}}
-	transfertest.TestSink(t, transfertest.SinkSuite{
-		PartSize: contractPart, PutsSmallAtOnce: true,
+	(&transfertest.SinkSuite{
+		PartSize: contractPart,
 		NewTarget: func(t *testing.T) transfertest.Target {
 			_, c := emulator(t)
 			return &bucketTarget{c: c, sink: func(c *s3.Client) transfer.Sink {
@@ -106,7 +110,7 @@ func TestUploadSinkContract(t *testing.T) {
 			}}
 		},
 		Object: cs.object,
-	})
+	}).Run(t)
 }
 
 // TestCopySinkContract copies server-side from bucket "src" of the same
@@ -114,8 +118,8 @@ func TestUploadSinkContract(t *testing.T) {
 func TestCopySinkContract(t *testing.T) {
 	var mu sync.Mutex
 	var c *s3.Client // the current target's
-	transfertest.TestSink(t, transfertest.SinkSuite{
-		PartSize: contractPart, PutsSmallAtOnce: true,
+	(&transfertest.SinkSuite{
+		PartSize: contractPart,
 		NewTarget: func(t *testing.T) transfertest.Target {
 			_, client := emulator(t)
 			mu.Lock()
@@ -142,7 +146,7 @@ func TestCopySinkContract(t *testing.T) {
 			}
 			return b
 		},
-	})
+	}).Run(t)
 }
 
 // putAll creates a bucket's objects on a fresh emulator.
@@ -157,19 +161,36 @@ func putAll(t *testing.T, objects map[string][]byte) *s3.Client {
 }
 
 func TestSourceContract(t *testing.T) {
-	transfertest.TestSource(t, transfertest.SourceSuite{
+	(&transfertest.SourceSuite{
 		New: func(t *testing.T, objects map[string][]byte) transfer.Source {
 			// Pages of two: the listing pages.
 			return NewSource(putAll(t, objects), Target{Bucket: "src", PageSize: 2})
 		},
-	})
+	}).Run(t)
 }
 
 func TestCopySourceContract(t *testing.T) {
-	transfertest.TestSource(t, transfertest.SourceSuite{
+	(&transfertest.SourceSuite{
 		New: func(t *testing.T, objects map[string][]byte) transfer.Source {
 			return NewCopySource(NewSource(putAll(t, objects), Target{Bucket: "src"}))
 		},
-		Dataless: true,
-	})
+	}).Run(t)
+}
+
+// TestCopySourceOpensReferences: every body a CopySource opens is a
+// reference (transfer.Dataless) that the copy sink acts on, whatever the
+// range: the engine must neither read nor sum it.
+func TestCopySourceOpensReferences(t *testing.T) {
+	src := NewCopySource(NewSource(putAll(t, map[string][]byte{"k": transfertest.Data("k", 5000)}), Target{Bucket: "src"}))
+	o := transfer.Object{Key: "k", Name: "k", Size: 5000}
+	for _, r := range [][2]int64{{0, -1}, {0, 1}, {4000, 1000}} {
+		b, err := src.Open(t.Context(), &o, r[0], r[1])
+		if err != nil {
+			t.Fatalf("Open %d+%d: %v", r[0], r[1], err)
+		}
+		if _, ok := b.ReadCloser.(transfer.Dataless); !ok {
+			t.Errorf("Open %d+%d: body %T is not Dataless", r[0], r[1], b.ReadCloser)
+		}
+		b.Close()
+	}
 }
