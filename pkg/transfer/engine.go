@@ -316,9 +316,3 @@ func (e *Engine) plan(size int64) int64 {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-func closeBody(b *Body) {
-	if b != nil {
-		b.Close()
-	}
-}
