@@ -1,13 +1,10 @@
 package transfer
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Options tune the engine. Zero values take the defaults noted, which are
@@ -263,132 +260,6 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Run transfers every object the source lists. It returns an error only
-// when the run as a whole could not proceed (the listing failed, ctx was
-// cancelled); objects that fail are counted in Summary.Failed and
-// reported to the Observer.
-func (e *Engine) Run(ctx context.Context) (Summary, error) {
-	e.start = time.Now()
-	e.stalls.init(e.opts.StallTimeout, e.mayTakeOver, e.ttfb.quantile)
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go e.stalls.run(wctx)
-	go e.gate.run(wctx)
-	samples := e.startSampler()
-
-	g, gctx := errgroup.WithContext(ctx)
-	queue := make(chan Object, e.opts.QueueSize)
-	// The listing runs beside the workers, not in their group: a lister
-	// may block in a read that ignores ctx (a manifest on a stdin that
-	// stays open), and an interrupted run does not wait for it. Once Run
-	// gives up on it, what it still lists is dropped (abandon).
-	var (
-		listMu    sync.Mutex
-		abandoned bool
-		listErr   error // a listing that fails part way: the objects it listed are still transferred
-	)
-	listed := make(chan struct{})
-	go func() {
-		defer close(listed)
-		defer close(queue)
-		queued := 0
-		var lister Lister = e.lanes[0].Source
-		if e.opts.Lister != nil {
-			lister = e.opts.Lister
-		}
-		err := lister.List(gctx, func(o Object) error {
-			if e.opts.Filter != nil && !e.opts.Filter(o) {
-				return nil
-			}
-			if e.opts.Listing != nil {
-				listMu.Lock()
-				if !abandoned {
-					e.opts.Listing.Listed(o)
-				}
-				listMu.Unlock()
-			}
-			// Every worker gets an object at once; the rest of the first
-			// page waits for the first response, so data flows before
-			// the second page is asked for.
-			if queued++; queued == e.opts.Workers+1 {
-				select {
-				case <-e.begun:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			e.unopened.Add(o.Size)
-			select {
-			case queue <- o:
-				return nil
-			case <-gctx.Done():
-				e.unopened.Add(-o.Size)
-				return gctx.Err()
-			}
-		})
-		e.listed.Store(true)
-		listMu.Lock()
-		defer listMu.Unlock()
-		if abandoned {
-			return
-		}
-		if err == nil && e.opts.Listing != nil {
-			e.opts.Listing.ListingDone()
-		}
-		if err != nil && gctx.Err() == nil {
-			listErr = err
-		}
-	}()
-	// Workers open objects (the skip check, the file), hand them to the
-	// scheduler, which starts their ranges, and finish them: each worker
-	// holds one object from its start until it is committed, so Workers
-	// bounds the files and plans held at once, not the requests.
-	dispatched := make(chan struct{})
-	go func() {
-		defer close(dispatched)
-		e.sched.run(gctx)
-	}()
-	for range e.opts.Workers {
-		g.Go(func() error {
-			for {
-				var o Object
-				ok := false
-				select {
-				case o, ok = <-queue:
-				case <-gctx.Done():
-				}
-				if !ok || gctx.Err() != nil {
-					return nil // interrupted: objects not started stay untouched
-				}
-				t := e.newObject(gctx, o)
-				t.queued = true
-				t.finish(t.run())
-			}
-		})
-	}
-	err := g.Wait()
-	e.sched.close()
-	<-dispatched
-	select {
-	case <-listed:
-	case <-ctx.Done():
-		listMu.Lock()
-		abandoned = true
-		listMu.Unlock()
-	}
-	listMu.Lock()
-	lerr := listErr
-	listMu.Unlock()
-	samples.end()
-	if err == nil {
-		err = lerr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	return e.summary(), err
-}
-
 // mayTakeOver says whether one more straggler may be taken over (they
 // are at most about 5% of the requests), and whether the run is at its
 // end: the listing ended, no open object has a range to plan, and the
@@ -445,9 +316,3 @@ func (e *Engine) plan(size int64) int64 {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-func closeBody(b *Body) {
-	if b != nil {
-		b.Close()
-	}
-}

@@ -63,42 +63,27 @@ func (e *Engine) pickLane(n int64) *lane {
 	return best
 }
 
-// open sends one request for bytes [off, off+n) of o (n < 0: the whole
-// object) over l, and records its time to first byte.
-func (e *Engine) open(ctx context.Context, l *lane, o *Object, off, n int64) (*Body, error) {
-	e.requests.Add(1)
-	t0 := time.Now()
-	b, err := l.Source.Open(ctx, o, off, n)
-	e.ttfb.add(time.Since(t0))
-	e.markBegun()
-	if err == nil && b == nil {
-		err = errors.New("source returned no body")
-	}
-	return b, err
-}
-
-// fetch moves bytes [off, off+n) of o into f, asking the source for ask
-// bytes (-1: the whole object, without a Range), retrying and resuming
-// from the last byte received.
-// held, if not nil, is the request slot the first attempt already has.
-func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64, c *verifier, ps *partSum, held *slot) (int64, error) {
+// fetch moves bytes [off, off+n) of the object into the file, holding
+// request slot s for the first attempt, retrying and resuming from the
+// last byte received. A whole piece's first request asks for the whole
+// object, without a Range.
+func (r *rangeRun) fetch(ctx context.Context, off, n int64, s slot) (int64, error) {
+	e := r.e
 	pool := e.bufs
 	if n <= smallRange {
 		pool = e.small // a small object does not hold a large buffer
 	}
-
 	e.ranges.Add(1)
+	ask := n
+	if r.piece.whole {
+		ask = -1
+	}
 	var done int64
-	var body *Body
-	throttles := 0
-	for attempt := 1; ; attempt++ {
-		var s slot
-		if held != nil {
-			s, held = *held, nil
-		} else {
+	var k tries
+	for first := true; ; first = false {
+		if !first {
 			var err error
 			if s, err = e.gate.acquire(ctx); err != nil {
-				closeBody(body)
 				return done, err
 			}
 		}
@@ -108,13 +93,12 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		// needs no more buffers than requests in flight, where it took
 		// one per range started: half as many for 2 x 8 ranges of 64
 		// MiB objects, 580 fewer page faults per GiB.
-		buf := pool.get()
-		got, err := e.attempt(ctx, &s, o, f, off+done, n-done, ask, body, buf, c, ps)
-		pool.put(buf)
-		slow := err != nil && throttled(err)
-		e.gate.release(s, slow)
-		body = nil
-		if _, whole := f.(PartWriter); !whole || err == nil {
+		r.buf = pool.get()
+		got, err := r.attempt(ctx, &s, off+done, n-done, ask)
+		pool.put(r.buf)
+		r.buf = nil
+		e.gate.release(s, err != nil && throttled(err))
+		if r.pw == nil || err == nil {
 			done += got
 			if ask >= 0 || done > 0 {
 				ask = n - done // a retry asks for what is missing only
@@ -125,103 +109,129 @@ func (e *Engine) fetch(ctx context.Context, o *Object, f File, off, n, ask int64
 		if err == nil {
 			return done, nil
 		}
-		if errors.Is(err, errTakenOver) && ctx.Err() == nil {
-			// A straggler: its remaining bytes go out at once on a new
-			// connection, not as a failed attempt.
-			e.hedged.Add(1)
-			attempt--
-			continue
-		}
-		if slow {
-			e.slowdowns.Add(1)
-			// SlowDown slows the transfer (the gate) rather than failing
-			// the range: it has a budget of its own, three times larger.
-			throttles++
-			attempt--
-		}
-		if !Retriable(err) || e.opts.Backoff.spent(attempt, throttles) || ctx.Err() != nil {
-			if tries := attempt + throttles; tries > 1 {
-				err = fmt.Errorf("%w (after %d attempts)", err, tries)
-			}
-			return done, err
-		}
-		e.retries.Add(1)
-		e.opts.Observer.Retry(*o, off+done, err)
-		if serr := sleep(ctx, e.opts.Backoff.Delay(max(attempt, throttles))); serr != nil {
+		if err = r.retry(ctx, &k, err, off+done); err != nil {
 			return done, err
 		}
 	}
 }
 
-// attempt is one request: open (unless body is given), validate, copy.
-func (e *Engine) attempt(ctx context.Context, s *slot, o *Object, f File, off, n, ask int64, body *Body, buf []byte, c *verifier, ps *partSum) (int64, error) {
+// tries counts a range's failed attempts: those the server throttled
+// (SlowDown) apart, as they have a budget of their own.
+type tries struct{ failed, throttled int }
+
+// retry decides what follows a failed attempt that reached byte at: nil
+// to try again (at once for a straggler taken over, else after the
+// backoff), or the error the range ends with.
+func (r *rangeRun) retry(ctx context.Context, k *tries, err error, at int64) error {
+	e := r.e
+	if errors.Is(err, errTakenOver) && ctx.Err() == nil {
+		// A straggler: its remaining bytes go out at once on a new
+		// connection, not as a failed attempt.
+		e.hedged.Add(1)
+		return nil
+	}
+	if throttled(err) {
+		// SlowDown slows the transfer (the gate) rather than failing
+		// the range: it has a budget of its own, three times larger.
+		e.slowdowns.Add(1)
+		k.throttled++
+	} else {
+		k.failed++
+	}
+	if !Retriable(err) || e.opts.Backoff.spent(k.failed, k.throttled) || ctx.Err() != nil {
+		if n := k.failed + k.throttled; n > 1 {
+			err = fmt.Errorf("%w (after %d attempts)", err, n)
+		}
+		return err
+	}
+	e.retries.Add(1)
+	e.opts.Observer.Retry(*r.o, at, err)
+	if serr := sleep(ctx, e.opts.Backoff.Delay(max(k.failed, k.throttled))); serr != nil {
+		return err
+	}
+	return nil
+}
+
+// attempt is one request for bytes [off, off+n), asking for ask bytes
+// (-1: the whole object): open, validate, copy.
+func (r *rangeRun) attempt(ctx context.Context, s *slot, off, n, ask int64) (int64, error) {
+	e := r.e
 	t0 := time.Now()
 	defer e.timeRequest(t0)
-	l := e.pickLane(n)
-	var arrived int64 // bytes already taken off the lane's outstanding count
-	defer func() { l.outstanding.Add(arrived - n) }()
-	// A range the sink's order window or the bandwidth cap may hold back
-	// is never a straggler; a part writer's part would start over.
-	_, ordered := f.(OrderWindow)
-	_, whole := f.(PartWriter)
-	rctx, clock := e.stalls.track(ctx, !ordered && !whole && e.opts.Limiter == nil)
+	r.l, r.arrived = e.pickLane(n), 0
+	defer func() { r.l.outstanding.Add(r.arrived - n) }()
+	rctx, clock := e.stalls.track(ctx, r.hedge)
+	r.clock = clock
 	defer e.stalls.done(clock)
-	if body == nil {
-		reqOff, reqN := off, ask
-		if ask < 0 {
-			reqOff = 0
-		}
-		b, err := e.open(rctx, l, o, reqOff, reqN)
-		if err != nil {
-			return 0, stallCause(rctx, err)
-		}
-		body = b
-		e.gate.answered(s)
+	body, err := r.request(rctx, s, off, ask)
+	if err != nil {
+		return 0, stallCause(rctx, err)
 	}
 	defer body.Close()
-	skip, err := e.validate(o, body, off, n)
+	skip, err := e.validate(r.o, body, off, n)
 	if err != nil {
 		return 0, err
 	}
-	c.fromResponse(body)
-	ps.begin(c)
-	if pw, ok := f.(PartWriter); ok && skip == 0 {
-		_, ref := body.ReadCloser.(Dataless)
-		ps.restart() // a part writer sends the part again from its start
-		if ps.active() && !ref {
-			// The part writer reads the body itself: sum what it reads.
-			tee := *body
-			tee.ReadCloser = summingBody{body.ReadCloser, ps}
-			body = &tee
-		}
-		// The bandwidth cap holds the part writer back as it reports
-		// bytes moved (an upload as the request reads its body, a kernel
-		// copy between its chunks). A server-side copy moves no byte
-		// through s3pd: nothing to cap.
-		limit := e.opts.Limiter
-		if ref {
-			limit = nil
-		}
-		got, err := pw.WritePart(rctx, off, n, body, func(k int64) {
-			clock.touch(k)
-			e.count(l, k)
-			arrived += k
-			if limit != nil && k > 0 {
-				limit.WaitN(rctx, int(k)) // cancelled: the part writer sees rctx
-			}
-		})
-		return got, stallCause(rctx, err)
+	whole := r.pw != nil && skip == 0 // a part writer sends the part again from its start
+	r.v.answered(&r.sum, body, whole)
+	var got int64
+	switch {
+	case whole:
+		got, err = r.writePart(rctx, off, n, body)
+	case r.st != nil:
+		// The body's reader itself, not Body's promoted Read: one call
+		// layer less per read.
+		got, err = r.copyStaged(rctx, body.ReadCloser, off, n, skip)
+		r.arrived = got
+	default:
+		got, err = r.copy(rctx, body.ReadCloser, off, n, skip)
+		r.arrived = got
 	}
-	// The body's reader itself, not Body's promoted Read: one call layer
-	// less per read.
-	if st, ok := f.(Stager); ok {
-		got, err := e.copyStaged(rctx, body.ReadCloser, st, off, n, skip, buf, l, clock, ps)
-		arrived = got
-		return got, stallCause(rctx, err)
-	}
-	got, err := e.copy(rctx, body.ReadCloser, f, off, n, skip, buf, l, clock, ps)
-	arrived = got
 	return got, stallCause(rctx, err)
+}
+
+// request sends one request for ask bytes from off (ask < 0: the whole
+// object) over the attempt's lane, records its time to first byte and
+// tells the gate it was answered.
+func (r *rangeRun) request(ctx context.Context, s *slot, off, ask int64) (*Body, error) {
+	e := r.e
+	if ask < 0 {
+		off = 0
+	}
+	e.requests.Add(1)
+	t0 := time.Now()
+	b, err := r.l.Source.Open(ctx, r.o, off, ask)
+	e.ttfb.add(time.Since(t0))
+	e.markBegun()
+	if err == nil && b == nil {
+		err = errors.New("source returned no body")
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.gate.answered(s)
+	return b, nil
+}
+
+// writePart hands a part writer the body of bytes [off, off+n), which
+// it reads itself (summed as it reads when the part is verified).
+func (r *rangeRun) writePart(ctx context.Context, off, n int64, body *Body) (int64, error) {
+	// The bandwidth cap holds the part writer back as it reports bytes
+	// moved (an upload as the request reads its body, a kernel copy
+	// between its chunks). A server-side copy moves no byte through
+	// s3pd: nothing to cap.
+	limit := r.e.opts.Limiter
+	if _, ref := body.ReadCloser.(Dataless); ref {
+		limit = nil
+	}
+	return r.pw.WritePart(ctx, off, n, r.sum.summing(body), func(k int64) {
+		r.clock.touch(k)
+		r.e.count(r.l, k)
+		r.arrived += k
+		if limit != nil && k > 0 {
+			limit.WaitN(ctx, int(k)) // cancelled: the part writer sees ctx
+		}
+	})
 }
 
 // timeRequest records the time of one request that began at t0.
@@ -247,9 +257,11 @@ func (e *Engine) validate(o *Object, b *Body, off, n int64) (int64, error) {
 	return off - b.Off, nil
 }
 
-// copy streams n bytes of body, after skipping skip bytes, to f at off
-// through buf. This is the hot path: no allocation, no lock.
-func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum) (int64, error) {
+// copy streams n bytes of body, after skipping skip bytes, to the file
+// at off through the attempt's buffer. This is the hot path: no
+// allocation, no lock.
+func (r *rangeRun) copy(ctx context.Context, body io.Reader, off, n, skip int64) (int64, error) {
+	e, f, buf, clock, ps := r.e, r.f, r.buf, r.clock, &r.sum
 	if err := e.skipBytes(body, buf, skip); err != nil {
 		return 0, err
 	}
@@ -261,7 +273,7 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 	var done, counted int64
 	var writing time.Duration
 	defer func() {
-		e.count(l, done-counted)
+		e.count(r.l, done-counted)
 		e.writeNanos.Add(int64(writing))
 	}()
 	for done < n {
@@ -284,7 +296,7 @@ func (e *Engine) copy(ctx context.Context, body io.Reader, f File, off, n, skip 
 			ps.update(buf[:k])
 			done += int64(k)
 			if done-counted >= countEvery {
-				e.count(l, done-counted)
+				e.count(r.l, done-counted)
 				counted = done
 			}
 		}
@@ -317,11 +329,12 @@ func (e *Engine) skipBytes(body io.Reader, buf []byte, skip int64) error {
 // time, so the stall watch sees each read as it does in copy,
 // and the stage writes its buffer out when it is full and at the end.
 // The hot path too: no allocation, no lock.
-func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off, n, skip int64, buf []byte, l *lane, clock *rangeClock, ps *partSum) (done int64, err error) {
+func (r *rangeRun) copyStaged(ctx context.Context, body io.Reader, off, n, skip int64) (done int64, err error) {
+	e, buf, clock, ps := r.e, r.buf, r.clock, &r.sum
 	if err := e.skipBytes(body, buf, skip); err != nil {
 		return 0, err
 	}
-	w, err := st.Stage(off, n)
+	w, err := r.st.Stage(off, n)
 	if err != nil {
 		return 0, Permanent(fmt.Errorf("stage at %d: %w", off, err))
 	}
@@ -333,7 +346,7 @@ func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off,
 			err = Permanent(fmt.Errorf("write before %d: %w", off+done, cerr))
 		}
 		writing += time.Since(w0)
-		e.count(l, done-counted)
+		e.count(r.l, done-counted)
 		e.writeNanos.Add(int64(writing))
 	}()
 	for done < n {
@@ -356,7 +369,7 @@ func (e *Engine) copyStaged(ctx context.Context, body io.Reader, st Stager, off,
 				return done, Permanent(fmt.Errorf("write before %d: %w", off+done, werr))
 			}
 			if done-counted >= countEvery {
-				e.count(l, done-counted)
+				e.count(r.l, done-counted)
 				counted = done
 			}
 		}

@@ -26,7 +26,6 @@ type object struct {
 	cancel context.CancelFunc
 
 	moved, reused atomic.Int64 // bytes fetched in this run, kept from an earlier one
-	whole         *partSum     // the running sums of a one-request fetch
 
 	// The plan, guarded by the scheduler's lock.
 	oneRequest      bool  // fetched whole, without a Range
@@ -116,75 +115,6 @@ func checkSize(o *Object) error {
 	return nil
 }
 
-// runRange moves one range of the object into its file, holding a
-// request slot for its first attempt, and tells the scheduler it ended.
-func (t *object) runRange(r span, s slot) {
-	var err error
-	if r.whole {
-		err = t.fetchWhole(s)
-	} else {
-		err = t.part(r.off, r.n, s)
-	}
-	t.e.sched.ended(t, r, err)
-}
-
-// fetchWhole fetches the object in one request, without a Range.
-func (t *object) fetchWhole(s slot) error {
-	t.whole = t.verify.partSum()
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, 0, t.o.Size, -1, t.verify, t.whole, &s)
-	t.moved.Add(got)
-	return err
-}
-
-// part moves bytes [off, off+n) into the file (b, if not nil, is already
-// open), records their sum and journals them. Without b, what an earlier
-// run journaled of the part is taken first, once its bytes read back with
-// the sum that run computed: the whole part, or the prefix that run had
-// written when it was interrupted, after which only the rest is fetched.
-// A part this run is interrupted in journals the prefix it wrote, with its
-// running CRC, so that an early Ctrl-C on large parts does not start them
-// over.
-func (t *object) part(off, n int64, s slot) error {
-	journal, _ := t.f.(Journal)
-	_, whole := t.f.(PartWriter) // written whole or not at all: no prefix
-	ps := t.verify.partSum()
-	var kept int64
-	if journal != nil {
-		if have, sum := journal.Completed(off, n); have == n || have > 0 && !whole {
-			if r, ok := t.verify.readBack(t.f, off, have, sum); ok {
-				t.reused.Add(have)
-				if have == n {
-					t.verify.set(off, r)
-					t.e.gate.release(s, false) // the slot it was given
-					return nil                 // durable from an earlier run, and read back
-				}
-				ps.resume(r)
-				kept = have
-			}
-		}
-	}
-	got, err := t.e.fetch(t.pctx, &t.o, t.f, off+kept, n-kept, n-kept, t.verify, ps, &s)
-	t.moved.Add(got)
-	if err != nil {
-		if journal != nil && !whole && t.ctx.Err() != nil && kept+got > 0 {
-			// Interrupted: keep the prefix. Its sum covers all of it,
-			// the bytes kept before and those written now.
-			if sum, ok := t.verify.prefix(ps, kept+got); ok {
-				err = errors.Join(err, journal.PartDone(off, kept+got, sum))
-			}
-		}
-		return fmt.Errorf("bytes=%d-%d: %w", off, off+n-1, err)
-	}
-	sum := t.verify.record(off, ps)
-	if journal != nil {
-		if err := journal.PartDone(off, n, sum); err != nil {
-			return fmt.Errorf("journal bytes=%d-%d: %w", off, off+n-1, err)
-		}
-	}
-	t.e.opts.Observer.PartDone(t.o, off, n)
-	return nil
-}
-
 // wait waits for the parts, verifies the object and commits its file:
 // the file is committed when every part arrived and verified, removed
 // when one failed, and kept for resume when the run was interrupted.
@@ -197,7 +127,7 @@ func (t *object) wait() Result {
 	}
 	var v Verification
 	if err == nil {
-		v, err = t.verified()
+		v, err = t.verify.objectComplete(t.f, t.o.Size)
 	}
 	if err == nil {
 		if err = t.f.Commit(); err != nil {
@@ -209,18 +139,6 @@ func (t *object) wait() Result {
 		kept, err = t.discard(err)
 	}
 	return Result{Bytes: t.moved.Load(), Resumed: t.reused.Load(), Verification: v, Err: err, Kept: kept}
-}
-
-// verified compares the bytes' sums with the object's checksums.
-func (t *object) verified() (Verification, error) {
-	if t.o.Size == 0 {
-		v := Verification{Off: t.e.opts.Verify == VerifyOff}
-		if !v.Off {
-			v.unverified(UnverifiedEmpty, "an empty object has nothing to check")
-		}
-		return v, nil
-	}
-	return t.verify.result(t.whole.whole(), t.f, t.o.Size)
 }
 
 // discard ends a file whose transfer failed with err: kept for resume

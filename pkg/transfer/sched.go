@@ -118,9 +118,11 @@ func (s *scheduler) start(j job) {
 }
 
 // runner runs ranges, j first, until the dispatcher returns.
+// Each keeps one rangeRun for them all.
 func (s *scheduler) runner(j job) {
+	r := new(rangeRun)
 	for ok := true; ok; j, ok = <-s.work {
-		j.t.runRange(j.r, j.s)
+		j.t.runRange(r, j.r, j.s)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/checksum"
 )
@@ -60,9 +61,10 @@ type verifier struct {
 	mu      sync.Mutex
 	want    map[string]string // expected values by algorithm name
 	wantErr error
-	head    chan struct{} // closed when a Checksummer call ended
-	etag    string        // an MD5 ETag to verify (--verify full), or ""
-	md5     hash.Hash     // MD5 of a whole-object fetch, in order
+	head    chan struct{}    // closed when a Checksummer call ended
+	etag    string           // an MD5 ETag to verify (--verify full), or ""
+	md5     hash.Hash        // MD5 of a whole-object fetch, in order
+	whole   checksum.Running // the CRC of a whole-object fetch, once written
 	// streamed is the MD5 of what a Stream passed on, in order, or nil
 	streamed hash.Hash
 	stream   string // the Stream's name
@@ -97,6 +99,25 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 		alg, ok = pickAlgorithm(o.Checksums), true
 	}
 	crcKnown := ok && alg.Supported()
+	c.planMD5(e.opts.Verify, o.ETag, f, ranged, ranged && crcKnown)
+	if !ranged || !crcKnown {
+		return c // a whole-object fetch learns its algorithm from the response
+	}
+	c.alg = alg
+	c.parts = checksum.NewOrdered(alg, o.Size)
+	if _, known := o.Checksums[string(alg)]; !known {
+		if cs, ok := e.lanes[0].Source.(Checksummer); ok {
+			c.lookUp(ctx, cs, *o, 2*e.opts.StallTimeout)
+		}
+	}
+	return c
+}
+
+// planMD5 decides whether and how the MD5 ETag etag is checked: summed
+// in order by a Stream as it passes the bytes on, by a whole-object
+// fetch as they arrive, or by reading the file back at the end.
+// crcRanged says a ranged fetch has a CRC to check.
+func (c *verifier) planMD5(verify Verify, etag string, f File, ranged, crcRanged bool) {
 	stream, _ := f.(Stream)
 	if _, readable := f.(io.ReaderAt); readable {
 		stream = nil
@@ -105,9 +126,9 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 		// Under auto, a stream with no CRC to check (a whole-object
 		// fetch learns of one only from its response) sums its MD5 as it
 		// goes: it could not be read back later.
-		c.autoMD5 = e.opts.Verify == VerifyAuto && stream != nil && !(ranged && crcKnown)
-		if e.opts.Verify == VerifyFull || c.autoMD5 {
-			c.etag = strings.Trim(o.ETag, `"`)
+		c.autoMD5 = verify == VerifyAuto && stream != nil && !crcRanged
+		if verify == VerifyFull || c.autoMD5 {
+			c.etag = strings.Trim(etag, `"`)
 		}
 	}
 	switch {
@@ -117,54 +138,116 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	case c.etag != "" && !ranged:
 		c.md5 = md5.New()
 	}
-	if !ranged {
-		return c // the algorithm comes with the response
-	}
-	if !crcKnown {
-		return c
-	}
-	c.alg = alg
-	c.parts = checksum.NewOrdered(alg, o.Size)
-	if _, known := o.Checksums[string(alg)]; !known {
-		if cs, ok := e.lanes[0].Source.(Checksummer); ok {
-			c.head = make(chan struct{})
-			obj := *o
-			go func() {
-				defer close(c.head)
-				hctx, cancel := context.WithTimeout(ctx, 2*e.opts.StallTimeout)
-				defer cancel()
-				want, err := cs.Checksums(hctx, &obj)
-				c.mu.Lock()
-				c.want, c.wantErr = want, err
-				c.mu.Unlock()
-			}()
-		}
-	}
-	return c
 }
 
-// fromResponse records what a whole-object response offers.
-func (c *verifier) fromResponse(b *Body) {
+// lookUp asks cs for the object's full-object checksums, which ranged
+// responses do not carry, beside the transfer; objectComplete waits for
+// the answer.
+func (c *verifier) lookUp(ctx context.Context, cs Checksummer, obj Object, timeout time.Duration) {
+	c.head = make(chan struct{})
+	go func() {
+		defer close(c.head)
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		want, err := cs.Checksums(hctx, &obj)
+		c.mu.Lock()
+		c.want, c.wantErr = want, err
+		c.mu.Unlock()
+	}()
+}
+
+// The moments of an object's verification, each one entry point: the
+// object opens (newVerifier), a range starts (startPart), a response
+// arrives (answered), bytes stream past (partSum.update, the hot path), a
+// part is written (partWritten) or interrupted (partInterrupted), a part
+// an earlier run journaled is read back (resumedPart), and the object is
+// complete (objectComplete). The rest are this file's helpers.
+
+// startPart readies ps for one range of the object: its CRC when the
+// algorithm is known, the whole-object MD5 when one is summed in order.
+// With nothing verified (c nil) ps computes nothing.
+func (c *verifier) startPart(ps *partSum) {
+	*ps = partSum{}
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if b.Encrypted {
-		c.encrypted = true
-	}
-	if c.parts == nil && c.alg == "" && len(b.Checksums) > 0 {
-		c.want = b.Checksums
-		c.alg = pickAlgorithm(b.Checksums)
+	ps.md5 = c.md5
+	if c.alg != "" {
+		ps.run, ps.on = checksum.Start(c.alg), true
 	}
 }
 
-// result compares what was computed with what the object declares, and
-// returns how the object was verified, or an error on a mismatch.
-func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verification, error) {
+// answered records what a response offers (a whole-object response names
+// its checksums and the CRC to compute; any says the object is
+// encrypted), and starts ps over when the attempt sends the part again
+// from its start (over: a part writer's).
+func (c *verifier) answered(ps *partSum, b *Body, over bool) {
+	if c == nil {
+		return
+	}
+	c.fromResponse(b)
+	ps.begin(c)
+	if over {
+		ps.restart()
+	}
+}
+
+// partWritten records the sums of a range whose bytes all arrived: a
+// part's CRC, joined to the object's and returned as its journal token,
+// or the CRC of a whole-object fetch.
+func (c *verifier) partWritten(off int64, ps *partSum) string {
+	if c == nil || !ps.on {
+		return ""
+	}
+	if c.parts == nil {
+		c.mu.Lock()
+		c.whole = ps.run
+		c.mu.Unlock()
+		return ""
+	}
+	c.parts.Set(off, ps.run)
+	return sumToken(c.alg, ps.run)
+}
+
+// partInterrupted returns the journal token of the first n bytes of a
+// part that was interrupted, when ps summed exactly them: its running
+// CRC, saved so that a later run can read those bytes back, check them
+// and go on from there. With nothing to verify the token is "". It
+// reports false when ps did not follow the bytes written (no CRC
+// computed for the part).
+func (c *verifier) partInterrupted(ps *partSum, n int64) (string, bool) {
+	if c == nil || c.parts == nil {
+		return "", true
+	}
+	if !ps.on || ps.run.Len() != n {
+		return "", false
+	}
+	return sumToken(c.alg, ps.run), true
+}
+
+// resumedPart proves the first have bytes of the part at off, journaled
+// by an earlier run with sum, against what is now in f, and continues
+// ps from them: it reports false when they must be fetched again. A
+// part taken whole is then partWritten like one fetched now.
+func (c *verifier) resumedPart(ps *partSum, f File, off, have int64, sum string) bool {
+	r, ok := c.readBack(f, off, have, sum)
+	if ok && ps.on {
+		ps.run = r
+	}
+	return ok
+}
+
+// objectComplete compares what was computed with what the object
+// declares, and returns how the object was verified, or an error on a
+// mismatch.
+func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 	var v Verification
 	if c == nil {
 		v.Off = true
+		return v, nil
+	}
+	if size == 0 {
+		v.unverified(UnverifiedEmpty, "an empty object has nothing to check")
 		return v, nil
 	}
 	if c.head != nil {
@@ -172,38 +255,8 @@ func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verifica
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.alg != "" {
-		var got uint64
-		var err error
-		switch {
-		case c.parts != nil:
-			got, err = c.parts.Sum()
-		case whole != nil && whole.Algorithm() == c.alg:
-			got = whole.Sum()
-		default:
-			err = errors.New("not computed")
-		}
-		sent, ok := c.want[string(c.alg)]
-		switch {
-		case err != nil:
-			v.unverified(UnverifiedUnsupported, err.Error())
-		case !ok && c.wantErr != nil:
-			v.unverified(UnverifiedLookupFailed, "checksum lookup failed: "+c.wantErr.Error())
-		case !ok:
-			v.unverified(UnverifiedNoChecksum, "no checksum returned")
-		default:
-			verdict, cerr := checksum.Compare(c.alg, sent, got)
-			switch {
-			case verdict == checksum.Match:
-				v.Checksums = append(v.Checksums, strings.ToLower(string(c.alg)))
-			case verdict == checksum.Mismatch:
-				return v, Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
-			case errors.Is(cerr, checksum.ErrComposite):
-				v.unverified(UnverifiedComposite, cerr.Error())
-			default:
-				v.unverified(UnverifiedUnsupported, cerr.Error())
-			}
-		}
+	if err := c.checkCRC(&v); err != nil {
+		return v, err
 	}
 	if c.etag != "" && !(c.autoMD5 && v.Verified()) {
 		if err := c.verifyMD5(&v, f, size); err != nil {
@@ -221,6 +274,59 @@ func (c *verifier) result(whole *checksum.Running, f File, size int64) (Verifica
 		}
 	}
 	return v, nil
+}
+
+// fromResponse records what a response offers. Under c.mu.
+func (c *verifier) fromResponse(b *Body) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.Encrypted {
+		c.encrypted = true
+	}
+	if c.parts == nil && c.alg == "" && len(b.Checksums) > 0 {
+		c.want = b.Checksums
+		c.alg = pickAlgorithm(b.Checksums)
+	}
+}
+
+// checkCRC compares the object's CRC, from its parts or its whole-object
+// fetch, with the value it declares, into v. Under c.mu.
+func (c *verifier) checkCRC(v *Verification) error {
+	if c.alg == "" {
+		return nil
+	}
+	var got uint64
+	var err error
+	switch {
+	case c.parts != nil:
+		got, err = c.parts.Sum()
+	case c.whole.Algorithm() == c.alg:
+		got = c.whole.Sum()
+	default:
+		err = errors.New("not computed")
+	}
+	sent, ok := c.want[string(c.alg)]
+	switch {
+	case err != nil:
+		v.unverified(UnverifiedUnsupported, err.Error())
+	case !ok && c.wantErr != nil:
+		v.unverified(UnverifiedLookupFailed, "checksum lookup failed: "+c.wantErr.Error())
+	case !ok:
+		v.unverified(UnverifiedNoChecksum, "no checksum returned")
+	default:
+		verdict, cerr := checksum.Compare(c.alg, sent, got)
+		switch {
+		case verdict == checksum.Match:
+			v.Checksums = append(v.Checksums, strings.ToLower(string(c.alg)))
+		case verdict == checksum.Mismatch:
+			return Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
+		case errors.Is(cerr, checksum.ErrComposite):
+			v.unverified(UnverifiedComposite, cerr.Error())
+		default:
+			v.unverified(UnverifiedUnsupported, cerr.Error())
+		}
+	}
+	return nil
 }
 
 // verifyMD5 checks the MD5 ETag: from the hash computed in order for a
@@ -263,30 +369,18 @@ func md5Of(r io.ReaderAt, size int64) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// partSum is what one part computes as its bytes stream past: its CRC
-// and, for a whole-object fetch under --verify full, the MD5.
+// partSum is what one range computes as its bytes stream past: its CRC
+// and, for a whole-object fetch under --verify full, the MD5. The zero
+// partSum computes nothing.
 type partSum struct {
 	run checksum.Running
 	on  bool
 	md5 hash.Hash
 }
 
-// partSum returns a fresh partSum for one part of the object, or nil when
-// nothing is verified.
-func (c *verifier) partSum() *partSum {
-	if c == nil {
-		return nil
-	}
-	ps := &partSum{md5: c.md5}
-	if c.alg != "" {
-		ps.run, ps.on = checksum.Start(c.alg), true
-	}
-	return ps
-}
-
 // begin starts the CRC once a whole-object response said which one.
 func (ps *partSum) begin(c *verifier) {
-	if ps == nil || ps.on {
+	if ps.on {
 		return
 	}
 	c.mu.Lock()
@@ -299,9 +393,6 @@ func (ps *partSum) begin(c *verifier) {
 
 // update is called on the hot path with each buffer of data, in order.
 func (ps *partSum) update(p []byte) {
-	if ps == nil {
-		return
-	}
 	if ps.on {
 		ps.run.Update(p)
 	}
@@ -313,9 +404,6 @@ func (ps *partSum) update(p []byte) {
 // restart forgets what an earlier attempt summed, for an attempt that
 // starts the part over.
 func (ps *partSum) restart() {
-	if ps == nil {
-		return
-	}
 	if ps.on {
 		ps.run = checksum.Start(ps.run.Algorithm())
 	}
@@ -324,53 +412,13 @@ func (ps *partSum) restart() {
 	}
 }
 
-// whole returns the CRC of a whole-object fetch.
-func (ps *partSum) whole() *checksum.Running {
-	if ps == nil || !ps.on {
-		return nil
-	}
-	return &ps.run
-}
-
-// record stores a finished part's CRC and returns it as a journal token.
-func (c *verifier) record(off int64, ps *partSum) string {
-	if c == nil || c.parts == nil || ps == nil || !ps.on {
-		return ""
-	}
-	c.parts.Set(off, ps.run)
-	return sumToken(c.alg, ps.run)
-}
-
-// prefix returns the journal token of the first n bytes of a part that
-// was interrupted, when ps summed exactly them: its running CRC, saved so
-// that a later run can read those bytes back, check them and go on from
-// there. With nothing to verify the token is "". It reports false when
-// ps did not follow the bytes written (no CRC computed for the part).
-func (c *verifier) prefix(ps *partSum, n int64) (string, bool) {
-	if c == nil || c.parts == nil {
-		return "", true
-	}
-	if ps == nil || !ps.on || ps.run.Len() != n {
-		return "", false
-	}
-	return sumToken(c.alg, ps.run), true
-}
-
 func sumToken(alg checksum.Algorithm, r checksum.Running) string {
 	return fmt.Sprintf("%s=%x", alg, r.Sum())
 }
 
-// set stores the CRC of a part taken whole from an earlier run.
-func (c *verifier) set(off int64, r checksum.Running) {
-	if c != nil && c.parts != nil {
-		c.parts.Set(off, r)
-	}
-}
-
-// readBack proves bytes [off, off+n) journaled by an earlier run against
-// what is now in the file: it recomputes their CRC from what f reads back
-// (f must be an io.ReaderAt) and returns it only if it equals sum, the
-// CRC the earlier run computed as the bytes arrived. So a partial file
+// readBack recomputes the CRC of bytes [off, off+n) from what f reads
+// back (f must be an io.ReaderAt) and returns it only if it equals sum,
+// the CRC an earlier run computed as the bytes arrived. So a partial file
 // changed between runs is caught, and "verified" always covers the bytes
 // that reach the final name. It reports false when the bytes must be
 // fetched again. With nothing to verify (no checksum, or --verify off)
@@ -398,16 +446,18 @@ func (c *verifier) readBack(f File, off, n int64, sum string) (checksum.Running,
 	return got, true
 }
 
-// resume continues the part's CRC from r, that of its first bytes, read
-// back from an earlier run.
-func (ps *partSum) resume(r checksum.Running) {
-	if ps != nil && ps.on {
-		ps.run = r
+// summing returns b, or for a part writer, which reads the body itself,
+// b with a reader that sums what it reads into ps (not a Dataless body,
+// which carries no data).
+func (ps *partSum) summing(b *Body) *Body {
+	_, ref := b.ReadCloser.(Dataless)
+	if ref || !ps.on && ps.md5 == nil {
+		return b
 	}
+	tee := *b
+	tee.ReadCloser = summingBody{b.ReadCloser, ps}
+	return &tee
 }
-
-// active reports whether the part computes anything.
-func (ps *partSum) active() bool { return ps != nil && (ps.on || ps.md5 != nil) }
 
 // summingBody sums what a PartWriter reads from a body.
 type summingBody struct {
