@@ -251,3 +251,49 @@ func TestCopyKeepsSparseFilesSparse(t *testing.T) {
 		})
 	}
 }
+
+// TestDenseAndSegment: a file written through is dense, so its parts skip
+// the hole search; one with a hole in the middle or at its end is not,
+// and its segments are found where they are.
+func TestDenseAndSegment(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	randomFile(t, full, 3<<20, 0o644, time.Now())
+	holey := filepath.Join(dir, "holey")
+	f, err := os.Create(holey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteAt(bytes.Repeat([]byte("a"), 1<<20), 0)
+	f.WriteAt(bytes.Repeat([]byte("b"), 1<<20), 4<<20)
+	f.Truncate(8 << 20) // and a trailing hole
+	fd := int(f.Fd())
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st); st.Blocks*512 >= 8<<20 {
+		t.Skip("this file system does not keep holes")
+	}
+	g, err := os.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !dense(int(g.Fd())) {
+		t.Errorf("dense(%s) = false for a file written through", full)
+	}
+	if dense(fd) {
+		t.Errorf("dense(%s) = true for a file with holes", holey)
+	}
+	for _, tt := range []struct{ pos, end, data, hole int64 }{
+		{0, 8 << 20, 0, 1 << 20},
+		{512 << 10, 8 << 20, 512 << 10, 1 << 20},
+		{1 << 20, 8 << 20, 4 << 20, 5 << 20},
+		{4 << 20, 4<<20 + 4096, 4 << 20, 4<<20 + 4096},
+		{5 << 20, 8 << 20, 8 << 20, 8 << 20},
+		{2 << 20, 3 << 20, 3 << 20, 3 << 20},
+	} {
+		if data, hole := segment(fd, tt.pos, tt.end); data != tt.data || hole != tt.hole {
+			t.Errorf("segment(%d, %d) = [%d, %d), want [%d, %d)", tt.pos, tt.end, data, hole, tt.data, tt.hole)
+		}
+	}
+}
