@@ -63,13 +63,21 @@ func (c *CopySink) Create(ctx context.Context, obj transfer.Object) (transfer.Fi
 			return nil, transfer.Permanent(fmt.Errorf("chmod %s: %w", f.rel, unwrapPath(err)))
 		}
 	}
-	return &copyFile{file: f, sink: c}, nil
+	return &copyFile{file: f, sink: c, kernel: make(chan struct{}, 1)}, nil
 }
 
 // copyFile is a destination file that takes whole parts.
 type copyFile struct {
 	*file
 	sink *CopySink
+	// kernel admits one copy_file_range into the file at a time. Every
+	// file system here takes the inode's lock for a write into a file
+	// (tmpfs, ext4, xfs and btrfs for buffered writes, xfs and btrfs for
+	// a reflink), so parts copied at once into one file do not run at
+	// once: they spin on that lock in the kernel, which on tmpfs doubles
+	// the CPU of a large file's copy. Parts waiting here sleep instead;
+	// different files still copy in parallel.
+	kernel chan struct{}
 }
 
 // WritePart implements transfer.PartWriter: it writes bytes [off, off+n)
@@ -169,7 +177,13 @@ func segment(fd int, pos, end int64) (data, hole int64) {
 func (f *copyFile) copyData(ctx context.Context, src *os.File, soff, doff, n int64, progress func(int64)) (int64, error) {
 	var done int64
 	if !f.sink.noKernel.Load() {
+		select {
+		case f.kernel <- struct{}{}:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 		k, err := kernelCopy(ctx, src, soff, f.File, doff, n, progress)
+		<-f.kernel
 		done += k
 		switch {
 		case err == nil:

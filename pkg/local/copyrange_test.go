@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"github.com/s3pd/s3pd/internal/unpriv"
 	"io"
 	"io/fs"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -296,4 +299,93 @@ func TestDenseAndSegment(t *testing.T) {
 			t.Errorf("segment(%d, %d) = [%d, %d), want [%d, %d)", tt.pos, tt.end, data, hole, tt.data, tt.hole)
 		}
 	}
+}
+
+// TestKernelCopyOneAtATime: parts copied into one file through the kernel
+// take turns (the file system would serialise them on the inode's lock,
+// spinning); a part waiting for its turn sleeps, gives up when its
+// context ends, and another file's parts do not wait at all.
+func TestKernelCopyOneAtATime(t *testing.T) {
+	const part = 1 << 20
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	randomFile(t, p, 2*part, 0o644, time.Now())
+	sopen := func(t *testing.T, s *Source, obj transfer.Object, off int64) *transfer.Body {
+		b, err := s.Open(context.Background(), &obj, off, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewSource(src, SourceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := NewSink(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sk.Close() }) // after the files' Abort
+		cs := NewCopySink(sk)
+		obj := transfer.Object{Key: p, Name: "f", Size: 2 * part}
+		create := func(name string) transfer.PartWriter {
+			o := obj
+			o.Name = name
+			f, err := cs.Create(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Abort() })
+			return f.(transfer.PartWriter)
+		}
+		f, other := create("f"), create("g")
+
+		// The first part holds its turn while its progress is held.
+		hold, held := make(chan struct{}), make(chan struct{})
+		firstDone := make(chan error)
+		go func() {
+			_, err := f.WritePart(context.Background(), 0, part, sopen(t, s, obj, 0), func(int64) {
+				close(held)
+				<-hold
+			})
+			firstDone <- err
+		}()
+		<-held
+		var moved atomic.Int64
+		second := make(chan error)
+		go func() {
+			_, err := f.WritePart(context.Background(), part, part, sopen(t, s, obj, part), func(k int64) { moved.Add(k) })
+			second <- err
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		third := make(chan error)
+		go func() {
+			_, err := f.WritePart(ctx, part, part, sopen(t, s, obj, part), func(int64) {})
+			third <- err
+		}()
+		synctest.Wait()
+		if got := moved.Load(); got != 0 {
+			t.Errorf("second part moved %d bytes while the first held its turn, want 0", got)
+		}
+		// Another file does not wait for this one's turn.
+		if n, err := other.WritePart(context.Background(), 0, part, sopen(t, s, obj, 0), func(int64) {}); err != nil || n != part {
+			t.Errorf("another file's part: got %d, %v, want %d, nil", n, err, part)
+		}
+		cancel()
+		if err := <-third; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting part, context cancelled: got %v, want context.Canceled", err)
+		}
+		close(hold)
+		if err := <-firstDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil || moved.Load() != part {
+			t.Fatalf("second part: got %v after %d bytes, want nil after %d", err, moved.Load(), part)
+		}
+		if cs.noKernel.Load() {
+			t.Fatalf("copy_file_range was refused on %s: the kernel path went untested", sk.dir)
+		}
+	})
 }
