@@ -63,13 +63,21 @@ func (c *CopySink) Create(ctx context.Context, obj transfer.Object) (transfer.Fi
 			return nil, transfer.Permanent(fmt.Errorf("chmod %s: %w", f.rel, unwrapPath(err)))
 		}
 	}
-	return &copyFile{file: f, sink: c}, nil
+	return &copyFile{file: f, sink: c, kernel: make(chan struct{}, 1)}, nil
 }
 
 // copyFile is a destination file that takes whole parts.
 type copyFile struct {
 	*file
 	sink *CopySink
+	// kernel admits one copy_file_range into the file at a time. Every
+	// file system here takes the inode's lock for a write into a file
+	// (tmpfs, ext4, xfs and btrfs for buffered writes, xfs and btrfs for
+	// a reflink), so parts copied at once into one file do not run at
+	// once: they spin on that lock in the kernel, which on tmpfs doubles
+	// the CPU of a large file's copy. Parts waiting here sleep instead;
+	// different files still copy in parallel.
+	kernel chan struct{}
 }
 
 // WritePart implements transfer.PartWriter: it writes bytes [off, off+n)
@@ -88,23 +96,21 @@ func (f *copyFile) WritePart(ctx context.Context, off, n int64, body *transfer.B
 // segment by data segment (SEEK_DATA, SEEK_HOLE): holes are not written,
 // so a sparse source stays sparse where the file systems allow. Holes
 // count as moved for progress.
+//
+// A file with a block for every byte has no holes to look for: it is
+// copied as one segment, as cp decides. The search is not free: on tmpfs
+// SEEK_HOLE walks the page cache from the offset to the next hole, the
+// end of a dense file, so a search per part of a large file costs time
+// in proportion to the file times its parts.
 func (f *copyFile) sparse(ctx context.Context, src *os.File, soff, doff, n int64, progress func(int64)) (int64, error) {
 	fd := int(src.Fd())
 	end := soff + n
+	holes := !dense(fd)
 	var done int64
 	for pos := soff; pos < end; {
-		data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			data = end // a hole to the end of the file
-		} else if err != nil {
-			data = pos // no SEEK_DATA here: all data
-		}
-		data = min(data, end)
-		hole := end
-		if data < end {
-			if h, err := unix.Seek(fd, data, unix.SEEK_HOLE); err == nil {
-				hole = min(h, end)
-			}
+		data, hole := pos, end
+		if holes {
+			data, hole = segment(fd, pos, end)
 		}
 		if data > pos {
 			progress(data - pos)
@@ -118,6 +124,9 @@ func (f *copyFile) sparse(ctx context.Context, src *os.File, soff, doff, n int64
 			}
 		}
 		pos = hole
+	}
+	if !holes {
+		return done, nil
 	}
 	// A hole "to the end" of a file that shrank meanwhile is no hole.
 	if st, err := src.Stat(); err != nil || st.Size() < end {
@@ -133,12 +142,48 @@ func (f *copyFile) sparse(ctx context.Context, src *os.File, soff, doff, n int64
 	return done, nil
 }
 
+// dense reports whether the file at fd has a block for every byte (so no
+// holes), false if it cannot tell.
+func dense(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return st.Blocks*512 >= st.Size
+}
+
+// segment returns the first data segment [data, hole) of the file at fd
+// at or after pos, both at most end; data is end when only a hole is
+// left. A file system without SEEK_DATA is all data.
+func segment(fd int, pos, end int64) (data, hole int64) {
+	data, err := unix.Seek(fd, pos, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		data = end // a hole to the end of the file
+	} else if err != nil {
+		data = pos // no SEEK_DATA here: all data
+	}
+	data = min(data, end)
+	hole = end
+	if data < end {
+		if h, err := unix.Seek(fd, data, unix.SEEK_HOLE); err == nil {
+			hole = min(h, end)
+		}
+	}
+	return data, hole
+}
+
 // copyData copies n bytes of data from src at soff to the file at doff:
 // in the kernel while it accepts, else through a buffer.
 func (f *copyFile) copyData(ctx context.Context, src *os.File, soff, doff, n int64, progress func(int64)) (int64, error) {
 	var done int64
 	if !f.sink.noKernel.Load() {
+		select {
+		case f.kernel <- struct{}{}:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
 		k, err := kernelCopy(ctx, src, soff, f.File, doff, n, progress)
+		<-f.kernel
 		done += k
 		switch {
 		case err == nil:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"github.com/s3pd/s3pd/internal/unpriv"
 	"io"
 	"io/fs"
@@ -11,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -250,4 +253,139 @@ func TestCopyKeepsSparseFilesSparse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDenseAndSegment: a file written through is dense, so its parts skip
+// the hole search; one with a hole in the middle or at its end is not,
+// and its segments are found where they are.
+func TestDenseAndSegment(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	randomFile(t, full, 3<<20, 0o644, time.Now())
+	holey := filepath.Join(dir, "holey")
+	f, err := os.Create(holey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteAt(bytes.Repeat([]byte("a"), 1<<20), 0)
+	f.WriteAt(bytes.Repeat([]byte("b"), 1<<20), 4<<20)
+	f.Truncate(8 << 20) // and a trailing hole
+	fd := int(f.Fd())
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st); st.Blocks*512 >= 8<<20 {
+		t.Skip("this file system does not keep holes")
+	}
+	g, err := os.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !dense(int(g.Fd())) {
+		t.Errorf("dense(%s) = false for a file written through", full)
+	}
+	if dense(fd) {
+		t.Errorf("dense(%s) = true for a file with holes", holey)
+	}
+	for _, tt := range []struct{ pos, end, data, hole int64 }{
+		{0, 8 << 20, 0, 1 << 20},
+		{512 << 10, 8 << 20, 512 << 10, 1 << 20},
+		{1 << 20, 8 << 20, 4 << 20, 5 << 20},
+		{4 << 20, 4<<20 + 4096, 4 << 20, 4<<20 + 4096},
+		{5 << 20, 8 << 20, 8 << 20, 8 << 20},
+		{2 << 20, 3 << 20, 3 << 20, 3 << 20},
+	} {
+		if data, hole := segment(fd, tt.pos, tt.end); data != tt.data || hole != tt.hole {
+			t.Errorf("segment(%d, %d) = [%d, %d), want [%d, %d)", tt.pos, tt.end, data, hole, tt.data, tt.hole)
+		}
+	}
+}
+
+// TestKernelCopyOneAtATime: parts copied into one file through the kernel
+// take turns (the file system would serialise them on the inode's lock,
+// spinning); a part waiting for its turn sleeps, gives up when its
+// context ends, and another file's parts do not wait at all.
+func TestKernelCopyOneAtATime(t *testing.T) {
+	const part = 1 << 20
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	randomFile(t, p, 2*part, 0o644, time.Now())
+	sopen := func(t *testing.T, s *Source, obj transfer.Object, off int64) *transfer.Body {
+		b, err := s.Open(context.Background(), &obj, off, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewSource(src, SourceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := NewSink(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sk.Close() }) // after the files' Abort
+		cs := NewCopySink(sk)
+		obj := transfer.Object{Key: p, Name: "f", Size: 2 * part}
+		create := func(name string) transfer.PartWriter {
+			o := obj
+			o.Name = name
+			f, err := cs.Create(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Abort() })
+			return f.(transfer.PartWriter)
+		}
+		f, other := create("f"), create("g")
+
+		// The first part holds its turn while its progress is held.
+		hold, held := make(chan struct{}), make(chan struct{})
+		firstDone := make(chan error)
+		go func() {
+			_, err := f.WritePart(context.Background(), 0, part, sopen(t, s, obj, 0), func(int64) {
+				close(held)
+				<-hold
+			})
+			firstDone <- err
+		}()
+		<-held
+		var moved atomic.Int64
+		second := make(chan error)
+		go func() {
+			_, err := f.WritePart(context.Background(), part, part, sopen(t, s, obj, part), func(k int64) { moved.Add(k) })
+			second <- err
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		third := make(chan error)
+		go func() {
+			_, err := f.WritePart(ctx, part, part, sopen(t, s, obj, part), func(int64) {})
+			third <- err
+		}()
+		synctest.Wait()
+		if got := moved.Load(); got != 0 {
+			t.Errorf("second part moved %d bytes while the first held its turn, want 0", got)
+		}
+		// Another file does not wait for this one's turn.
+		if n, err := other.WritePart(context.Background(), 0, part, sopen(t, s, obj, 0), func(int64) {}); err != nil || n != part {
+			t.Errorf("another file's part: got %d, %v, want %d, nil", n, err, part)
+		}
+		cancel()
+		if err := <-third; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting part, context cancelled: got %v, want context.Canceled", err)
+		}
+		close(hold)
+		if err := <-firstDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil || moved.Load() != part {
+			t.Fatalf("second part: got %v after %d bytes, want nil after %d", err, moved.Load(), part)
+		}
+		if cs.noKernel.Load() {
+			t.Fatalf("copy_file_range was refused on %s: the kernel path went untested", sk.dir)
+		}
+	})
 }
