@@ -107,8 +107,8 @@ func (s *scheduler) run(ctx context.Context) {
 
 // start hands j to an idle runner, or starts a runner for it. Runners
 // live for the run, as many as ranges ever ran at once: a goroutine per
-// range grew its stack anew through the engine's and the SDK's calls
-// for every request, about 5 % of the client's CPU on 64 KiB objects.
+// range would grow its stack anew through the engine's and the HTTP
+// client's calls for every request, a cost small objects feel.
 func (s *scheduler) start(j job) {
 	select {
 	case s.work <- j:
