@@ -29,7 +29,7 @@ var layers = map[string][]string{
 	// The job: what to transfer and where, from the adapters and the
 	// engine; no command line and no configuration (cmd turns settings
 	// into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard"},
+	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort"},
 }
 
 // TestImportRules holds the dependency rules of docs/ARCHITECTURE.md:

@@ -157,39 +157,38 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return err
 	}
 	warnIncludeAlone(f, opts.rules.rules)
-	c, err := job.NewCopy(ctx, spec)
+	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
-		return jobError(ctx, err)
+		return err
 	}
-	defer c.Close()
-	out := opts.output
-	out.localTo, out.dryVerb = c.LocalTo, "copy"
+	out := f.output(opts.output)
+	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
 	if spec.SrcURL.Bucket != "" {
 		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
-	} else if c.LocalTo == "local" {
+	} else if out.localTo == "local" {
 		verb = "copy"
 	}
-	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
-		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin, directory: directorySource(opts.src)})
-	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
+	check := func() error {
+		if failures.Load() > 0 {
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
+		}
+		return nil
 	}
-	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
+	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts, Bandwidth: settings.MaxBandwidth},
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check})
 }
 
-// copyDelete is --delete's step after a copy that ended with err.
-func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, rules transfer.Rules, err error) error {
-	if err != nil || c.Listed == nil {
-		return err
+// localTo is where a copy from local files goes, "local" or "s3" ("":
+// the source is S3).
+func localTo(src, dst string) string {
+	switch {
+	case isS3(src):
+		return ""
+	case isS3(dst):
+		return "s3"
 	}
-	what := "object"
-	if c.LocalTo == "local" {
-		what = "file"
-	}
-	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
-		return c.Delete(ctx, rules.Match, out.dryRun, report)
-	})
+	return "local"
 }
 
 // spec is the copy the flags ask for, with the run's settings;
@@ -241,19 +240,6 @@ func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Sett
 		}
 	}
 	return nil, nil
-}
-
-// copySettings are the settings the engine runs c with: a server-side
-// copy's part size and threshold, and a stream's cap on requests.
-func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
-	if c.ServerSide && s.MaxBandwidth > 0 {
-		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
-	}
-	s.PartSize, s.MultipartThreshold = c.PartSize, c.Threshold
-	if c.MaxRequests > 0 {
-		s.MaxConcurrentRequests = min(s.MaxConcurrentRequests, c.MaxRequests)
-	}
-	return s
 }
 
 // check checks copy's flags against each other (they do not depend on

@@ -74,7 +74,7 @@ type reporter struct {
 
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
-func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
+func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
 	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {

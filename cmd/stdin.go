@@ -61,8 +61,8 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	sink := s3store.NewUploadSink(client, u.Bucket, up)
 	partSize := s3store.StreamPartSize(settings.PartSize, expected)
 	conc := cmp.Or(settings.Threads, config.BudgetThreads)
-	out := opts.output
-	out.logJSON, out.localTo = f.LogJSON, "stdin" // the parts' checksums were checked on arrival
+	out := f.output(opts.output)
+	out.localTo = "stdin" // the parts' checksums were checked on arrival
 	rep := newReporter(f.Factory, f.Logger, out, nil)
 	rep.verb, rep.destination = "upload", sink.Destination
 	rep.origin = func(transfer.Object) string { return "-" }

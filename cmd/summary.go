@@ -79,7 +79,7 @@ type laneSummary struct {
 
 // summary builds the summary line from the engine's summary and what the
 // reporter counted.
-func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
+func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 	secs := s.Elapsed.Seconds()
 	r.mu.Lock()
 	t := r.tally
@@ -140,7 +140,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // printSummary writes the human summary to w (none when nil) and the
 // JSON summary line where the JSON lines go; sr is the shard's report,
 // nil without --shard.
-func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report, m runMeasures) {
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *shard.Report, m runMeasures) {
 	line := r.summary(s, out)
 	line.Shard = sr
 	line.runMeasures = m
