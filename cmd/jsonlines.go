@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -101,12 +102,16 @@ const (
 // errorCode classifies err for the error_code and http_status fields.
 func errorCode(err error) (string, int) {
 	var se *s3store.StatusError
+	var nf *job.NotFoundError
 	var ne net.Error
 	var pe *os.PathError
 	var ee *ExitError
 	switch {
 	case err == nil:
 		return "", 0
+	case errors.As(err, &nf):
+		// Nothing there: as S3 says of a missing key, which scripts read.
+		return "NoSuchKey", 404
 	case errors.As(err, &se):
 		if se.Code != "" {
 			return se.Code, se.Status

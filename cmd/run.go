@@ -45,7 +45,11 @@ func runJob(ctx context.Context, f *runEnv, spec job.Spec, how jobRun) error {
 	if run.ServerSide && how.settings.MaxBandwidth > 0 {
 		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
 	}
-	err = transferJob(ctx, f, run, how)
+	if run.Streams {
+		err = streamJob(ctx, f, run, how)
+	} else {
+		err = transferJob(ctx, f, run, how)
+	}
 	if err == nil && how.check != nil {
 		err = how.check()
 	}

@@ -57,6 +57,10 @@ type Run struct {
 	// Deletes is what --delete removes after the run: "file" or
 	// "object" ("" without --delete).
 	Deletes string
+	// Streams says the run is one stream of unknown size (standard
+	// input to S3), which runs without the engine: no lanes, no
+	// listing, no samples.
+	Streams bool
 
 	lanes     []transfer.Lane
 	sink      transfer.Sink
@@ -71,6 +75,7 @@ type Run struct {
 	missing   error
 	get       *Get
 	copy      *Copy
+	stream    *stream
 }
 
 // Open builds the run spec asks for: the source over the run's lanes,
@@ -102,6 +107,9 @@ func Open(ctx context.Context, spec Spec) (*Run, error) {
 		}
 		r.copy, r.lanes, r.sink, r.scaled, r.listed = c, c.Lanes, c.Sink, c.Scaled, c.Listed
 		r.LocalTo, r.ServerSide = c.LocalTo, c.ServerSide
+		if c.stream != nil {
+			r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
+		}
 		r.Directory = directorySource(spec.Copy.Src)
 		r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
 		if c.MaxRequests > 0 {
@@ -159,6 +167,12 @@ func (r *Run) ShardReport() *ShardReport {
 // told to the observer and counted in the summary; a destination
 // without room is a *SpaceError.
 func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
+	if r.stream != nil {
+		if h.Start != nil {
+			h.Start()
+		}
+		return r.stream.transfer(ctx, h.Observer)
+	}
 	o := r.Options
 	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
 	o.Listing = h.Listing
