@@ -12,7 +12,6 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -154,9 +153,9 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 
 // benchSpec is bench's job: every object under the prefix, over lanes,
 // into nothing.
-func benchSpec(lanes []job.S3Lane, u s3store.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
+func benchSpec(lanes []job.S3Lane, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
 	return &job.GetSpec{URL: "s3://" + u.Bucket + "/" + u.Key, Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: true,
-		Target: s3store.Target{Bucket: u.Bucket, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}}
+		Target: job.Target{Bucket: u.Bucket, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}}
 }
 
 // benchRounds runs n rounds of a bench, each with its own summary (and

@@ -12,9 +12,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -26,12 +23,12 @@ type getOptions struct {
 	// flags are the command's flags, for the settings they set.
 	flags     *pflag.FlagSet
 	benchmark bool
-	sink      local.Options
+	sink      job.LocalOptions
 	delete    bool
 	output    outputFlags
 	rules     ruleFlags
 	scale     scaleFlags
-	req       s3store.Request
+	req       job.Request
 	ssec      sseCKeyFlags
 	versionID string
 	// noSpaceCheck: --no-space-check, no comparison of what is to land
@@ -177,7 +174,7 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 
 // check checks get's flags against each other and parses the source and
 // --shard; they do not depend on the settings.
-func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
+func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
 	u, err := opts.rules.parseSource(opts.src)
 	if err != nil {
 		return u, nil, usageError(err)
@@ -243,7 +240,7 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 // download builds the job of a get (or of a copy from S3 to local) from
 // checked options and loaded settings, runs it, and deletes after it
 // with --delete.
-func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
+func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec *job.ShardSpec, settings config.Settings, origins *config.Origins) error {
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, f.output(opts.output), opts.sink
@@ -262,7 +259,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	sink.DryRun = out.dryRun
 	sink.ResumeMin = settings.MultipartThreshold
 	sink.Warn = sinkWarn(f)
-	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), local.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
+	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), job.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
 	sink.RefuseDirect = f.Getenv(envRefuseDirect) == "1"
 	if opts.benchmark {
 		dest = ""
@@ -270,7 +267,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	get := &job.GetSpec{
 		Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
 			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
-			Target: s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
+			Target: job.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
 				Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
 		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
@@ -298,14 +295,14 @@ func jobError(ctx context.Context, err error) error {
 const envRefuseDirect = "S3PD_TEST_REFUSE_DIRECT_IO"
 
 // directMode turns the direct_io setting into the local sink's mode.
-func directMode(v string) local.DirectMode {
+func directMode(v string) job.DirectMode {
 	switch v {
 	case config.DirectIOOn:
-		return local.DirectOn
+		return job.DirectOn
 	case config.DirectIOAuto:
-		return local.DirectAuto
+		return job.DirectAuto
 	}
-	return local.DirectOff
+	return job.DirectOff
 }
 
 // sinkWarn logs what a local sink warns of.
@@ -325,8 +322,8 @@ func startError(ctx context.Context, err error) error {
 	}
 	var bad *transfer.BadResponseError
 	var short *transfer.ShortBodyError
-	var se *s3store.StatusError
-	if errors.As(err, &bad) || errors.As(err, &short) || errors.As(err, &se) && se.Status >= 500 {
+	status, _, answered := job.StatusOf(err)
+	if errors.As(err, &bad) || errors.As(err, &short) || answered && status >= 500 {
 		// The server answered wrongly or failed (a single object's
 		// probe, a first listing page): its fault, not a usage error.
 		return &ExitError{Code: ExitFailed, Err: err}

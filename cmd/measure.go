@@ -20,7 +20,6 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -98,11 +97,11 @@ type measurement struct {
 	lanes    []string
 	started  time.Time
 	cpu0     time.Duration
-	tls0     s3store.HandshakeCounts
+	tls0     job.HandshakeCounts
 	series   report.Series
 	sum      transfer.Summary
 	cpu      time.Duration
-	tls      s3store.HandshakeCounts // the run's handshakes (since tls0)
+	tls      job.HandshakeCounts // the run's handshakes (since tls0)
 }
 
 func newMeasurement(f *runEnv, rep *reporter, lanes []string, s config.Settings, out runOutput) *measurement {

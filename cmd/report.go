@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -43,7 +43,7 @@ type reporter struct {
 	directory string
 	// direct, when set, says what a local destination did about direct
 	// I/O (the summary).
-	direct func() local.DirectStatus
+	direct func() job.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
 	// dryVerb is what a dry run would do with each object ("fetch").

@@ -7,7 +7,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -107,7 +106,7 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		}
 		return &ExitError{Code: ExitUsage, Err: spaceMessage(se)}
 	}
-	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) {
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) {
 		return startError(ctx, err)
 	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures())
