@@ -137,7 +137,7 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		}
 		return runSweep(ctx, f, settings, u, cells, opts, out)
 	}
-	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
 	}
@@ -145,16 +145,16 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if err != nil {
 		return err
 	}
-	spec := job.Spec{Engine: eopts, Bandwidth: settings.MaxBandwidth, Get: benchSpec(clients, u, eopts, opts.output.stall, f)}
+	spec := job.Spec{Engine: eopts, Bandwidth: settings.MaxBandwidth, Get: benchSpec(client, u, eopts, opts.output.stall, f)}
 	return benchRounds(ctx, f, opts.repeat, func(out runOutput) error {
 		return runJob(ctx, f, spec, jobRun{settings: settings, out: out, rules: opts.rules.rules, latency: true})
 	}, out)
 }
 
-// benchSpec is bench's job: every object under the prefix, over lanes,
-// into nothing.
-func benchSpec(lanes []job.S3Lane, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
-	return &job.GetSpec{URL: "s3://" + u.Bucket + "/" + u.Key, Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: true,
+// benchSpec is bench's job: every object under the prefix, over the
+// lanes of client's transport, into nothing.
+func benchSpec(client job.ClientOptions, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
+	return &job.GetSpec{URL: "s3://" + u.Bucket + "/" + u.Key, Client: client, Source: job.S3Spec{Key: u.Key, Prefix: true,
 		Target: job.Target{Bucket: u.Bucket, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}}
 }
 

@@ -128,20 +128,26 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u job.URL, cell
 		// The cell's requests are the budget; as many objects may be
 		// open, so small ones fill it too.
 		cs.Workers = max(s.Workers, c.Requests)
-		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
-		if err != nil {
-			return transfer.Summary{}, err
-		}
-		// Each cell starts from no connection, as a run would (over the
-		// run's transport, whose TLS sessions resume).
-		f.net.t.CloseIdle()
 		eopts, err := runOptions(cs, opts.output)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
 		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
 		eopts.DryRun, eopts.VerifyExisting = false, false
-		run, err := job.Open(cctx, job.Spec{Engine: eopts, Bandwidth: cs.MaxBandwidth, Get: benchSpec(clients, u, eopts, opts.output.stall, f)})
+		client, err := s3Client(cctx, f, cs)
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		// The lanes' clients are built (and the bucket's region found)
+		// before the connections are closed.
+		get := benchSpec(client, u, eopts, opts.output.stall, f)
+		if get.Source.Lanes, err = job.NewS3Lanes(cctx, u.Bucket, client); err != nil {
+			return transfer.Summary{}, err
+		}
+		// Each cell starts from no connection, as a run would (over the
+		// run's transport, whose TLS sessions resume).
+		f.net.t.CloseIdle()
+		run, err := job.Open(cctx, job.Spec{Engine: eopts, Bandwidth: cs.MaxBandwidth, Get: get})
 		if err != nil {
 			return transfer.Summary{}, err
 		}

@@ -19,12 +19,16 @@ func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t job.Targ
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newS3Lanes(ctx, f, settings, t.Bucket)
+	c, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return f, nil, startError(ctx, err)
 	}
 	t.OnRetry = f.logListRetry
-	return f, job.Browse(lanes[0], t), nil
+	b, err := job.Browse(ctx, c, t)
+	if err != nil {
+		return f, nil, startError(ctx, err)
+	}
+	return f, b, nil
 }
 
 // acceptQuiet registers get's --quiet and --no-progress on a command

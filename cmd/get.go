@@ -248,7 +248,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 	out.about = reportAbout{origins: origins, command: "get", source: opts.src, dest: dest,
 		lines: opts.flags != nil && opts.flags.Changed("interval")}
 	planNICs(f, &settings, out.dryRun)
-	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
 	}
@@ -265,7 +265,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 		dest = ""
 	}
 	get := &job.GetSpec{
-		Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
+		Client: client, Source: job.S3Spec{Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
 			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
 			Target: job.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
 				Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},

@@ -157,14 +157,14 @@ func clientOptions(f *runEnv, s config.Settings, t *job.Transport) job.ClientOpt
 		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: job.AllLanes}
 }
 
-// newS3Lanes builds one S3 client per lane of the run's transport (one
-// per network card named by --nics, one in all without it), each with
-// its own connection pool, and logs the retries of listing and HEAD
-// requests as they happen.
-func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, bucket string) ([]job.S3Lane, error) {
+// s3Client is how the run's S3 clients are built: over the run's
+// transport (one lane per network card named by --nics, one in all
+// without it, each with its own connection pool), logging the retries
+// of listing and HEAD requests as they happen.
+func s3Client(ctx context.Context, f *runEnv, s config.Settings) (job.ClientOptions, error) {
 	t, err := f.transport(ctx, s)
 	if err != nil {
-		return nil, err
+		return job.ClientOptions{}, err
 	}
-	return job.NewS3Lanes(ctx, bucket, clientOptions(f, s, t))
+	return clientOptions(f, s, t), nil
 }

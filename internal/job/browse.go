@@ -22,9 +22,13 @@ type Bucket struct {
 	directory bool
 }
 
-// Browse is t's bucket, read over lane.
-func Browse(lane S3Lane, t Target) *Bucket {
-	return &Bucket{src: lane.Base.With(t), directory: s3store.IsDirectoryBucket(t.Bucket)}
+// Browse is t's bucket, read over the first lane of opts' transport.
+func Browse(ctx context.Context, opts ClientOptions, t Target) (*Bucket, error) {
+	lanes, err := NewS3Lanes(ctx, t.Bucket, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Bucket{src: lanes[0].Base.With(t), directory: s3store.IsDirectoryBucket(t.Bucket)}, nil
 }
 
 // ListDir lists the objects and common prefixes under prefix (every

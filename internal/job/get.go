@@ -14,7 +14,10 @@ import (
 
 // GetSpec is a download from S3 as a command was given it.
 type GetSpec struct {
+	// Source is what to read; its lanes, when it has none, are one per
+	// lane of Client's transport.
 	Source S3Spec
+	Client ClientOptions
 	// URL is the source as written, for messages.
 	URL string
 	// Dest is a local path; "-" is stdout, in order; "" keeps nothing
@@ -56,6 +59,13 @@ type Get struct {
 // each object lands. Close releases what it holds.
 func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	s := spec.Source
+	if len(s.Lanes) == 0 {
+		lanes, err := NewS3Lanes(ctx, s.Target.Bucket, spec.Client)
+		if err != nil {
+			return nil, &SpecError{Err: err}
+		}
+		s.Lanes = lanes
+	}
 	dest, to := spec.Dest, StoreOf(spec.Dest)
 	if to == S3 {
 		to = Local // get writes local files: this DEST is a local path
