@@ -58,13 +58,9 @@ type Get struct {
 // NewGet resolves spec: a single object or a prefix, the sink, and where
 // each object lands. Close releases what it holds.
 func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
-	s := spec.Source
-	if len(s.Lanes) == 0 {
-		lanes, err := NewS3Lanes(ctx, s.Target.Bucket, spec.Client)
-		if err != nil {
-			return nil, &SpecError{Err: err}
-		}
-		s.Lanes = lanes
+	s, err := spec.source(ctx)
+	if err != nil {
+		return nil, err
 	}
 	dest, to := spec.Dest, StoreOf(spec.Dest)
 	if to == S3 {
@@ -124,6 +120,21 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	g.Scaled = spec.Scale.scale(g.Source.Source, s.Target.Bucket, s.Key, g.Source.Source)
 	ok = true
 	return g, nil
+}
+
+// source is the spec's source with its lanes: those it has, else one
+// per lane of Client's transport.
+func (spec GetSpec) source(ctx context.Context) (S3Spec, error) {
+	s := spec.Source
+	if len(s.Lanes) > 0 {
+		return s, nil
+	}
+	lanes, err := NewS3Lanes(ctx, s.Target.Bucket, spec.Client)
+	if err != nil {
+		return s, &SpecError{Err: err}
+	}
+	s.Lanes = lanes
+	return s, nil
 }
 
 // listsAny reports whether src lists at least one object, asking for

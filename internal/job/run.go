@@ -86,41 +86,14 @@ func Open(ctx context.Context, spec Spec) (*Run, error) {
 	if spec.Bandwidth > 0 {
 		r.Options.Limiter = transfer.NewRateLimiter(spec.Bandwidth)
 	}
+	var err error
 	if spec.Get != nil {
-		g, err := NewGet(ctx, *spec.Get)
-		if err != nil {
-			return nil, err
-		}
-		r.get, r.lanes, r.sink, r.scaled, r.listed = g, g.Source.Lanes, g.Sink, g.Scaled, g.Listed
-		r.Destination, r.mustExist, r.missing = g.Destination(), g.MustExist, g.Missing
-		r.Directory = directoryBucket(spec.Get.Source.Target.Bucket)
-		if g.Listed != nil {
-			r.Deletes = "file"
-		}
-		if spec.SpaceCheck && !spec.Engine.DryRun && g.local != nil {
-			r.space, r.spaceDest = g.local, spec.Get.Dest
-		}
+		err = r.openGet(ctx, spec)
 	} else {
-		c, err := NewCopy(ctx, *spec.Copy)
-		if err != nil {
-			return nil, err
-		}
-		r.copy, r.lanes, r.sink, r.scaled, r.listed = c, c.Lanes, c.Sink, c.Scaled, c.Listed
-		r.LocalTo, r.ServerSide = c.LocalTo, c.ServerSide
-		if c.stream != nil {
-			r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
-		}
-		r.Directory = directorySource(spec.Copy.Src)
-		r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
-		if c.MaxRequests > 0 {
-			r.Options.MaxRequests = min(r.Options.MaxRequests, c.MaxRequests)
-		}
-		if c.Listed != nil {
-			r.Deletes = "object"
-			if c.LocalTo == "local" {
-				r.Deletes = "file"
-			}
-		}
+		err = r.openCopy(ctx, spec)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if r.listed != nil {
 		r.listing = r.listed
@@ -135,6 +108,51 @@ func Open(ctx context.Context, spec Spec) (*Run, error) {
 		r.Destination = d.Destination
 	}
 	return r, nil
+}
+
+// openGet opens a download: from S3 into local files, stdout or nothing.
+func (r *Run) openGet(ctx context.Context, spec Spec) error {
+	g, err := NewGet(ctx, *spec.Get)
+	if err != nil {
+		return err
+	}
+	r.get, r.lanes, r.sink, r.scaled, r.listed = g, g.Source.Lanes, g.Sink, g.Scaled, g.Listed
+	r.Destination, r.mustExist, r.missing = g.Destination(), g.MustExist, g.Missing
+	r.Directory = directoryBucket(spec.Get.Source.Target.Bucket)
+	if g.Listed != nil {
+		r.Deletes = "file"
+	}
+	if spec.SpaceCheck && !spec.Engine.DryRun && g.local != nil {
+		r.space, r.spaceDest = g.local, spec.Get.Dest
+	}
+	return nil
+}
+
+// openCopy opens a copy in any other direction, with the engine's part
+// size, threshold and cap on requests the copy needs.
+func (r *Run) openCopy(ctx context.Context, spec Spec) error {
+	c, err := NewCopy(ctx, *spec.Copy)
+	if err != nil {
+		return err
+	}
+	r.copy, r.lanes, r.sink, r.scaled, r.listed = c, c.Lanes, c.Sink, c.Scaled, c.Listed
+	r.LocalTo, r.ServerSide = c.LocalTo, c.ServerSide
+	if c.stream != nil {
+		r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
+	}
+	r.Directory = directorySource(spec.Copy.Src)
+	r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
+	if c.MaxRequests > 0 {
+		r.Options.MaxRequests = min(r.Options.MaxRequests, c.MaxRequests)
+	}
+	switch {
+	case c.Listed == nil:
+	case c.LocalTo == "local":
+		r.Deletes = "file"
+	default:
+		r.Deletes = "object"
+	}
+	return nil
 }
 
 // Hooks are what the command line hands a transfer: who observes it,
@@ -168,11 +186,38 @@ func (r *Run) ShardReport() *ShardReport {
 // without room is a *SpaceError.
 func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if r.stream != nil {
-		if h.Start != nil {
-			h.Start()
-		}
+		h.start()
 		return r.stream.transfer(ctx, h.Observer)
 	}
+	rctx, stop, o, err := r.engineOptions(ctx, h)
+	defer stop(nil)
+	if err != nil {
+		return transfer.Summary{}, err
+	}
+	eng, err := transfer.New(r.lanes, r.sink, o)
+	if err != nil {
+		return transfer.Summary{}, err
+	}
+	h.start()
+	sum, err := eng.Run(rctx)
+	if se := spaceFailure(rctx, err); se != nil {
+		return sum, se
+	}
+	if r.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
+		if h.Observer != nil {
+			h.Observer.ObjectDone(transfer.Result{Object: *r.mustExist, Err: r.missing})
+		}
+		sum.Failed++
+	}
+	return sum, err
+}
+
+// engineOptions are the engine's options for one transfer with h: the
+// job's listing record beside h's, the free-space check around the
+// lister, and a directory bucket's opaque ETags (and, for a dry run, its
+// listing in key order). The context it returns is the run's, whose
+// cause says the space check stopped it.
+func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, context.CancelCauseFunc, transfer.Options, error) {
 	o := r.Options
 	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
 	o.Listing = h.Listing
@@ -185,9 +230,8 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	o.Lister = r.scaled.Lister
 	lister := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
 	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, o.Filter)
-	defer stop(nil)
 	if err != nil {
-		return transfer.Summary{}, &SpecError{Err: err}
+		return rctx, stop, o, &SpecError{Err: err}
 	}
 	if spaced != nil {
 		o.Lister, o.Filter = spaced, filter
@@ -200,24 +244,14 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 			o.Lister = extsort.Sorted(cmp.Or[transfer.Lister](o.Lister, r.lanes[0].Source), "", 0)
 		}
 	}
-	eng, err := transfer.New(r.lanes, r.sink, o)
-	if err != nil {
-		return transfer.Summary{}, err
-	}
+	return rctx, stop, o, nil
+}
+
+// start calls Start, when set.
+func (h Hooks) start() {
 	if h.Start != nil {
 		h.Start()
 	}
-	sum, err := eng.Run(rctx)
-	if se := spaceFailure(rctx, err); se != nil {
-		return sum, se
-	}
-	if r.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
-		if h.Observer != nil {
-			h.Observer.ObjectDone(transfer.Result{Object: *r.mustExist, Err: r.missing})
-		}
-		sum.Failed++
-	}
-	return sum, err
 }
 
 // listings tells each of its observers of the listing.
