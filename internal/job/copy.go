@@ -91,9 +91,9 @@ const copyPartSize = 1 << 30
 // between stores cannot send its checksum as a trailer (plain HTTP).
 const streamBuffer = 1 << 30
 
-// NewCopy resolves spec: the source, the sink, and where each object or
+// newCopy resolves spec: the source, the sink, and where each object or
 // file lands (Land). Close releases what it holds.
-func NewCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
+func newCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
 	c := &Copy{PartSize: spec.PartSize, Threshold: spec.Threshold}
 	if spec.Delete {
 		c.Listed = NewListed()
@@ -304,7 +304,7 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if !su.Prefix {
 		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
 	}
-	res, err := ResolveS3(ctx, from)
+	res, err := resolveS3(ctx, from)
 	if err != nil {
 		return err
 	}

@@ -55,9 +55,9 @@ type Get struct {
 	local     *local.Sink
 }
 
-// NewGet resolves spec: a single object or a prefix, the sink, and where
+// newGet resolves spec: a single object or a prefix, the sink, and where
 // each object lands. Close releases what it holds.
-func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
+func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	s, err := spec.source(ctx)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	if !s.Prefix {
 		root, s.Name = Land(true, s.Key, dest, to != Local || IsDir(dest))
 	}
-	src, err := ResolveS3(ctx, s)
+	src, err := resolveS3(ctx, s)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func Open(ctx context.Context, spec Spec) (*Run, error) {
 
 // openGet opens a download: from S3 into local files, stdout or nothing.
 func (r *Run) openGet(ctx context.Context, spec Spec) error {
-	g, err := NewGet(ctx, *spec.Get)
+	g, err := newGet(ctx, *spec.Get)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (r *Run) openGet(ctx context.Context, spec Spec) error {
 // openCopy opens a copy in any other direction, with the engine's part
 // size, threshold and cap on requests the copy needs.
 func (r *Run) openCopy(ctx context.Context, spec Spec) error {
-	c, err := NewCopy(ctx, *spec.Copy)
+	c, err := newCopy(ctx, *spec.Copy)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func TestCopyRoutes(t *testing.T) {
 		{"-", "-"},
 		{"s3://b/k", "/tmp/x"}, // a Get
 	} {
-		_, err := NewCopy(context.Background(), CopySpec{Src: tt.src, Dst: tt.dst})
+		_, err := newCopy(context.Background(), CopySpec{Src: tt.src, Dst: tt.dst})
 		var se *SpecError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "does not copy from") {
 			t.Errorf("copy %s %s: %v, want a spec error naming the stores", tt.src, tt.dst, err)
