@@ -31,10 +31,10 @@ var layers = map[string][]string{
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},
-	// The job: what to transfer and where, from the adapters and the
-	// engine; no command line and no configuration (cmd turns settings
-	// into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort"},
+	// The job: what to transfer and where, from the adapters, the
+	// engine and the cards' dialers; no command line and no
+	// configuration (cmd turns settings into the job's specs).
+	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
 	// The edge: flags, settings, rendering and exit codes over the job;
 	// the packages of the commands that are their own domain (raid-setup,
 	// bench disk, bench serve, nics and the cards a run binds to); the

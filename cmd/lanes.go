@@ -15,7 +15,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/nics"
 )
 
 // laneProbeTimeout bounds the one connection each network card makes to
@@ -57,21 +56,11 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Trans
 	// Every lane counts its handshakes into the run's one counter: each
 	// request is traced once, whichever client sends it.
 	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
-	if len(s.NICs) > 0 {
-		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
-		if err != nil {
-			return nil, usageError(err)
-		}
-		for _, iface := range ifaces {
-			d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
-			opts.Lanes = append(opts.Lanes, job.DialLane{Name: iface.Name, Dial: d.DialContext})
-		}
-	} else {
-		// A connection that cannot be made in 10 s fails, rather than
-		// waiting for the kernel's two minutes of SYN retries.
-		d := nics.NewSpreadDialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, 0, nil)
-		opts.Lanes = []job.DialLane{{Name: "default", Dial: d.DialContext}}
+	lanes, err := job.DialLanes(s.NICs)
+	if err != nil {
+		return nil, usageError(err)
 	}
+	opts.Lanes = lanes
 	opts.Conns = max(s.MaxConcurrentRequests/len(opts.Lanes), 1)
 	t, err := job.NewTransport(opts)
 	if err != nil {

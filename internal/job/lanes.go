@@ -2,7 +2,11 @@ package job
 
 import (
 	"context"
+	"net"
+	"strings"
+	"time"
 
+	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
@@ -32,6 +36,28 @@ const AllLanes = s3store.AllLanes
 
 // NewTransport builds the run's transport.
 func NewTransport(opts TransportOptions) (*Transport, error) { return s3store.NewTransport(opts) }
+
+// DialLanes are the transport's lanes: one per network card named (each
+// bound to its card, and spreading its connections over the endpoint's
+// addresses), or one over the default route without cards.
+func DialLanes(cards []string) ([]DialLane, error) {
+	if len(cards) == 0 {
+		// A connection that cannot be made in 10 s fails, rather than
+		// waiting for the kernel's two minutes of SYN retries.
+		d := nics.NewSpreadDialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, 0, nil)
+		return []DialLane{{Name: "default", Dial: d.DialContext}}, nil
+	}
+	ifaces, err := nics.Resolve(strings.Join(cards, ","))
+	if err != nil {
+		return nil, err
+	}
+	var out []DialLane
+	for _, iface := range ifaces {
+		d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
+		out = append(out, DialLane{Name: iface.Name, Dial: d.DialContext})
+	}
+	return out, nil
+}
 
 // NewS3Lanes builds one S3 client per lane of the options' transport
 // (one per network card), each a source over bucket from which the
