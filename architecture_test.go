@@ -1,8 +1,13 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,10 +31,34 @@ var layers = map[string][]string{
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},
-	// The job: what to transfer and where, from the adapters and the
-	// engine; no command line and no configuration (cmd turns settings
-	// into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard"},
+	// The job: what to transfer and where, from the adapters, the
+	// engine and the cards' dialers; no command line and no
+	// configuration (cmd turns settings into the job's specs).
+	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
+	// The edge: flags, settings, rendering and exit codes over the job;
+	// the packages of the commands that are their own domain (raid-setup,
+	// bench disk, bench serve, nics and the cards a run binds to); the
+	// readers of a run's outcome; the embedded presets; and of the
+	// engine only the types in cmdTransferNames. Never a store, a sink or
+	// a lister directly: those are the job's.
+	"cmd": {"internal/job", "pkg/config", "pkg/report", "pkg/sweep",
+		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer"},
+}
+
+// cmdTransferNames are the names of pkg/transfer that cmd may use: the
+// options a command sets, the summary and observer types it renders, and
+// the kinds of error it turns into exit and error codes. Building and
+// running the engine (New, Lane, Sink, Lister) is the job's.
+var cmdTransferNames = []string{
+	// Options.
+	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
+	// Summary.
+	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite",
+	"DryRunReason", "WindowKnee",
+	// Observer.
+	"Observer", "ListObserver", "Object",
+	// Error kinds.
+	"ErrChecksum", "ErrModified", "ErrNotFound", "BadResponseError", "ShortBodyError",
 }
 
 // TestImportRules holds the dependency rules of docs/ARCHITECTURE.md:
@@ -77,5 +106,55 @@ func TestImportRules(t *testing.T) {
 		if !seen[pkg] {
 			t.Errorf("the layering names %s, which does not exist: update layers and docs/ARCHITECTURE.md", pkg)
 		}
+	}
+}
+
+// TestCmdUsesOnlyListedEngineNames parses cmd's files (not its tests)
+// and checks that every pkg/transfer name they use is in
+// cmdTransferNames.
+func TestCmdUsesOnlyListedEngineNames(t *testing.T) {
+	files, err := filepath.Glob("cmd/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cmd/*.go: %v, %d files", err, len(files))
+	}
+	fset := token.NewFileSet()
+	used := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := ""
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == "github.com/s3pd/s3pd/pkg/transfer" {
+				local = "transfer"
+				if imp.Name != nil {
+					local = imp.Name.Name
+				}
+			}
+		}
+		if local == "" {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == local && id.Obj == nil {
+				used++
+				if !slices.Contains(cmdTransferNames, sel.Sel.Name) {
+					t.Errorf("%s: cmd uses transfer.%s, which is not in cmdTransferNames: build and run the engine in internal/job",
+						fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if used == 0 {
+		t.Error("cmd uses no pkg/transfer name: the check reads nothing (is the import path right?)")
 	}
 }

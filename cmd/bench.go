@@ -12,8 +12,6 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -107,19 +105,19 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	if err != nil {
 		return err
 	}
-	opts.output.report.origins = origins
+	out := f.output(opts.output)
 	url := "s3://bench/"
 	if opts.url != "" {
 		url = opts.url
 	} else {
-		stop, err := startEmulator(ctx, f, opts, &settings, origins)
+		stop, err := startEmulator(ctx, f, opts, out, &settings, origins)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		out.embedded = true
 	}
-	opts.output.report.command, opts.output.report.source = "bench", url
-	opts.output.report.lines = true
+	out.about = reportAbout{origins: origins, command: "bench", source: url, lines: true}
 	u, err := opts.rules.parseSource(url)
 	if err != nil {
 		return usageError(err)
@@ -137,33 +135,36 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		if _, err := f.transport(ctx, widest); err != nil {
 			return err
 		}
-		return runSweep(ctx, f, settings, u, cells, opts)
+		return runSweep(ctx, f, settings, u, cells, opts, out)
 	}
-	clients, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
 	}
-	verify, err := opts.output.verifyMode()
+	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
 		return err
 	}
-	src, err := job.ResolveS3(ctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true, Target: s3store.Target{Bucket: u.Bucket,
-		Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}})
-	if err != nil {
-		return startError(ctx, err)
-	}
-	return benchRounds(ctx, f, opts.repeat, func(out outputFlags) error {
-		return runEngine(ctx, f, engineRun{lanes: src.Lanes, sink: sink.Discard{}, settings: settings, out: out, rules: opts.rules.rules, latency: true})
-	}, opts.output)
+	spec := job.Spec{Engine: eopts, Bandwidth: settings.MaxBandwidth, Get: benchSpec(client, u, eopts, opts.output.stall, f)}
+	return benchRounds(ctx, f, opts.repeat, func(out runOutput) error {
+		return runJob(ctx, f, spec, jobRun{settings: settings, out: out, rules: opts.rules.rules, latency: true})
+	}, out)
+}
+
+// benchSpec is bench's job: every object under the prefix, over the
+// lanes of client's transport, into nothing.
+func benchSpec(client job.ClientOptions, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
+	return &job.GetSpec{URL: "s3://" + u.Bucket + "/" + u.Key, Client: client, Source: job.S3Spec{Key: u.Key, Prefix: true,
+		Target: job.Target{Bucket: u.Bucket, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}}
 }
 
 // benchRounds runs n rounds of a bench, each with its own summary (and
 // report, which the next round's replaces), and stops at the first
 // round that fails.
-func benchRounds(ctx context.Context, f *runEnv, n int, round func(outputFlags) error, out outputFlags) error {
+func benchRounds(ctx context.Context, f *runEnv, n int, round func(runOutput) error, out runOutput) error {
 	for i := 1; i <= n; i++ {
 		if n > 1 {
-			out.report.round = i
+			out.about.round = i
 			if w := out.textOut(f.Factory); w != nil {
 				fmt.Fprintf(w, "round %d of %d\n", i, n)
 			}
@@ -214,7 +215,7 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 // clients trust (plain HTTP with --http), with the dataset ready before
 // the clock runs, and points settings at it. The caller calls stop when
 // the run ends.
-func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings *config.Settings, origins *config.Origins) (stop func(), err error) {
+func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, out runOutput, settings *config.Settings, origins *config.Origins) (stop func(), err error) {
 	if origins.Get("endpoint_url").Source != config.SourceDefault {
 		return nil, usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
 	}
@@ -255,14 +256,13 @@ func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, settings 
 	if settings.Region == "" {
 		settings.Region = "us-east-1"
 	}
-	if w := opts.output.textOut(f.Factory); w != nil {
+	if w := out.textOut(f.Factory); w != nil {
 		over := "plain HTTP (in-process)"
 		if emu.TLS() {
 			over = "HTTPS (self-signed, in-process)"
 		}
 		fmt.Fprintf(w, "emulator: %s over %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, over, opts.dataset, opts.ttfb, opts.connRate)
 	}
-	opts.output.embedded = true
 	return stop, nil
 }
 

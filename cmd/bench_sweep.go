@@ -19,8 +19,6 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/report"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -111,17 +109,13 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 }
 
 // runSweep measures each cell over fresh lanes into a discard sink.
-func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions) error {
-	text, js := opts.output.textOut(f.Factory), opts.output.jsonOut(f.Factory)
+func runSweep(ctx context.Context, f *runEnv, s config.Settings, u job.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
+	text, js := out.textOut(f.Factory), out.jsonOut(f.Factory)
 	// A cell runs as bench would, verifying as bench does, so the two
 	// differ only by what a cell is: short, from a cold start, and with
 	// its window fixed at the setting (--adaptive off): with the
 	// window's climb --max-concurrent-requests is a ceiling the window
 	// may stop below (at its knee), not what a row would measure.
-	verify, err := opts.output.verifyMode()
-	if err != nil {
-		return err
-	}
 	const row = "%10s %9s %10s %26s %11s %13s  %s\n"
 	if text != nil {
 		fmt.Fprintf(text, "sweep: %s, %s each, each from a cold start (new connections) with --adaptive off (the requests in flight fixed at the setting) and cut off at its time: compare the rows with each other, not with a whole bench run, whose window may stop below its ceiling\n",
@@ -134,26 +128,31 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		// The cell's requests are the budget; as many objects may be
 		// open, so small ones fill it too.
 		cs.Workers = max(s.Workers, c.Requests)
-		clients, err := newS3Lanes(cctx, f, cs, u.Bucket)
+		eopts, err := runOptions(cs, opts.output)
 		if err != nil {
+			return transfer.Summary{}, err
+		}
+		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
+		eopts.DryRun, eopts.VerifyExisting = false, false
+		client, err := s3Client(cctx, f, cs)
+		if err != nil {
+			return transfer.Summary{}, err
+		}
+		// The lanes' clients are built (and the bucket's region found)
+		// before the connections are closed.
+		get := benchSpec(client, u, eopts, opts.output.stall, f)
+		if get.Source.Lanes, err = job.NewS3Lanes(cctx, u.Bucket, client); err != nil {
 			return transfer.Summary{}, err
 		}
 		// Each cell starts from no connection, as a run would (over the
 		// run's transport, whose TLS sessions resume).
 		f.net.t.CloseIdle()
-		src, err := job.ResolveS3(cctx, job.S3Spec{Lanes: clients, Key: u.Key, Prefix: true,
-			Target: s3store.Target{Bucket: u.Bucket, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry}})
+		run, err := job.Open(cctx, job.Spec{Engine: eopts, Bandwidth: cs.MaxBandwidth, Get: get})
 		if err != nil {
 			return transfer.Summary{}, err
 		}
-		eopts := engineOptions(cs)
-		eopts.Verify, eopts.StallTimeout = verify, opts.output.stall
-		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
-		eng, err := transfer.New(src.Lanes, sink.Discard{}, eopts)
-		if err != nil {
-			return transfer.Summary{}, err
-		}
-		sum, err := eng.Run(cctx)
+		defer run.Close()
+		sum, err := run.Transfer(cctx, job.Hooks{})
 		if err == nil && sum.Failed > 0 {
 			// Objects cut off by the cell's deadline are not failures;
 			// these failed on their own.
@@ -197,7 +196,7 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		host, _ := os.Hostname()
 		comment := []string{
 			fmt.Sprintf("Written by s3pd bench --sweep on %s at %s:", host, time.Now().UTC().Format(time.RFC3339)),
-			fmt.Sprintf("%s from %s with %s parts and %d requests in flight.", report.RateOfGibps(best.Gibps), opts.output.report.source, config.FormatSize(best.PartSize), best.Requests),
+			fmt.Sprintf("%s from %s with %s parts and %d requests in flight.", report.RateOfGibps(best.Gibps), out.about.source, config.FormatSize(best.PartSize), best.Requests),
 		}
 		path, err := saveUserPreset(f.Factory, name, sweep.Preset(best, comment))
 		if err != nil {

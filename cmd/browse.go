@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/internal/job"
 )
 
 // openSource starts the run of a command that reads a bucket without
 // transferring (ls, du) and returns its environment (never nil) and a
 // source over the bucket, built as get builds its first lane.
-func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t s3store.Target) (f *runEnv, src *s3store.Source, err error) {
+func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t job.Target) (f *runEnv, src *job.Bucket, err error) {
 	f, settings, _, err := startRun(fac, fs, nil, false)
 	if err != nil {
 		return f, nil, err
@@ -19,12 +19,16 @@ func openSource(ctx context.Context, fac *Factory, fs *pflag.FlagSet, t s3store.
 	if t.Bucket == "" && settings.Region == "" {
 		settings.Region = "us-east-1" // listing buckets: no bucket to ask
 	}
-	lanes, err := newS3Lanes(ctx, f, settings, t.Bucket)
+	c, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return f, nil, startError(ctx, err)
 	}
 	t.OnRetry = f.logListRetry
-	return f, lanes[0].Base.With(t), nil
+	b, err := job.Browse(ctx, c, t)
+	if err != nil {
+		return f, nil, startError(ctx, err)
+	}
+	return f, b, nil
 }
 
 // acceptQuiet registers get's --quiet and --no-progress on a command

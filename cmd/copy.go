@@ -14,9 +14,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/nics"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -38,8 +36,8 @@ type copyOptions struct {
 	noFollowSymlinks bool
 	noClobber        bool
 	delete           bool
-	req              s3store.Request
-	upload           s3store.UploadOptions
+	req              job.Request
+	upload           job.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
 	// expectedSize is --expected-size, the size of a SRC - stream.
@@ -115,7 +113,7 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 	registerUploadFlags(fs, &opts.upload)
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
-	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", job.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
 	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "S3 to local: do not compare what is still to land with DEST's free space before the first byte")
 	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
@@ -157,44 +155,43 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return err
 	}
 	warnIncludeAlone(f, opts.rules.rules)
-	c, err := job.NewCopy(ctx, spec)
+	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
-		return jobError(ctx, err)
+		return err
 	}
-	defer c.Close()
-	out := opts.output
-	out.localTo, out.dryVerb = c.LocalTo, "copy"
+	out := f.output(opts.output)
+	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
 	if spec.SrcURL.Bucket != "" {
 		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
-	} else if c.LocalTo == "local" {
+	} else if out.localTo == "local" {
 		verb = "copy"
 	}
-	err = runEngine(ctx, f, engineRun{lanes: c.Lanes, sink: c.Sink, settings: copySettings(f, c, settings), out: out,
-		rules: opts.rules.rules, listing: c.Listing(), scaled: c.Scaled, verb: verb, origin: origin, directory: directorySource(opts.src)})
-	if err == nil && failures.Load() > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
+	check := func() error {
+		if failures.Load() > 0 {
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of the entries of %s could not be read", failures.Load(), opts.src)}
+		}
+		return nil
 	}
-	return copyDelete(ctx, f, c, out, opts.rules.rules, err)
+	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts, Bandwidth: settings.MaxBandwidth},
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check})
 }
 
-// copyDelete is --delete's step after a copy that ended with err.
-func copyDelete(ctx context.Context, f *runEnv, c *job.Copy, out outputFlags, rules transfer.Rules, err error) error {
-	if err != nil || c.Listed == nil {
-		return err
+// localTo is where a copy from local files goes, "local" or "s3" ("":
+// the source is S3).
+func localTo(src, dst string) string {
+	switch {
+	case isS3(src):
+		return ""
+	case isS3(dst):
+		return "s3"
 	}
-	what := "object"
-	if c.LocalTo == "local" {
-		what = "file"
-	}
-	return runDelete(f, out, what, c.Listed, func(report func(string, int64)) error {
-		return c.Delete(ctx, rules.Match, out.dryRun, report)
-	})
+	return "local"
 }
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *s3store.Transport, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -205,10 +202,10 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
+		Sink: job.LocalOptions{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
-		Target:   s3store.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
+		Target:   job.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
 		PartSize: settings.PartSize, Threshold: settings.MultipartThreshold, CopyThreshold: threshold,
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
@@ -231,7 +228,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 
 // transport is the run's transport when SRC or DEST is in S3 (nil for
 // local to local, which checks only that the cards of --nics exist).
-func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
+func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
 	if isS3(opts.src) || isS3(opts.dst) {
 		return f.transport(ctx, s)
 	}
@@ -241,19 +238,6 @@ func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Sett
 		}
 	}
 	return nil, nil
-}
-
-// copySettings are the settings the engine runs c with: a server-side
-// copy's part size and threshold, and a stream's cap on requests.
-func copySettings(f *runEnv, c *job.Copy, s config.Settings) config.Settings {
-	if c.ServerSide && s.MaxBandwidth > 0 {
-		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
-	}
-	s.PartSize, s.MultipartThreshold = c.PartSize, c.Threshold
-	if c.MaxRequests > 0 {
-		s.MaxConcurrentRequests = min(s.MaxConcurrentRequests, c.MaxRequests)
-	}
-	return s
 }
 
 // check checks copy's flags against each other (they do not depend on
@@ -270,7 +254,7 @@ func (opts *copyOptions) check() (int64, error) {
 		return 0, usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
 	}
 	switch opts.upload.ChecksumAlgorithm {
-	case s3store.CRC64NVME, s3store.CRC32C:
+	case job.CRC64NVME, job.CRC32C:
 	default:
 		return 0, usageErrorf("--checksum-algorithm %q: want CRC64NVME or CRC32C", opts.upload.ChecksumAlgorithm)
 	}
@@ -312,7 +296,7 @@ func (opts *copyOptions) check() (int64, error) {
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
 	opts.upload.NoClobber = opts.noClobber
 	threshold, err := config.ParseSize(opts.copyThreshold)
-	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
+	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
 		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
 	if opts.scale.manifest != "" && !isS3(opts.src) {
@@ -322,7 +306,7 @@ func (opts *copyOptions) check() (int64, error) {
 		return 0, usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
 	}
 	for i, p := range []string{opts.src, dst} {
-		if u, err := s3store.ParseRawURL(p); isS3(p) && err == nil {
+		if u, err := job.ParseRawURL(p); isS3(p) && err == nil {
 			df := directoryFlags{requestPayer: opts.req.RequestPayer}
 			if i == 1 {
 				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
@@ -360,7 +344,7 @@ func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 // Links and special files are skipped by design; anything unreadable
 // fails the run (failures counts them).
 func reportUnread(f *runEnv, failures *atomic.Int64, p string, err error) {
-	if errors.Is(err, local.ErrSymlink) || errors.Is(err, local.ErrSpecial) {
+	if errors.Is(err, job.ErrSymlink) || errors.Is(err, job.ErrSpecial) {
 		f.Logger.Warn("not copied", zap.String("path", p), zap.String("reason", err.Error()))
 		return
 	}

@@ -1,78 +1,16 @@
 package cmd
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/extsort"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/transfer"
 )
-
-// listDirFunc is Source.ListDir's shape.
-type listDirFunc func(ctx context.Context, prefix string, recursive bool, emit func(s3store.Entry) error) error
-
-// sortedListDir lists as list does, in key order: a directory bucket
-// lists out of order, and ls prints sorted. The entries go through an
-// external sort, so memory stays bounded however long the listing.
-func sortedListDir(list listDirFunc) listDirFunc {
-	return func(ctx context.Context, prefix string, recursive bool, emit func(s3store.Entry) error) error {
-		st := extsort.New("", 0)
-		defer st.Close()
-		err := list(ctx, prefix, recursive, func(e s3store.Entry) error {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("sort the listing: %w", err)
-			}
-			return st.Add(e.Key, b)
-		})
-		if err != nil {
-			return err
-		}
-		return st.Each(func(_ string, b []byte) error {
-			var e s3store.Entry
-			if err := json.Unmarshal(b, &e); err != nil {
-				return fmt.Errorf("sort the listing: %w", err)
-			}
-			return emit(e)
-		})
-	}
-}
-
-// directorySource is the bucket src names when it is a directory
-// bucket, else "".
-func directorySource(src string) string {
-	u, err := s3store.ParseRawURL(src)
-	if !isS3(src) || err != nil {
-		return ""
-	}
-	return directoryBucket(u.Bucket)
-}
-
-// directoryBucket is bucket when it is a directory bucket, else "".
-func directoryBucket(bucket string) string {
-	if s3store.IsDirectoryBucket(bucket) {
-		return bucket
-	}
-	return ""
-}
 
 // directoryLine is the summary's line for a run from directory bucket.
 func directoryLine(bucket string) string {
-	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", s3store.DirectoryZone(bucket))
-}
-
-// sortedLister is the lister of a dry run from a directory bucket: the
-// run's lister (nil: the first lane's source) put in key order, so that
-// what it prints compares from run to run.
-func sortedLister(l transfer.Lister, lanes []transfer.Lane) transfer.Lister {
-	if l == nil {
-		l = lanes[0].Source
-	}
-	return extsort.Sorted(l, "", 0)
+	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", job.DirectoryZone(bucket))
 }
 
 // directoryFlags are the flags naming what a directory bucket lacks.
@@ -84,7 +22,7 @@ type directoryFlags struct {
 // that asks bucket, a directory bucket, for what it does not have (nil
 // for any other bucket).
 func refuseDirectory(bucket string, f directoryFlags) error {
-	if !s3store.IsDirectoryBucket(bucket) {
+	if !job.IsDirectoryBucket(bucket) {
 		return nil
 	}
 	lacks := func(what string) error {
@@ -118,20 +56,20 @@ type shownBucket struct {
 
 // showBucket says what kind of bucket url names, with no request.
 func showBucket(url string, s config.Settings) (*shownBucket, error) {
-	u, err := s3store.ParseRawURL(url)
+	u, err := job.ParseRawURL(url)
 	if err != nil || u.Bucket == "" {
 		return nil, usageErrorf("config show %s: want an s3://bucket URL", url)
 	}
 	b := &shownBucket{Name: u.Bucket, Kind: "general-purpose"}
-	if !s3store.IsDirectoryBucket(u.Bucket) {
+	if !job.IsDirectoryBucket(u.Bucket) {
 		return b, nil
 	}
-	b.Kind, b.Zone = "directory", s3store.DirectoryZone(u.Bucket)
+	b.Kind, b.Zone = "directory", job.DirectoryZone(u.Bucket)
 	switch {
 	case s.EndpointURL != "":
 		b.Endpoint, _ = config.RedactURL(s.EndpointURL)
 	case s.Region != "":
-		b.Endpoint = s3store.ZonalEndpoint(u.Bucket, s.Region)
+		b.Endpoint = job.ZonalEndpoint(u.Bucket, s.Region)
 	}
 	return b, nil
 }

@@ -59,6 +59,9 @@ type runEnv struct {
 	// JSON is where the run's --json lines go (nil: none); the error
 	// line of a failed run goes there too.
 	JSON io.Writer
+	// route is where the run's lines go (nil: stdout), from its
+	// output flags.
+	route *route
 	// exits run when the command ends (files it opened for its output).
 	exits []func()
 	// net is the run's HTTP transport, built on first use (transport).

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -13,9 +12,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -27,12 +23,12 @@ type getOptions struct {
 	// flags are the command's flags, for the settings they set.
 	flags     *pflag.FlagSet
 	benchmark bool
-	sink      local.Options
+	sink      job.LocalOptions
 	delete    bool
 	output    outputFlags
 	rules     ruleFlags
 	scale     scaleFlags
-	req       s3store.Request
+	req       job.Request
 	ssec      sseCKeyFlags
 	versionID string
 	// noSpaceCheck: --no-space-check, no comparison of what is to land
@@ -57,27 +53,8 @@ type outputFlags struct {
 	adaptive string
 	// verifyExisting: get --verify-existing.
 	verifyExisting bool
-	// route is where lines go, set by openRoute; nil means stdout.
-	route *route
-	// logJSON: --log-format json, so stderr carries JSON lines only
-	logJSON bool
-	// mustExist, when set, is the object a run must find: finding
-	// nothing is one failed object, whose error is missing.
-	mustExist *transfer.Object
-	missing   error
-	// embedded says the S3 server runs in this process (bench without a
-	// URL), so its memory is in the peak this process reports.
-	embedded bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
-	// dryVerb is what a dry run says it would do with each object:
-	// "fetch" (get, and copy from S3 to local) unless set ("copy").
-	dryVerb string
-	// localTo says where a copy from local files goes ("local" or "s3",
-	// "stdin" for a stream to S3), "" when the source is S3: local files
-	// carry no checksum, so the summary's advice on unverified objects
-	// fits the direction.
-	localTo string
 }
 
 // verifyMode parses --verify.
@@ -197,7 +174,7 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 
 // check checks get's flags against each other and parses the source and
 // --shard; they do not depend on the settings.
-func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
+func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
 	u, err := opts.rules.parseSource(opts.src)
 	if err != nil {
 		return u, nil, usageError(err)
@@ -263,67 +240,43 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 // download builds the job of a get (or of a copy from S3 to local) from
 // checked options and loaded settings, runs it, and deletes after it
 // with --delete.
-func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
+func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec *job.ShardSpec, settings config.Settings, origins *config.Origins) error {
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
-	dest, out, sink := opts.dest, opts.output, opts.sink
+	dest, out, sink := opts.dest, f.output(opts.output), opts.sink
 	warnIncludeAlone(f, opts.rules.rules)
-	out.report.origins = origins
-	out.report.command, out.report.source, out.report.dest = "get", opts.src, dest
-	out.report.lines = opts.flags != nil && opts.flags.Changed("interval")
+	out.about = reportAbout{origins: origins, command: "get", source: opts.src, dest: dest,
+		lines: opts.flags != nil && opts.flags.Changed("interval")}
 	planNICs(f, &settings, out.dryRun)
-	lanes, err := newS3Lanes(ctx, f, settings, u.Bucket)
+	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
 	}
-	verify, _ := out.verifyMode() // checked
+	eopts, err := runOptions(settings, out.outputFlags)
+	if err != nil {
+		return err
+	}
 	sink.DryRun = out.dryRun
 	sink.ResumeMin = settings.MultipartThreshold
 	sink.Warn = sinkWarn(f)
-	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), local.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
+	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), job.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
 	sink.RefuseDirect = f.Getenv(envRefuseDirect) == "1"
 	if opts.benchmark {
 		dest = ""
 	}
-	g, err := job.NewGet(ctx, job.GetSpec{
-		Source: job.S3Spec{Lanes: lanes, Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
+	get := &job.GetSpec{
+		Client: client, Source: job.S3Spec{Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
 			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
-			Target: s3store.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
-				Verify: verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
+			Target: job.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
+				Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
 		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
 		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
-	})
-	if err != nil {
-		return jobError(ctx, err)
 	}
-	defer g.Close()
-	out.mustExist, out.missing = g.MustExist, g.Missing
-	run := engineRun{lanes: g.Source.Lanes, sink: g.Sink, destination: g.Destination(), settings: settings,
-		out: out, rules: opts.rules.rules, listing: g.Listing(), scaled: g.Scaled, verb: "download", origin: s3Origin(u.Bucket),
-		directory: directoryBucket(u.Bucket)}
-	if sp, ok := g.Sink.(spaceSink); ok && !opts.noSpaceCheck && !out.dryRun {
-		run.space, run.spaceDest = sp, dest
-	}
-	err = runEngine(ctx, f, run)
-	if g.Listed == nil || err != nil {
-		return err
-	}
-	return runDelete(f, out, "file", g.Listed, func(report func(string, int64)) error {
-		return g.Delete(opts.rules.rules.Match, out.dryRun, report)
-	})
-}
-
-// runDelete is --delete's step after a run without failures, given
-// what the run listed (what: "file" or "object"): it refuses after an incomplete listing, else
-// removes (reportDeletes).
-func runDelete(f *runEnv, out outputFlags, what string, listed *job.Listed, remove func(report func(name string, size int64)) error) error {
-	if !listed.Complete() {
-		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
-	}
-	return reportDeletes(f, out, what, remove)
+	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: s3Origin(u.Bucket)})
 }
 
 // jobError reports an error of building a job: a usage error when the
@@ -342,177 +295,19 @@ func jobError(ctx context.Context, err error) error {
 const envRefuseDirect = "S3PD_TEST_REFUSE_DIRECT_IO"
 
 // directMode turns the direct_io setting into the local sink's mode.
-func directMode(v string) local.DirectMode {
+func directMode(v string) job.DirectMode {
 	switch v {
 	case config.DirectIOOn:
-		return local.DirectOn
+		return job.DirectOn
 	case config.DirectIOAuto:
-		return local.DirectAuto
+		return job.DirectAuto
 	}
-	return local.DirectOff
+	return job.DirectOff
 }
 
 // sinkWarn logs what a local sink warns of.
 func sinkWarn(f *runEnv) func(string) {
 	return func(msg string) { f.Logger.Warn(msg) }
-}
-
-// reportDeletes runs remove, which calls report for each file or object
-// it deletes (or would delete), and renders them: a JSON line each, a
-// line each in a dry run, and a total.
-func reportDeletes(f *runEnv, out outputFlags, what string, remove func(report func(name string, size int64)) error) error {
-	var n, bytes int64
-	err := remove(func(name string, size int64) {
-		n++
-		bytes += size
-		if js := out.jsonOut(f.Factory); js != nil {
-			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
-		}
-		if w := out.textOut(f.Factory); out.dryRun && w != nil {
-			fmt.Fprintf(w, "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
-		}
-	})
-	if w := out.textOut(f.Factory); w != nil && n > 0 {
-		verb := "deleted"
-		if out.dryRun {
-			verb = "would delete"
-		}
-		fmt.Fprintf(w, "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
-	}
-	if err != nil {
-		return fmt.Errorf("delete: %w", err)
-	}
-	return nil
-}
-
-// engineRun is one run of the engine as a command set it up.
-type engineRun struct {
-	lanes []transfer.Lane
-	sink  transfer.Sink
-	// destination names where an object lands, for messages (nil: none).
-	destination func(name string) string
-	settings    config.Settings
-	out         outputFlags
-	rules       transfer.Rules
-	// latency adds bench's latency lines to the summary.
-	latency bool
-	// listing observes the listing besides the progress bar (nil: none).
-	listing transfer.ListObserver
-	// scaled is who lists (nil Lister: the first lane) and the shard's
-	// report (--manifest, --shard).
-	scaled job.Scaled
-	// directory is the source's bucket when it is a directory bucket
-	// (directory.go), else "".
-	directory string
-	// verb and origin name the direction and an object's source in the
-	// per-object lines (reporter.line).
-	verb   string
-	origin func(transfer.Object) string
-	// space, when set, is a local destination whose free space is
-	// checked against what is still to land (spaceDest names it).
-	space     spaceSink
-	spaceDest string
-}
-
-// s3Origin names an object of bucket by its URL.
-func s3Origin(bucket string) func(transfer.Object) string {
-	return func(o transfer.Object) string { return "s3://" + bucket + "/" + o.Key }
-}
-
-// runEngine runs one transfer and renders its outcome: the progress bar,
-// the lines of each object, the summary, the report and the exit code.
-func runEngine(ctx context.Context, f *runEnv, r engineRun) (runErr error) {
-	lanes, sk, settings, out, rules, latency, listing := r.lanes, r.sink, r.settings, r.out, r.rules, r.latency, r.listing
-	verify, err := out.verifyMode()
-	if err != nil {
-		return err
-	}
-	adaptive, err := out.adaptiveMode()
-	if err != nil {
-		return err
-	}
-	out.logJSON = f.LogJSON
-	total := &listedBytes{}
-	rep := newReporter(f.Factory, f.Logger, out, total)
-	rep.destination, rep.verb, rep.origin = r.destination, r.verb, r.origin
-	if d, ok := sk.(interface{ DirectIO() local.DirectStatus }); ok {
-		rep.direct = d.DirectIO
-	}
-	if d, ok := sk.(interface{ Destination(string) string }); ok && rep.destination == nil {
-		rep.destination = d.Destination
-	}
-	eopts := engineOptions(settings)
-	eopts.Verify = verify
-	eopts.StallTimeout = out.stall
-	eopts.Adaptive = adaptive
-	eopts.Observer = rep
-	if match := rules.Filter(); match != nil {
-		rep.selection = &selection{}
-		eopts.Filter = rep.selection.filter(match)
-	}
-	eopts.DryRun = out.dryRun
-	eopts.VerifyExisting = out.verifyExisting
-	eopts.Listing = total
-	if listing != nil {
-		eopts.Listing = listings{total, listing}
-	}
-	eopts.Lister = r.scaled.Lister
-	lister := cmp.Or[transfer.Lister](r.scaled.Lister, lanes[0].Source)
-	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, eopts.Filter)
-	defer stop(nil)
-	if err != nil {
-		return usageError(err)
-	}
-	if spaced != nil {
-		eopts.Lister, eopts.Filter = spaced, filter
-	}
-	if r.directory != "" {
-		rep.directory = r.directory
-		eopts.OpaqueETags = true
-		if out.dryRun {
-			eopts.Lister = sortedLister(eopts.Lister, lanes)
-		}
-	}
-	shardReport := r.scaled.Report
-	meas := newMeasurement(f, rep, lanes, settings, out)
-	eopts.OnSample, eopts.SampleEvery = meas.sample, meas.flags.interval
-	eng, err := transfer.New(lanes, sk, eopts)
-	if err != nil {
-		return err
-	}
-	f.logStart(settings, lanes)
-	defer func() { runErr = meas.finish(ctx, runErr) }()
-	sum, err := eng.Run(rctx)
-	rep.close()
-	meas.ended(sum)
-	if se := spaceFailure(rctx, err); se != nil {
-		if sum.Objects+sum.Failed+sum.Skipped > 0 {
-			rep.printSummary(out.textOut(f.Factory), sum, out, latency, nil, meas.measures())
-		}
-		return &ExitError{Code: ExitUsage, Err: se}
-	}
-	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) {
-		return startError(ctx, err)
-	}
-	if out.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
-		rep.ObjectDone(transfer.Result{Object: *out.mustExist, Err: out.missing})
-		sum.Failed++
-	}
-	if shardReport != nil && !shardReport.Done() {
-		shardReport = nil // the listing did not complete
-	}
-	rep.printSummary(out.textOut(f.Factory), sum, out, latency, shardReport, meas.measures())
-	switch {
-	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
-	case err != nil:
-		return badManifest(err)
-	case sum.Failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
-	case rep.archived.Load() > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
-	}
-	return nil
 }
 
 // startError reports an error before anything was transferred: a missing
@@ -527,8 +322,8 @@ func startError(ctx context.Context, err error) error {
 	}
 	var bad *transfer.BadResponseError
 	var short *transfer.ShortBodyError
-	var se *s3store.StatusError
-	if errors.As(err, &bad) || errors.As(err, &short) || errors.As(err, &se) && se.Status >= 500 {
+	status, _, answered := job.StatusOf(err)
+	if errors.As(err, &bad) || errors.As(err, &short) || answered && status >= 500 {
 		// The server answered wrongly or failed (a single object's
 		// probe, a first listing page): its fault, not a usage error.
 		return &ExitError{Code: ExitFailed, Err: err}
@@ -538,7 +333,7 @@ func startError(ctx context.Context, err error) error {
 
 // engineOptions turns validated settings into the engine's options.
 func engineOptions(s config.Settings) transfer.Options {
-	o := transfer.Options{
+	return transfer.Options{
 		Workers:     s.Workers,
 		Threads:     s.Threads,
 		MaxRequests: s.MaxConcurrentRequests,
@@ -546,8 +341,19 @@ func engineOptions(s config.Settings) transfer.Options {
 		Threshold:   s.MultipartThreshold,
 		QueueSize:   s.MaxQueueSize,
 	}
-	if s.MaxBandwidth > 0 {
-		o.Limiter = transfer.NewRateLimiter(s.MaxBandwidth)
+}
+
+// runOptions are the engine's options of a run: the settings', and
+// those of the output flags.
+func runOptions(s config.Settings, out outputFlags) (transfer.Options, error) {
+	o := engineOptions(s)
+	var err error
+	if o.Verify, err = out.verifyMode(); err != nil {
+		return o, err
 	}
-	return o
+	if o.Adaptive, err = out.adaptiveMode(); err != nil {
+		return o, err
+	}
+	o.StallTimeout, o.DryRun, o.VerifyExisting = out.stall, out.dryRun, out.verifyExisting
+	return o, nil
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -98,27 +99,34 @@ const (
 	codeOther       = "Error"
 )
 
+// isStatus reports whether err carries the server's answer.
+func isStatus(err error) bool {
+	_, _, ok := job.StatusOf(err)
+	return ok
+}
+
 // errorCode classifies err for the error_code and http_status fields.
 func errorCode(err error) (string, int) {
-	var se *s3store.StatusError
+	var nf *job.NotFoundError
 	var ne net.Error
 	var pe *os.PathError
 	var ee *ExitError
 	switch {
 	case err == nil:
 		return "", 0
-	case errors.As(err, &se):
-		if se.Code != "" {
-			return se.Code, se.Status
-		}
-		return codeOther, se.Status
+	case errors.As(err, &nf):
+		// Nothing there: as S3 says of a missing key, which scripts read.
+		return "NoSuchKey", 404
+	case isStatus(err):
+		status, code, _ := job.StatusOf(err)
+		return cmp.Or(code, codeOther), status
 	case errors.Is(err, transfer.ErrChecksum):
 		return codeChecksum, 0
 	case errors.Is(err, transfer.ErrModified):
 		return codeModified, 0
 	case errors.Is(err, context.Canceled):
 		return codeInterrupted, 0
-	case s3store.NoCredentials(err):
+	case job.NoCredentials(err):
 		return codeCredentials, 0
 	case errors.As(err, &pe):
 		// Before net.Error, which *fs.PathError satisfies.

@@ -15,8 +15,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/nics"
-	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // laneProbeTimeout bounds the one connection each network card makes to
@@ -29,9 +27,9 @@ const laneProbeTimeout = 5 * time.Second
 // count of the TLS handshakes of every request sent over it.
 type runTransport struct {
 	once       sync.Once
-	t          *s3store.Transport
+	t          *job.Transport
 	err        error
-	handshakes s3store.Handshakes
+	handshakes job.Handshakes
 }
 
 // transport returns the run's transport, built from s the first time
@@ -40,41 +38,31 @@ type runTransport struct {
 // endpoint's addresses), pools sized for s's request budget. A card that
 // is unknown, or that cannot reach the endpoint while others can, is a
 // usage error or a warning, before anything is sent.
-func (f *runEnv) transport(ctx context.Context, s config.Settings) (*s3store.Transport, error) {
+func (f *runEnv) transport(ctx context.Context, s config.Settings) (*job.Transport, error) {
 	f.net.once.Do(func() { f.net.t, f.net.err = newTransport(ctx, f, s) })
 	return f.net.t, f.net.err
 }
 
 // handshakeCounts are the TLS handshakes of the run's requests so far.
-func (f *runEnv) handshakeCounts() s3store.HandshakeCounts {
+func (f *runEnv) handshakeCounts() job.HandshakeCounts {
 	if f.net == nil {
-		return s3store.HandshakeCounts{}
+		return job.HandshakeCounts{}
 	}
 	return f.net.handshakes.Counts()
 }
 
-func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
+func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
 	opts := transportOptions(s)
 	// Every lane counts its handshakes into the run's one counter: each
 	// request is traced once, whichever client sends it.
 	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
-	if len(s.NICs) > 0 {
-		ifaces, err := nics.Resolve(strings.Join(s.NICs, ","))
-		if err != nil {
-			return nil, usageError(err)
-		}
-		for _, iface := range ifaces {
-			d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
-			opts.Lanes = append(opts.Lanes, s3store.DialLane{Name: iface.Name, Dial: d.DialContext})
-		}
-	} else {
-		// A connection that cannot be made in 10 s fails, rather than
-		// waiting for the kernel's two minutes of SYN retries.
-		d := nics.NewSpreadDialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, 0, nil)
-		opts.Lanes = []s3store.DialLane{{Name: "default", Dial: d.DialContext}}
+	lanes, err := job.DialLanes(s.NICs)
+	if err != nil {
+		return nil, usageError(err)
 	}
+	opts.Lanes = lanes
 	opts.Conns = max(s.MaxConcurrentRequests/len(opts.Lanes), 1)
-	t, err := s3store.NewTransport(opts)
+	t, err := job.NewTransport(opts)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -89,14 +77,14 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.T
 
 // transportOptions are the settings' part of the transport: how
 // certificates are checked.
-func transportOptions(s config.Settings) s3store.TransportOptions {
-	return s3store.TransportOptions{CABundle: s.CABundle, Insecure: s.NoVerifySSL}
+func transportOptions(s config.Settings) job.TransportOptions {
+	return job.TransportOptions{CABundle: s.CABundle, Insecure: s.NoVerifySSL}
 }
 
 // probeLanes connects once over every card to the endpoint: a card that
 // cannot is dropped with one warning when others can; when none can, the
 // run stops with exit 2 naming the cards.
-func probeLanes(ctx context.Context, f *runEnv, t *s3store.Transport, s config.Settings) error {
+func probeLanes(ctx context.Context, f *runEnv, t *job.Transport, s config.Settings) error {
 	addr := endpointAddr(s)
 	failed := t.Probe(ctx, addr, laneProbeTimeout)
 	if len(failed) == 0 {
@@ -153,28 +141,19 @@ func endpointAddr(s config.Settings) string {
 // clientOptions are the S3 clients' options from the run's settings,
 // over the run's transport: each request over the next lane in turn
 // unless a caller picks one.
-func clientOptions(f *runEnv, s config.Settings, t *s3store.Transport) s3store.ClientOptions {
-	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: s3store.AllLanes}
+func clientOptions(f *runEnv, s config.Settings, t *job.Transport) job.ClientOptions {
+	return job.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
+		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: job.AllLanes}
 }
 
-// newS3Lanes builds one S3 client per lane of the run's transport (one
-// per network card named by --nics, one in all without it), each with
-// its own connection pool, and logs the retries of listing and HEAD
-// requests as they happen.
-func newS3Lanes(ctx context.Context, f *runEnv, s config.Settings, bucket string) ([]job.S3Lane, error) {
+// s3Client is how the run's S3 clients are built: over the run's
+// transport (one lane per network card named by --nics, one in all
+// without it, each with its own connection pool), logging the retries
+// of listing and HEAD requests as they happen.
+func s3Client(ctx context.Context, f *runEnv, s config.Settings) (job.ClientOptions, error) {
 	t, err := f.transport(ctx, s)
 	if err != nil {
-		return nil, err
+		return job.ClientOptions{}, err
 	}
-	clients, err := s3store.NewLaneClients(ctx, bucket, clientOptions(f, s, t))
-	if err != nil {
-		return nil, err
-	}
-	names := t.Names()
-	out := make([]job.S3Lane, len(clients))
-	for i, c := range clients {
-		out[i] = job.S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: bucket})}
-	}
-	return out, nil
+	return clientOptions(f, s, t), nil
 }

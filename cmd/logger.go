@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/transfer"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -49,11 +48,11 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 		return env, config.Settings{}, nil, err
 	}
 	if out != nil {
-		closeRoute, err := out.openRoute(fac, dataOnStdout)
+		r, closeRoute, err := out.openRoute(fac, dataOnStdout)
 		if err != nil {
 			return env, config.Settings{}, nil, err
 		}
-		env = &runEnv{Factory: fac, JSON: out.jsonOut(fac), exits: closeRoute, net: env.net}
+		env = &runEnv{Factory: fac, JSON: r.json, route: r, exits: closeRoute, net: env.net}
 	}
 	l, err := resolveSettings(fac, fs)
 	if err != nil {
@@ -69,7 +68,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 			log.Warn(w)
 		}
 	}
-	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, exits: env.exits, net: env.net}
+	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, route: env.route, exits: env.exits, net: env.net}
 	if log.Core().Enabled(zapcore.DebugLevel) {
 		c := credentialSource(fac.Getenv, l)
 		env.credentials = strings.TrimSuffix(c.Source+" ("+c.Location+")", " ()")
@@ -79,13 +78,12 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 
 // logStart writes the --debug line that starts a transfer: where it
 // goes, as whom, and the budget it runs under.
-func (f *runEnv) logStart(s config.Settings, lanes []transfer.Lane) {
+func (f *runEnv) logStart(s config.Settings, nics []string) {
 	if f.Logger == nil || !f.Logger.Core().Enabled(zapcore.DebugLevel) {
 		return
 	}
-	nics := make([]string, len(lanes))
-	for i, l := range lanes {
-		nics[i] = l.Name
+	if nics == nil {
+		nics = []string{}
 	}
 	endpoint, ok := config.Printable("endpoint_url", s.EndpointURL) // never its user information
 	if !ok {

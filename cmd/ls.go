@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/raid"
-	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 type lsOptions struct {
@@ -81,11 +81,11 @@ type entryLine struct {
 }
 
 func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) (err error) {
-	u, err := s3store.ParseRawURL(arg)
+	u, err := job.ParseRawURL(arg)
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket})
+	f, src, err := openSource(ctx, fac, fs, job.Target{Bucket: u.Bucket})
 	defer f.end(&err)
 	if err != nil {
 		return err
@@ -98,13 +98,9 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	if !opts.recursive {
 		dir = u.Key[:strings.LastIndexByte(u.Key, '/')+1]
 	}
-	var total s3store.Usage
+	var total job.Usage
 	entries := 0
-	list := src.ListDir
-	if s3store.IsDirectoryBucket(u.Bucket) {
-		list = sortedListDir(list)
-	}
-	err = list(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
+	err = src.ListDir(ctx, u.Key, opts.recursive, func(e job.Entry) error {
 		entries++
 		if !e.Dir {
 			total.Objects++
@@ -132,7 +128,7 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	return nil
 }
 
-func lsEntryLine(e s3store.Entry) entryLine {
+func lsEntryLine(e job.Entry) entryLine {
 	if e.Dir {
 		return entryLine{header: newHeader(lineEntry), Kind: "prefix", Key: e.Key}
 	}
@@ -141,7 +137,7 @@ func lsEntryLine(e s3store.Entry) entryLine {
 }
 
 // printLsEntry writes one line in the AWS CLI's layout.
-func printLsEntry(w io.Writer, e s3store.Entry, name string, human bool) error {
+func printLsEntry(w io.Writer, e job.Entry, name string, human bool) error {
 	var err error
 	if e.Dir {
 		_, err = fmt.Fprintf(w, "%26s PRE %s\n", "", printable(name))
@@ -161,7 +157,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
-	f, src, err := openSource(ctx, fac, fs, s3store.Target{})
+	f, src, err := openSource(ctx, fac, fs, job.Target{})
 	defer f.end(&err)
 	if err != nil {
 		return err

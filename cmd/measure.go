@@ -20,7 +20,6 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -29,6 +28,10 @@ import (
 type reportFlags struct {
 	path     string
 	interval time.Duration
+}
+
+// reportAbout names a run in its report and says which lines it prints.
+type reportAbout struct {
 	// origins say where each setting came from (for the report).
 	origins *config.Origins
 	// command and source name the run in the report.
@@ -88,26 +91,24 @@ type measurement struct {
 	f        *runEnv
 	rep      *reporter
 	flags    reportFlags
+	about    reportAbout
 	settings config.Settings
 	embedded bool
 	lanes    []string
 	started  time.Time
 	cpu0     time.Duration
-	tls0     s3store.HandshakeCounts
+	tls0     job.HandshakeCounts
 	series   report.Series
 	sum      transfer.Summary
 	cpu      time.Duration
-	tls      s3store.HandshakeCounts // the run's handshakes (since tls0)
+	tls      job.HandshakeCounts // the run's handshakes (since tls0)
 }
 
-func newMeasurement(f *runEnv, rep *reporter, lanes []transfer.Lane, s config.Settings, out outputFlags) *measurement {
-	m := &measurement{f: f, rep: rep, flags: out.report, settings: s, embedded: out.embedded,
-		started: time.Now(), cpu0: cpuTime(), tls0: f.handshakeCounts()}
+func newMeasurement(f *runEnv, rep *reporter, lanes []string, s config.Settings, out runOutput) *measurement {
+	m := &measurement{f: f, rep: rep, flags: out.report, about: out.about, settings: s, embedded: out.embedded,
+		lanes: lanes, started: time.Now(), cpu0: cpuTime(), tls0: f.handshakeCounts()}
 	if m.flags.interval <= 0 {
 		m.flags.interval = time.Second // commands without --interval (copy, sync)
-	}
-	for _, l := range lanes {
-		m.lanes = append(m.lanes, l.Name)
 	}
 	return m
 }
@@ -115,7 +116,7 @@ func newMeasurement(f *runEnv, rep *reporter, lanes []transfer.Lane, s config.Se
 // sample receives one interval from the engine (one goroutine).
 func (m *measurement) sample(s transfer.Sample) {
 	m.series.Add(s)
-	if m.rep.json != nil && m.flags.lines {
+	if m.rep.json != nil && m.about.lines {
 		m.rep.writeJSON(m.intervalLine(s))
 	}
 }
@@ -221,7 +222,7 @@ func (m *measurement) measures() runMeasures {
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
 		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
-		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.flags.round,
+		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.about.round,
 		Scheme: m.scheme(), Transport: m.transport(),
 		TLSHandshakes: m.tls.Total, TLSResumed: m.tls.Resumed, TLSHandshakeMS: ms(m.tls.Time),
 		TLSShare: m.reportTLS().Share(s.RequestTime),
@@ -254,9 +255,9 @@ func printMeasures(w io.Writer, r runMeasures) {
 // run is the report's view of the finished run.
 func (m *measurement) run(status string, runErr error) report.Run {
 	r := report.Run{
-		Command: m.flags.command, Source: m.flags.source, Dest: m.flags.dest,
+		Command: m.about.command, Source: m.about.source, Dest: m.about.dest,
 		Version: m.f.Version, Started: m.started, Status: status,
-		Settings: redactedSettings(m.settings, m.flags.origins),
+		Settings: redactedSettings(m.settings, m.about.origins),
 		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
 		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
 		ServerInProcess: m.embedded, Transport: m.transport(), TLS: m.reportTLS(),

@@ -15,10 +15,39 @@ type route struct {
 	json  io.Writer // nil: no JSON lines
 }
 
+// runOutput is how one run renders: the flags as given, and what the
+// run learned of where its lines go and what it moves.
+type runOutput struct {
+	outputFlags
+	// route is where lines go, set by openRoute; nil means stdout.
+	route *route
+	// logJSON: --log-format json, so stderr carries JSON lines only
+	logJSON bool
+	// embedded says the S3 server runs in this process (bench without a
+	// URL), so its memory is in the peak this process reports.
+	embedded bool
+	// dryVerb is what a dry run says it would do with each object:
+	// "fetch" (get, and copy from S3 to local) unless set ("copy").
+	dryVerb string
+	// localTo says where a copy from local files goes ("local" or "s3",
+	// "stdin" for a stream to S3), "" when the source is S3: local files
+	// carry no checksum, so the summary's advice on unverified objects
+	// fits the direction.
+	localTo string
+	// about names the run in its report.
+	about reportAbout
+}
+
+// output is how the run renders with flags o: over the route startRun
+// opened.
+func (f *runEnv) output(o outputFlags) runOutput {
+	return runOutput{outputFlags: o, route: f.route, logJSON: f.LogJSON}
+}
+
 // openRoute decides where the run's lines go, once its command knows
 // whether stdout carries data. It opens --json-file, and returns what
 // closes it when the command ends.
-func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error) {
+func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) (*route, []func(), error) {
 	if o.recursive {
 		fmt.Fprintln(f.IO.ErrOut, "s3pd: note: --recursive is not needed: a prefix (s3://bucket/prefix/) is always copied with everything under it")
 	}
@@ -39,7 +68,7 @@ func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error)
 	if o.jsonFile != "" {
 		file, err := os.OpenFile(o.jsonFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, usageErrorf("--json-file: %w", err)
+			return nil, nil, usageErrorf("--json-file: %w", err)
 		}
 		exits = append(exits, func() { file.Close() })
 		if r.json == nil {
@@ -49,12 +78,11 @@ func (o *outputFlags) openRoute(f *Factory, dataOnStdout bool) ([]func(), error)
 			r.json = io.MultiWriter(r.json, file)
 		}
 	}
-	o.route = r
-	return exits, nil
+	return r, exits, nil
 }
 
 // humanOut is where summaries and dry-run lines go.
-func (o outputFlags) humanOut(f *Factory) io.Writer {
+func (o runOutput) humanOut(f *Factory) io.Writer {
 	if o.route == nil {
 		return f.IO.Out
 	}
@@ -62,7 +90,7 @@ func (o outputFlags) humanOut(f *Factory) io.Writer {
 }
 
 // jsonOut is where JSON lines go, or nil without --json or --json-file.
-func (o outputFlags) jsonOut(f *Factory) io.Writer {
+func (o runOutput) jsonOut(f *Factory) io.Writer {
 	switch {
 	case o.route != nil:
 		return o.route.json
@@ -74,7 +102,7 @@ func (o outputFlags) jsonOut(f *Factory) io.Writer {
 
 // textOut is where human summaries go: nil with --json, whose lines take
 // their place, and with --quiet, which prints nothing on success.
-func (o outputFlags) textOut(f *Factory) io.Writer {
+func (o runOutput) textOut(f *Factory) io.Writer {
 	if o.asJSON || o.onlyErrors || o.quiet {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -43,7 +43,7 @@ type reporter struct {
 	directory string
 	// direct, when set, says what a local destination did about direct
 	// I/O (the summary).
-	direct func() local.DirectStatus
+	direct func() job.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
 	// dryVerb is what a dry run would do with each object ("fetch").
@@ -74,7 +74,7 @@ type reporter struct {
 
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
-func newReporter(f *Factory, log *zap.Logger, out outputFlags, listed *listedBytes) *reporter {
+func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
 	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/internal/job"
 )
 
 // NewCmdRoot builds the s3pd command tree.
@@ -90,14 +90,14 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 		code = ExitUsage
 	}
 	msg := oneLine(err.Error())
-	var ce *s3store.CertificateError
+	var ce *job.CertificateError
 	switch {
 	case errors.As(err, &ce):
 		// What to do, without the SDK's chain around it.
 		msg = ce.Error()
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = ExitInterrupted, "interrupted"
-	case s3store.NoCredentials(err):
+	case job.NoCredentials(err):
 		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -9,9 +8,6 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/manifest"
-	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -32,18 +28,18 @@ func (s *scaleFlags) register(fs *pflag.FlagSet) {
 }
 
 // spec parses --shard; nil without it.
-func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
+func (s *scaleFlags) spec(getenv func(string) string) (*job.ShardSpec, error) {
 	var (
-		sp  shard.Spec
+		sp  job.ShardSpec
 		err error
 	)
 	switch s.shard {
 	case "":
 		return nil, nil
 	case "auto":
-		sp, err = shard.FromEnv(getenv)
+		sp, err = job.ShardFromEnv(getenv)
 	default:
-		sp, err = shard.Parse(s.shard)
+		sp, err = job.ParseShard(s.shard)
 		if err != nil {
 			err = fmt.Errorf("--%w", err)
 		}
@@ -55,15 +51,14 @@ func (s *scaleFlags) spec(getenv func(string) string) (*shard.Spec, error) {
 }
 
 // printShard writes the human line about the shard.
-func printShard(w io.Writer, r *shard.Report) {
+func printShard(w io.Writer, r *job.ShardReport) {
 	fmt.Fprintf(w, "shard %s: %s, %s (%.1f%% of %s, %s), objects %s of listing %s\n",
 		r.Shard, plural(r.Objects, "object"), plural(r.Bytes, "byte"), r.Share*100, plural(r.ListingObjects, "object"), plural(r.ListingBytes, "byte"), r.Hash, r.ListingHash)
 }
 
 // badManifest turns a bad manifest entry into a usage error (exit 2).
 func badManifest(err error) error {
-	var le *manifest.LineError
-	if errors.As(err, &le) {
+	if job.BadManifest(err) {
 		return usageError(err)
 	}
 	return err
@@ -72,7 +67,7 @@ func badManifest(err error) error {
 // scaleSpec is what --manifest and --shard (spec, nil without it) ask
 // of the run; a manifest in S3 is read with the run's settings, over the
 // run's transport t.
-func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, t *s3store.Transport, spec *shard.Spec, rules transfer.Rules) job.ScaleSpec {
+func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, t *job.Transport, spec *job.ShardSpec, rules transfer.Rules) job.ScaleSpec {
 	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
 		Clients: clientOptions(f, settings, t)}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/internal/job"
 )
 
 // NewCmdShards builds `s3pd shards`, the fleet's view of a split. runF,
@@ -59,16 +59,16 @@ type shardRun struct {
 
 // shardSummary is what shards check reads of a summary line.
 type shardSummary struct {
-	DryRun      bool          `json:"dry_run"`
-	Objects     int64         `json:"objects"`
-	Failed      int64         `json:"failed"`
-	Skipped     int64         `json:"skipped"`
-	Interrupted int64         `json:"interrupted"`
-	Shard       *shard.Report `json:"shard"`
+	DryRun      bool             `json:"dry_run"`
+	Objects     int64            `json:"objects"`
+	Failed      int64            `json:"failed"`
+	Skipped     int64            `json:"skipped"`
+	Interrupted int64            `json:"interrupted"`
+	Shard       *job.ShardReport `json:"shard"`
 }
 
 func runShardsCheck(f *Factory, files []string) error {
-	var reports []shard.Report
+	var reports []job.ShardReport
 	var problems []string
 	for _, name := range files {
 		run, err := readShardRun(name)
@@ -81,7 +81,7 @@ func runShardsCheck(f *Factory, files []string) error {
 		}
 	}
 	if len(reports) > 0 || len(problems) == 0 {
-		problems = append(problems, shard.Check(reports)...)
+		problems = append(problems, job.CheckShards(reports)...)
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {

@@ -3,12 +3,11 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -21,7 +20,7 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 		}
 		return 0, nil
 	}
-	u, err := s3store.ParseRawURL(opts.dst)
+	u, err := job.ParseRawURL(opts.dst)
 	switch {
 	case !isS3(opts.dst):
 		return 0, usageErrorf("SRC - uploads standard input: DEST is an s3://bucket/key URL, not %q", opts.dst)
@@ -47,45 +46,32 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 // multipart_chunksize (larger when --expected-size says the stream would
 // need over 10,000 of them), --threads of them in flight at most.
 func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, expected int64) error {
-	u, _ := s3store.ParseRawURL(opts.dst) // checked
 	t, err := f.transport(ctx, settings)
 	if err != nil {
 		return err
 	}
-	client, err := s3store.NewClient(ctx, u.Bucket, clientOptions(f, settings, t))
+	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
-		return startError(ctx, err)
+		return err
 	}
 	up := opts.upload
 	up.Req = opts.req
-	sink := s3store.NewUploadSink(client, u.Bucket, up)
-	partSize := s3store.StreamPartSize(settings.PartSize, expected)
-	conc := cmp.Or(settings.Threads, config.BudgetThreads)
-	out := opts.output
-	out.logJSON, out.localTo = f.LogJSON, "stdin" // the parts' checksums were checked on arrival
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
+		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
+	out := f.output(opts.output)
+	out.localTo = "stdin" // the parts' checksums were checked on arrival
+	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts},
+		jobRun{settings: settings, out: out, verb: "upload", origin: func(transfer.Object) string { return "-" }})
+}
+
+// streamJob runs a stream's job and renders it: its one object, a
+// summary without the engine's measures, and the exit code.
+func streamJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) error {
+	out := how.out
 	rep := newReporter(f.Factory, f.Logger, out, nil)
-	rep.verb, rep.destination = "upload", sink.Destination
-	rep.origin = func(transfer.Object) string { return "-" }
-	f.logStart(settings, nil)
-	res, err := sink.Stream(ctx, u.Key, f.IO.In, partSize, conc, rep.Bytes)
+	rep.verb, rep.destination, rep.origin = how.verb, run.Destination, how.origin
+	sum, err := run.Transfer(ctx, job.Hooks{Observer: rep, Start: func() { f.logStart(how.settings, run.Lanes) }})
 	rep.close()
-	result := transfer.Result{Object: transfer.Object{Key: u.Key, Name: u.Key, Size: res.Bytes},
-		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
-	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests}
-	switch {
-	case err != nil:
-		sum.Failed = 1
-	case res.Verified:
-		sum.Objects = 1
-		result.Verification.Checksums = []string{strings.ToLower(up.ChecksumAlgorithm)}
-	default:
-		sum.Objects = 1
-		result.Verification.Unverified = transfer.UnverifiedNoChecksum
-	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		result.Err = context.Canceled
-	}
-	rep.ObjectDone(result)
 	rep.printSummary(out.textOut(f.Factory), sum, out, false, nil, runMeasures{})
 	switch {
 	case ctx.Err() != nil:

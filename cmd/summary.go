@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/report"
-	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -63,7 +62,7 @@ type summaryLine struct {
 	DirectIO       string `json:"direct_io,omitempty"`
 	DirectIOReason string `json:"direct_io_reason,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
-	Shard *shard.Report `json:"shard,omitempty"`
+	Shard *job.ShardReport `json:"shard,omitempty"`
 	// Selection is what the rules selected of the listing.
 	Selection   *selectionLine `json:"selection,omitempty"`
 	runMeasures                // percentiles, CPU, time series, verdict (measure.go)
@@ -79,7 +78,7 @@ type laneSummary struct {
 
 // summary builds the summary line from the engine's summary and what the
 // reporter counted.
-func (r *reporter) summary(s transfer.Summary, out outputFlags) summaryLine {
+func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 	secs := s.Elapsed.Seconds()
 	r.mu.Lock()
 	t := r.tally
@@ -140,7 +139,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // printSummary writes the human summary to w (none when nil) and the
 // JSON summary line where the JSON lines go; sr is the shard's report,
 // nil without --shard.
-func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags, latency bool, sr *shard.Report, m runMeasures) {
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, m runMeasures) {
 	line := r.summary(s, out)
 	line.Shard = sr
 	line.runMeasures = m
@@ -181,7 +180,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out outputFlags
 		fmt.Fprintln(w, directoryLine(r.directory))
 	}
 	r.printVerification(w, line)
-	if line.DirectIO != "" && (line.DirectIO != local.DirectStateOff || line.DirectIOReason != "") {
+	if line.DirectIO != "" && (line.DirectIO != job.DirectStateOff || line.DirectIOReason != "") {
 		direct := "direct I/O: " + line.DirectIO
 		if line.DirectIOReason != "" {
 			direct += " (" + line.DirectIOReason + ")"

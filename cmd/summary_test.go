@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -55,7 +55,7 @@ func TestHumanSummary(t *testing.T) {
 	}
 	var b strings.Builder
 	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
-		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, outputFlags{}, false, nil, runMeasures{})
+		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, runOutput{}, false, nil, runMeasures{})
 	out := b.String()
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
@@ -81,7 +81,7 @@ func TestHumanSummary(t *testing.T) {
 func TestDryRunListing(t *testing.T) {
 	var out strings.Builder
 	f := &Factory{IO: &IOStreams{Out: &out, ErrOut: &strings.Builder{}}}
-	r := newReporter(f, zap.NewNop(), outputFlags{dryRun: true}, nil)
+	r := newReporter(f, zap.NewNop(), runOutput{outputFlags: outputFlags{dryRun: true}}, nil)
 	r.destination = func(name string) string { return "/data/" + name }
 	fetch := func(name string, size int64) transfer.Result {
 		return transfer.Result{Object: transfer.Object{Key: "p/" + name, Name: name, Size: size}, Skipped: transfer.DryRunReason}
@@ -93,7 +93,7 @@ func TestDryRunListing(t *testing.T) {
 		skip("s2", "unchanged (size and mtime)"), fetch("b/x", 2<<20), skip("m/", "directory marker: would create directory")} {
 		r.ObjectDone(res)
 	}
-	r.printSummary(&out, transfer.Summary{}, outputFlags{dryRun: true}, false, nil, runMeasures{})
+	r.printSummary(&out, transfer.Summary{}, runOutput{outputFlags: outputFlags{dryRun: true}}, false, nil, runMeasures{})
 	want := `would fetch: p/a -> /data/a (1 byte)
 would fetch: p/b/x -> /data/b/x (2097152 bytes)
 would fetch: p/c -> /data/c (3 bytes)
@@ -112,7 +112,7 @@ func TestSingularCounts(t *testing.T) {
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "b", Size: 5}, Err: errors.New("403 AccessDenied")})
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
 	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
@@ -166,7 +166,7 @@ func TestIntactCountedApart(t *testing.T) {
 	}
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Skipped: "exists (--no-clobber)"})
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
 	if want := "objects: 0 transferred, 2 checked intact, 1 skipped, 0 failed"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
@@ -181,7 +181,7 @@ func TestUploadSummaryIsNoWarning(t *testing.T) {
 			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, outputFlags{localTo: "s3"}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, runOutput{localTo: "s3"}, false, nil, runMeasures{})
 	out := b.String()
 	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
 		t.Errorf("summary lacks %q:\n%s", want, out)
@@ -219,7 +219,7 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 		listed.Listed(transfer.Object{Size: 8 << 20})
 	}
 	listed.ListingDone()
-	r := newReporter(f, zap.NewNop(), outputFlags{}, listed)
+	r := newReporter(f, zap.NewNop(), runOutput{}, listed)
 	r.Bytes(12 << 20)
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
 	deadline := time.Now().Add(5 * time.Second)
@@ -239,17 +239,17 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 // or off or fallback with the reason; plain off says nothing.
 func TestHumanSummaryDirectIO(t *testing.T) {
 	for _, tt := range []struct {
-		st   local.DirectStatus
+		st   job.DirectStatus
 		want string
 	}{
-		{local.DirectStatus{State: local.DirectStateOn}, "direct I/O: on\n"},
-		{local.DirectStatus{State: local.DirectStateFallback, Reason: "open with O_DIRECT: invalid argument"}, "direct I/O: fallback (open with O_DIRECT: invalid argument)\n"},
-		{local.DirectStatus{State: local.DirectStateOff, Reason: "auto: no object of 64 MiB or more"}, "direct I/O: off (auto: no object of 64 MiB or more)\n"},
-		{local.DirectStatus{State: local.DirectStateOff}, ""},
+		{job.DirectStatus{State: job.DirectStateOn}, "direct I/O: on\n"},
+		{job.DirectStatus{State: job.DirectStateFallback, Reason: "open with O_DIRECT: invalid argument"}, "direct I/O: fallback (open with O_DIRECT: invalid argument)\n"},
+		{job.DirectStatus{State: job.DirectStateOff, Reason: "auto: no object of 64 MiB or more"}, "direct I/O: off (auto: no object of 64 MiB or more)\n"},
+		{job.DirectStatus{State: job.DirectStateOff}, ""},
 	} {
-		r := &reporter{log: zap.NewNop(), direct: func() local.DirectStatus { return tt.st }}
+		r := &reporter{log: zap.NewNop(), direct: func() job.DirectStatus { return tt.st }}
 		var b strings.Builder
-		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, outputFlags{}, false, nil, runMeasures{})
+		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
 		got := ""
 		for _, l := range strings.SplitAfter(b.String(), "\n") {
 			if strings.HasPrefix(l, "direct I/O") {
@@ -259,7 +259,7 @@ func TestHumanSummaryDirectIO(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%+v: summary says %q, want %q", tt.st, got, tt.want)
 		}
-		if line := r.summary(transfer.Summary{}, outputFlags{}); line.DirectIO != tt.st.State || line.DirectIOReason != tt.st.Reason {
+		if line := r.summary(transfer.Summary{}, runOutput{}); line.DirectIO != tt.st.State || line.DirectIOReason != tt.st.Reason {
 			t.Errorf("%+v: --json says %q, %q", tt.st, line.DirectIO, line.DirectIOReason)
 		}
 	}
@@ -276,7 +276,7 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 		listed.Listed(transfer.Object{Size: 64 << 20})
 	}
 	listed.ListingDone()
-	r := newReporter(f, zap.NewNop(), outputFlags{}, listed)
+	r := newReporter(f, zap.NewNop(), runOutput{}, listed)
 	for i := range 40 {
 		r.ObjectStarted(transfer.Object{})
 		r.Bytes(int64(i) * 3 << 20)

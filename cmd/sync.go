@@ -31,18 +31,3 @@ func (l *listedBytes) totals() (int64, int64, bool) {
 	}
 	return l.bytes.Load(), l.objects.Load(), l.complete.Load()
 }
-
-// listings fans listing events out to several observers.
-type listings []transfer.ListObserver
-
-func (ls listings) Listed(o transfer.Object) {
-	for _, l := range ls {
-		l.Listed(o)
-	}
-}
-
-func (ls listings) ListingDone() {
-	for _, l := range ls {
-		l.ListingDone()
-	}
-}

@@ -55,6 +55,8 @@ type CopySpec struct {
 	// without failures (--delete).
 	Delete bool
 	Scale  ScaleSpec
+	// Stdin is the stream of a Src "-".
+	Stdin *StdinSpec
 }
 
 // Copy is a resolved copy: what to read, where it goes, and how the
@@ -76,6 +78,7 @@ type Copy struct {
 	// its parts in memory.
 	MaxRequests int
 
+	stream  *stream
 	prune   func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error
 	closers []func()
 }
@@ -88,31 +91,52 @@ const copyPartSize = 1 << 30
 // between stores cannot send its checksum as a trailer (plain HTTP).
 const streamBuffer = 1 << 30
 
-// NewCopy resolves spec: the source, the sink, and where each object or
+// newCopy resolves spec: the source, the sink, and where each object or
 // file lands (Land). Close releases what it holds.
-func NewCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
+func newCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
 	c := &Copy{PartSize: spec.PartSize, Threshold: spec.Threshold}
 	if spec.Delete {
 		c.Listed = NewListed()
 	}
-	var err error
-	switch srcS3, dstS3 := IsS3(spec.Src), IsS3(spec.Dst); {
-	case srcS3:
-		err = c.fromS3(ctx, spec)
-	case dstS3:
-		err = c.localToS3(ctx, spec)
-	default:
-		err = c.localToLocal(spec)
+	from, to := StoreOf(spec.Src), StoreOf(spec.Dst)
+	if spec.Benchmark {
+		to = None
 	}
-	if err != nil {
+	open, ok := copyRoutes[[2]Store{from, to}]
+	if !ok {
+		return nil, specErrorf("copy %s to %s: s3pd does not copy from %s to %s", spec.Src, spec.Dst, storeName(from), storeName(to))
+	}
+	if err := open(c, ctx, spec); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// IsS3 reports whether p is an s3:// URL.
-func IsS3(p string) bool { return strings.HasPrefix(p, "s3://") }
+// copyRoutes are the copies s3pd makes, by the stores of their source
+// and destination (S3 to local files is a Get). A local DEST "-" is the
+// local path "-".
+var copyRoutes = map[[2]Store]func(c *Copy, ctx context.Context, spec CopySpec) error{
+	{S3, S3}:       (*Copy).fromS3,
+	{Local, S3}:    (*Copy).localToS3,
+	{Local, Local}: (*Copy).localToLocal,
+	{Local, Stdio}: (*Copy).localToLocal,
+	{Local, None}:  (*Copy).localToLocal,
+	{Stdio, S3}:    (*Copy).fromStdin,
+}
+
+// storeName names a store in messages.
+func storeName(s Store) string {
+	switch s {
+	case S3:
+		return "S3"
+	case Stdio:
+		return "standard input or output"
+	case Local:
+		return "local files"
+	}
+	return "nowhere"
+}
 
 // localSource opens a local Src, naming a single file name.
 func localSource(spec CopySpec, name string) (*local.Source, error) {
@@ -151,7 +175,7 @@ func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
 	return nil
 }
 
-func (c *Copy) localToLocal(spec CopySpec) error {
+func (c *Copy) localToLocal(_ context.Context, spec CopySpec) error {
 	c.LocalTo = "local"
 	if spec.Benchmark {
 		src, err := localSource(spec, "")
@@ -280,7 +304,7 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if !su.Prefix {
 		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
 	}
-	res, err := ResolveS3(ctx, from)
+	res, err := resolveS3(ctx, from)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func keys(t *testing.T, c s3store.ClientOptions, bucket string) []string {
 // the test ends.
 func runCopy(t *testing.T, spec CopySpec) *Copy {
 	t.Helper()
-	c, err := NewCopy(context.Background(), spec)
+	c, err := newCopy(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("%s -> %s: %v", spec.Src, spec.Dst, err)
 	}
@@ -162,7 +162,7 @@ func TestNewCopyRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.spec
 			s.Client, s.PartSize, s.Threshold, s.CopyThreshold = store, 64<<10, 64<<10, 64<<10
-			c, err := NewCopy(context.Background(), s)
+			c, err := newCopy(context.Background(), s)
 			var se *SpecError
 			if !errors.As(err, &se) {
 				if c != nil {

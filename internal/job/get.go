@@ -3,20 +3,21 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path"
 	"strings"
 
 	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // GetSpec is a download from S3 as a command was given it.
 type GetSpec struct {
+	// Source is what to read; its lanes, when it has none, are one per
+	// lane of Client's transport.
 	Source S3Spec
+	Client ClientOptions
 	// URL is the source as written, for messages.
 	URL string
 	// Dest is a local path; "-" is stdout, in order; "" keeps nothing
@@ -54,12 +55,18 @@ type Get struct {
 	local     *local.Sink
 }
 
-// NewGet resolves spec: a single object or a prefix, the sink, and where
+// newGet resolves spec: a single object or a prefix, the sink, and where
 // each object lands. Close releases what it holds.
-func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
-	s := spec.Source
-	dest := spec.Dest
-	if dest != "" && dest != "-" {
+func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
+	s, err := spec.source(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dest, to := spec.Dest, StoreOf(spec.Dest)
+	if to == S3 {
+		to = Local // get writes local files: this DEST is a local path
+	}
+	if to == Local {
 		if err := CheckWritable(dest); err != nil {
 			return nil, &SpecError{Err: err}
 		}
@@ -69,9 +76,9 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	}
 	root := dest
 	if !s.Prefix {
-		root, s.Name = Land(true, s.Key, dest, dest == "" || dest == "-" || IsDir(dest))
+		root, s.Name = Land(true, s.Key, dest, to != Local || IsDir(dest))
 	}
-	src, err := ResolveS3(ctx, s)
+	src, err := resolveS3(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	switch {
 	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
-	case !single && dest == "-":
+	case !single && to == Stdio:
 		found, err := listsAny(ctx, g.Source.Source)
 		switch {
 		case err != nil:
@@ -101,7 +108,7 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 		g.missingAt = path.Join(root, s.Name)
 		root = dest
 	}
-	if err := g.openSink(spec, root, s.Name); err != nil {
+	if err := g.openSink(spec, to, root, s.Name); err != nil {
 		return nil, err
 	}
 	if spec.Delete && !single {
@@ -113,6 +120,21 @@ func NewGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	g.Scaled = spec.Scale.scale(g.Source.Source, s.Target.Bucket, s.Key, g.Source.Source)
 	ok = true
 	return g, nil
+}
+
+// source is the spec's source with its lanes: those it has, else one
+// per lane of Client's transport.
+func (spec GetSpec) source(ctx context.Context) (S3Spec, error) {
+	s := spec.Source
+	if len(s.Lanes) > 0 {
+		return s, nil
+	}
+	lanes, err := NewS3Lanes(ctx, s.Target.Bucket, spec.Client)
+	if err != nil {
+		return s, &SpecError{Err: err}
+	}
+	s.Lanes = lanes
+	return s, nil
 }
 
 // listsAny reports whether src lists at least one object, asking for
@@ -130,19 +152,18 @@ func listsAny(ctx context.Context, src transfer.Source) (bool, error) {
 // prefix, the key it named plus "/", and the error of finding nothing.
 func missing(url, prefix, name string) (*transfer.Object, error) {
 	key := strings.TrimSuffix(prefix, "/")
-	return &transfer.Object{Key: key, Name: name, Size: -1}, &s3store.StatusError{Status: 404, Code: "NoSuchKey",
-		Message: fmt.Sprintf("%s: no such key (no object %q and nothing under %q)", url, key, prefix)}
+	return &transfer.Object{Key: key, Name: name, Size: -1}, &NotFoundError{URL: url, Key: key, Prefix: prefix}
 }
 
 // openSink opens where the download's objects go: nothing (a
 // benchmark), stdout in order, or local files under root (a single
 // object at name).
-func (g *Get) openSink(spec GetSpec, root, name string) error {
-	switch spec.Dest {
-	case "":
+func (g *Get) openSink(spec GetSpec, to Store, root, name string) error {
+	switch to {
+	case None:
 		g.Sink = sink.Discard{}
 		return nil
-	case "-":
+	case Stdio:
 		g.Sink = sink.NewOrdered(spec.Stdout, spec.OrderWindow)
 		return nil
 	}

@@ -49,7 +49,7 @@ func TestNewGet(t *testing.T) {
 		{name: "a shard of one object", key: "p/00000000", dest: dir + "/", shard: &shard.Spec{K: 0, N: 2}, specErr: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := NewGet(context.Background(), GetSpec{
+			g, err := newGet(context.Background(), GetSpec{
 				Source: S3Spec{Lanes: lanes, Key: tt.key, FirstRange: 256 << 10, FanOut: 1,
 					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
 				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Scale: ScaleSpec{Shard: tt.shard},
@@ -114,7 +114,7 @@ func TestSingleObjectFirstRangeOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			lanes, ts := emuLanes(t)
 			ts.ResetStats()
-			g, err := NewGet(context.Background(), GetSpec{
+			g, err := newGet(context.Background(), GetSpec{
 				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: cmp.Or(tt.first, 256<<10),
 					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
 				URL: "s3://bench/p/00000000", Dest: "",

@@ -52,11 +52,11 @@ type S3Source struct {
 	prefetch *transfer.Prefetch
 }
 
-// ResolveS3 decides what spec names: the object Key if it exists (found
+// resolveS3 decides what spec names: the object Key if it exists (found
 // by its first range, which the engine then gets without a second
 // request), else the prefix Key + "/". A missing object with a version
 // is an error, not a prefix.
-func ResolveS3(ctx context.Context, spec S3Spec) (*S3Source, error) {
+func resolveS3(ctx context.Context, spec S3Spec) (*S3Source, error) {
 	if len(spec.Lanes) == 0 {
 		return nil, errors.New("no lane to S3")
 	}

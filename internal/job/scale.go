@@ -99,10 +99,10 @@ type locations struct {
 }
 
 func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
-	switch {
-	case loc == "-":
+	switch StoreOf(loc) {
+	case Stdio:
 		return io.NopCloser(l.in), nil
-	case strings.HasPrefix(loc, "s3://"):
+	case S3:
 		u, err := s3store.ParseURL(loc)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package cmd
+package job
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func TestSpaceListerHoldsThenChecks(t *testing.T) {
 				}
 				return nil
 			})
-			var se *spaceError
+			var se *SpaceError
 			if got := errors.As(err, &se); got != tt.wantErr {
 				t.Fatalf("error %v, want a space error: %v", err, tt.wantErr)
 			}

@@ -1,13 +1,13 @@
-package cmd
+package job
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/s3pd/s3pd/pkg/manifest"
 	"sync"
 	"time"
 
+	"github.com/s3pd/s3pd/pkg/manifest"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -27,15 +27,16 @@ const (
 	spaceWait      = time.Second
 )
 
-// spaceError is a destination without room for what is still to land.
-type spaceError struct {
-	dest       string
-	need, free int64
+// SpaceError is a destination without room for what is still to land:
+// Need bytes still to write to Dest, whose file system has Free. Nothing
+// more is written once it is found; the command line renders it.
+type SpaceError struct {
+	Dest       string
+	Need, Free int64
 }
 
-func (e *spaceError) Error() string {
-	return fmt.Sprintf("not enough space in %s: %s still to write, %s free on its file system; make room, or pass --no-space-check to go ahead anyway",
-		e.dest, humanBytes(e.need), humanBytes(e.free))
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("not enough space in %s: %d bytes still to write, %d free on its file system", e.Dest, e.Need, e.Free)
 }
 
 // spaceLister decorates the lister with the free-space check: what
@@ -97,7 +98,7 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 		}
 		need += max(o.Size-l.sink.Landed(o), 0)
 		if need > l.free {
-			err := &spaceError{dest: l.dest, need: need, free: l.free}
+			err := &SpaceError{Dest: l.dest, Need: need, Free: l.free}
 			if !holding {
 				l.stop(err) // bytes are landing: stop them
 			}
@@ -114,7 +115,7 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 	timer.Stop()
 	mu.Lock()
 	defer mu.Unlock()
-	var se *spaceError
+	var se *SpaceError
 	if errors.As(err, &se) {
 		return err
 	}
@@ -160,8 +161,8 @@ func withSpaceCheck(ctx context.Context, sk spaceSink, dest string, lister trans
 }
 
 // spaceFailure is the check's error when it stopped the run, else nil.
-func spaceFailure(ctx context.Context, err error) *spaceError {
-	var se *spaceError
+func spaceFailure(ctx context.Context, err error) *SpaceError {
+	var se *SpaceError
 	if errors.As(context.Cause(ctx), &se) || errors.As(err, &se) {
 		return se
 	}

@@ -1,0 +1,159 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// jobRun is how a command renders one run of a job.
+type jobRun struct {
+	settings config.Settings
+	out      runOutput
+	rules    transfer.Rules
+	// latency adds bench's latency lines to the summary.
+	latency bool
+	// verb and origin name the direction and an object's source in the
+	// per-object lines (reporter.line).
+	verb   string
+	origin func(transfer.Object) string
+	// check, when set, runs after a transfer without error, before
+	// --delete: what the run found wrong besides its objects.
+	check func() error
+}
+
+// s3Origin names an object of bucket by its URL.
+func s3Origin(bucket string) func(transfer.Object) string {
+	return func(o transfer.Object) string { return "s3://" + bucket + "/" + o.Key }
+}
+
+// runJob is every transferring command's run (get, cat, copy, bench):
+// it opens spec's job, transfers it, renders its outcome (the progress
+// bar, the lines of each object, the summary, the report, the exit
+// code) and, with --delete, deletes after it.
+func runJob(ctx context.Context, f *runEnv, spec job.Spec, how jobRun) error {
+	run, err := job.Open(ctx, spec)
+	if err != nil {
+		return jobError(ctx, err)
+	}
+	defer run.Close()
+	if run.ServerSide && how.settings.MaxBandwidth > 0 {
+		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
+	}
+	if run.Streams {
+		err = streamJob(ctx, f, run, how)
+	} else {
+		err = transferJob(ctx, f, run, how)
+	}
+	if err == nil && how.check != nil {
+		err = how.check()
+	}
+	if err != nil || run.Deletes == "" {
+		return err
+	}
+	if !run.ListingComplete() {
+		return &ExitError{Code: ExitFailed, Err: job.ErrIncompleteListing}
+	}
+	return reportDeletes(f, how.out, run.Deletes, func(report func(string, int64)) error {
+		return run.Delete(ctx, how.rules.Match, how.out.dryRun, report)
+	})
+}
+
+// transferJob runs the engine over run and renders its outcome.
+func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runErr error) {
+	out, settings := how.out, how.settings
+	// What the job made of the budget (a server-side copy's parts, a
+	// stream's cap on requests) is what the run logs and reports.
+	settings.PartSize, settings.MultipartThreshold, settings.MaxConcurrentRequests = run.Options.PartSize, run.Options.Threshold, run.Options.MaxRequests
+	total := &listedBytes{}
+	rep := newReporter(f.Factory, f.Logger, out, total)
+	rep.destination, rep.verb, rep.origin, rep.direct, rep.directory = run.Destination, how.verb, how.origin, run.DirectIO, run.Directory
+	h := job.Hooks{Observer: rep, Listing: total}
+	if match := how.rules.Filter(); match != nil {
+		rep.selection = &selection{}
+		h.Filter = rep.selection.filter(match)
+	}
+	meas := newMeasurement(f, rep, run.Lanes, settings, out)
+	h.OnSample, h.SampleEvery = meas.sample, meas.flags.interval
+	started := false
+	h.Start = func() {
+		started = true
+		f.logStart(settings, run.Lanes)
+	}
+	defer func() {
+		if started {
+			runErr = meas.finish(ctx, runErr)
+		}
+	}()
+	sum, err := run.Transfer(ctx, h)
+	if !started {
+		var se *job.SpecError
+		if errors.As(err, &se) {
+			return usageError(se.Err)
+		}
+		return err
+	}
+	rep.close()
+	meas.ended(sum)
+	var se *job.SpaceError
+	if errors.As(err, &se) {
+		if sum.Objects+sum.Failed+sum.Skipped > 0 {
+			rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, nil, meas.measures())
+		}
+		return &ExitError{Code: ExitUsage, Err: spaceMessage(se)}
+	}
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) {
+		return startError(ctx, err)
+	}
+	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures())
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case err != nil:
+		return badManifest(err)
+	case sum.Failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
+	case rep.archived.Load() > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
+	}
+	return nil
+}
+
+// spaceMessage says what a destination without room lacks, and what to
+// do about it.
+func spaceMessage(se *job.SpaceError) error {
+	return fmt.Errorf("not enough space in %s: %s still to write, %s free on its file system; make room, or pass --no-space-check to go ahead anyway",
+		se.Dest, humanBytes(se.Need), humanBytes(se.Free))
+}
+
+// reportDeletes runs remove, which calls report for each file or object
+// it deletes (or would delete), and renders them: a JSON line each, a
+// line each in a dry run, and a total.
+func reportDeletes(f *runEnv, out runOutput, what string, remove func(report func(name string, size int64)) error) error {
+	var n, bytes int64
+	err := remove(func(name string, size int64) {
+		n++
+		bytes += size
+		if js := out.jsonOut(f.Factory); js != nil {
+			writeJSONLine(js, deleteLine{header: newHeader(lineDelete), Name: name, Bytes: size, DryRun: out.dryRun})
+		}
+		if w := out.textOut(f.Factory); out.dryRun && w != nil {
+			fmt.Fprintf(w, "would delete: %s (%s)\n", printable(name), plural(size, "byte"))
+		}
+	})
+	if w := out.textOut(f.Factory); w != nil && n > 0 {
+		verb := "deleted"
+		if out.dryRun {
+			verb = "would delete"
+		}
+		fmt.Fprintf(w, "%s: %s, %s\n", verb, plural(n, what), plural(bytes, "byte"))
+	}
+	if err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package job
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/extsort"
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/transfer"
+)
+
+// Spec is what a transferring command asks of one run: exactly one of
+// Get and Copy, and how the engine runs it.
+type Spec struct {
+	// Get is a download from S3 into local files, onto stdout or into
+	// nothing (get, cat, bench, and copy from S3 to local).
+	Get *GetSpec
+	// Copy is every other direction (copy).
+	Copy *CopySpec
+	// Engine is the engine's options as the settings and flags set them;
+	// Open completes them with what the job decides (a server-side
+	// copy's part size, who lists, what decorates the listing).
+	Engine transfer.Options
+	// Bandwidth caps the bytes per second through s3pd (0: no cap).
+	Bandwidth int64
+	// SpaceCheck compares what is still to land in a local destination
+	// with its free space, before the first byte and as the listing
+	// streams.
+	SpaceCheck bool
+}
+
+// Run is a job ready to transfer: its lanes, sink, engine options and
+// lister, and what the command line needs to render it. Close releases
+// what it holds.
+type Run struct {
+	// Lanes name the run's lanes (network cards), in the engine's order.
+	Lanes []string
+	// Destination names where an object lands, for messages (nil: no
+	// place to name).
+	Destination func(name string) string
+	// DirectIO says what a local destination did about direct I/O (nil:
+	// no local destination).
+	DirectIO func() DirectStatus
+	// Directory is the source's bucket when it is a directory bucket
+	// (S3 Express One Zone), else "".
+	Directory string
+	// LocalTo is "local" or "s3" when the source is local files, ""
+	// from S3.
+	LocalTo string
+	// ServerSide says the bytes move inside S3, not through s3pd.
+	ServerSide bool
+	// Options are the engine's options as this run has them.
+	Options transfer.Options
+	// Deletes is what --delete removes after the run: "file" or
+	// "object" ("" without --delete).
+	Deletes string
+	// Streams says the run is one stream of unknown size (standard
+	// input to S3), which runs without the engine: no lanes, no
+	// listing, no samples.
+	Streams bool
+
+	lanes     []transfer.Lane
+	sink      transfer.Sink
+	scaled    Scaled
+	listing   transfer.ListObserver
+	listed    *Listed
+	space     spaceSink
+	spaceDest string
+	// mustExist, when set, is the object the run must find: finding
+	// nothing is one failed object, whose error is missing.
+	mustExist *transfer.Object
+	missing   error
+	get       *Get
+	copy      *Copy
+	stream    *stream
+}
+
+// Open builds the run spec asks for: the source over the run's lanes,
+// the sink, who lists, and the engine's options. Errors that mean the
+// spec cannot run as asked are *SpecError.
+func Open(ctx context.Context, spec Spec) (*Run, error) {
+	r := &Run{Options: spec.Engine}
+	if spec.Bandwidth > 0 {
+		r.Options.Limiter = transfer.NewRateLimiter(spec.Bandwidth)
+	}
+	var err error
+	if spec.Get != nil {
+		err = r.openGet(ctx, spec)
+	} else {
+		err = r.openCopy(ctx, spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.listed != nil {
+		r.listing = r.listed
+	}
+	for _, l := range r.lanes {
+		r.Lanes = append(r.Lanes, l.Name)
+	}
+	if d, ok := r.sink.(interface{ DirectIO() local.DirectStatus }); ok {
+		r.DirectIO = d.DirectIO
+	}
+	if d, ok := r.sink.(interface{ Destination(string) string }); ok && r.Destination == nil {
+		r.Destination = d.Destination
+	}
+	return r, nil
+}
+
+// openGet opens a download: from S3 into local files, stdout or nothing.
+func (r *Run) openGet(ctx context.Context, spec Spec) error {
+	g, err := newGet(ctx, *spec.Get)
+	if err != nil {
+		return err
+	}
+	r.get, r.lanes, r.sink, r.scaled, r.listed = g, g.Source.Lanes, g.Sink, g.Scaled, g.Listed
+	r.Destination, r.mustExist, r.missing = g.Destination(), g.MustExist, g.Missing
+	r.Directory = directoryBucket(spec.Get.Source.Target.Bucket)
+	if g.Listed != nil {
+		r.Deletes = "file"
+	}
+	if spec.SpaceCheck && !spec.Engine.DryRun && g.local != nil {
+		r.space, r.spaceDest = g.local, spec.Get.Dest
+	}
+	return nil
+}
+
+// openCopy opens a copy in any other direction, with the engine's part
+// size, threshold and cap on requests the copy needs.
+func (r *Run) openCopy(ctx context.Context, spec Spec) error {
+	c, err := newCopy(ctx, *spec.Copy)
+	if err != nil {
+		return err
+	}
+	r.copy, r.lanes, r.sink, r.scaled, r.listed = c, c.Lanes, c.Sink, c.Scaled, c.Listed
+	r.LocalTo, r.ServerSide = c.LocalTo, c.ServerSide
+	if c.stream != nil {
+		r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
+	}
+	r.Directory = directorySource(spec.Copy.Src)
+	r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
+	if c.MaxRequests > 0 {
+		r.Options.MaxRequests = min(r.Options.MaxRequests, c.MaxRequests)
+	}
+	switch {
+	case c.Listed == nil:
+	case c.LocalTo == "local":
+		r.Deletes = "file"
+	default:
+		r.Deletes = "object"
+	}
+	return nil
+}
+
+// Hooks are what the command line hands a transfer: who observes it,
+// and what it adds to the listing.
+type Hooks struct {
+	Observer transfer.Observer
+	// Listing observes the listing besides the job's own record (nil:
+	// nothing).
+	Listing transfer.ListObserver
+	// Filter picks the listed objects to transfer (nil: all).
+	Filter func(transfer.Object) bool
+	// OnSample receives the run's samples every SampleEvery.
+	OnSample    func(transfer.Sample)
+	SampleEvery time.Duration
+	// Start is called once the engine is built, before the first request.
+	Start func()
+}
+
+// ShardReport is the shard's report, complete once the listing is (nil
+// without --shard, or when the listing did not complete).
+func (r *Run) ShardReport() *ShardReport {
+	if rep := r.scaled.Report; rep != nil && rep.Done() {
+		return rep
+	}
+	return nil
+}
+
+// Transfer runs the engine over the run. A listing that finds nothing
+// where an object had to be fails that object with a *NotFoundError,
+// told to the observer and counted in the summary; a destination
+// without room is a *SpaceError.
+func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
+	if r.stream != nil {
+		h.start()
+		return r.stream.transfer(ctx, h.Observer)
+	}
+	rctx, stop, o, err := r.engineOptions(ctx, h)
+	defer stop(nil)
+	if err != nil {
+		return transfer.Summary{}, err
+	}
+	eng, err := transfer.New(r.lanes, r.sink, o)
+	if err != nil {
+		return transfer.Summary{}, err
+	}
+	h.start()
+	sum, err := eng.Run(rctx)
+	if se := spaceFailure(rctx, err); se != nil {
+		return sum, se
+	}
+	if r.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
+		if h.Observer != nil {
+			h.Observer.ObjectDone(transfer.Result{Object: *r.mustExist, Err: r.missing})
+		}
+		sum.Failed++
+	}
+	return sum, err
+}
+
+// engineOptions are the engine's options for one transfer with h: the
+// job's listing record beside h's, the free-space check around the
+// lister, and a directory bucket's opaque ETags (and, for a dry run, its
+// listing in key order). The context it returns is the run's, whose
+// cause says the space check stopped it.
+func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, context.CancelCauseFunc, transfer.Options, error) {
+	o := r.Options
+	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
+	o.Listing = h.Listing
+	switch {
+	case r.listing != nil && h.Listing != nil:
+		o.Listing = listings{h.Listing, r.listing}
+	case r.listing != nil:
+		o.Listing = r.listing
+	}
+	o.Lister = r.scaled.Lister
+	lister := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
+	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, o.Filter)
+	if err != nil {
+		return rctx, stop, o, &SpecError{Err: err}
+	}
+	if spaced != nil {
+		o.Lister, o.Filter = spaced, filter
+	}
+	if r.Directory != "" {
+		o.OpaqueETags = true
+		if o.DryRun {
+			// A directory bucket lists out of key order: a dry run's
+			// list compares from run to run in key order.
+			o.Lister = extsort.Sorted(cmp.Or[transfer.Lister](o.Lister, r.lanes[0].Source), "", 0)
+		}
+	}
+	return rctx, stop, o, nil
+}
+
+// start calls Start, when set.
+func (h Hooks) start() {
+	if h.Start != nil {
+		h.Start()
+	}
+}
+
+// listings tells each of its observers of the listing.
+type listings []transfer.ListObserver
+
+func (l listings) Listed(o transfer.Object) {
+	for _, x := range l {
+		x.Listed(o)
+	}
+}
+
+func (l listings) ListingDone() {
+	for _, x := range l {
+		x.ListingDone()
+	}
+}
+
+// ListingComplete reports whether the run's listing ended without
+// error (--delete runs only then).
+func (r *Run) ListingComplete() bool { return r.listed.Complete() }
+
+// Delete is --delete's step after a run without failures: it removes
+// the files or objects at the destination whose names the listing did
+// not give and keep picks (the include/exclude rules), reporting each;
+// with dryRun it only reports them. It refuses with
+// ErrIncompleteListing when the listing did not complete.
+func (r *Run) Delete(ctx context.Context, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	if !r.listed.Complete() {
+		return ErrIncompleteListing
+	}
+	if r.get != nil {
+		return r.get.Delete(keep, dryRun, report)
+	}
+	return r.copy.Delete(ctx, keep, dryRun, report)
+}
+
+// Close releases the destination's lock and the first range if unused.
+func (r *Run) Close() {
+	if r.get != nil {
+		r.get.Close()
+	}
+	if r.copy != nil {
+		r.copy.Close()
+	}
+}
+
+// directorySource is the bucket src names when it is a directory
+// bucket, else "".
+func directorySource(src string) string {
+	u, err := s3store.ParseRawURL(src)
+	if !IsS3(src) || err != nil {
+		return ""
+	}
+	return directoryBucket(u.Bucket)
+}
+
+// directoryBucket is bucket when it is a directory bucket, else "".
+func directoryBucket(bucket string) string {
+	if s3store.IsDirectoryBucket(bucket) {
+		return bucket
+	}
+	return ""
+}
+
+// ShardReport is what one shard saw of the listing (pkg/shard).
+type ShardReport = shard.Report
+
+// DirectStatus is what a local destination did about direct I/O.
+type DirectStatus = local.DirectStatus
