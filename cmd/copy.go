@@ -243,55 +243,10 @@ func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Sett
 // check checks copy's flags against each other (they do not depend on
 // the settings) and returns --copy-threshold.
 func (opts *copyOptions) check() (int64, error) {
-	dst := opts.dst
-	if _, err := opts.output.verifyMode(); err != nil {
-		return 0, err
-	}
-	if _, err := opts.output.adaptiveMode(); err != nil {
-		return 0, err
-	}
-	if opts.benchmark && dst != "" {
-		return 0, usageErrorf("--benchmark keeps nothing: drop DEST %q", dst)
-	}
-	switch opts.upload.ChecksumAlgorithm {
-	case job.CRC64NVME, job.CRC32C:
-	default:
-		return 0, usageErrorf("--checksum-algorithm %q: want CRC64NVME or CRC32C", opts.upload.ChecksumAlgorithm)
-	}
-	switch opts.upload.SSE {
-	case "", "AES256", "aws:kms", "aws:kms:dsse":
-	default:
-		return 0, usageErrorf("--sse %q: want AES256, aws:kms or aws:kms:dsse", opts.upload.SSE)
-	}
-	if opts.upload.SSEKMSKeyID != "" && !strings.HasPrefix(opts.upload.SSE, "aws:kms") {
-		return 0, usageErrorf("--sse-kms-key-id needs --sse aws:kms or aws:kms:dsse")
-	}
-	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
-		return 0, usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
-	}
-	if err := checkStorageClass(opts.upload.StorageClass); err != nil {
-		return 0, err
-	}
-	if opts.overwrite && opts.noClobber {
-		return 0, usageErrorf("--overwrite and --no-clobber contradict each other")
-	}
-	if opts.sizeOnly && (opts.overwrite || opts.output.exactTimestamps) {
-		return 0, usageErrorf("--size-only keeps files and objects by their size alone: not with --overwrite or --exact-timestamps")
-	}
-	if opts.sizeOnly && isS3(opts.src) && isS3(dst) && !opts.crossStore() {
-		return 0, usageErrorf("--size-only: a server-side copy skips objects by size and ETag, which it always compares")
-	}
-	if opts.ssec.given() && !(isS3(opts.src) && !isS3(dst)) {
-		return 0, usageErrorf("--sse-c and its key apply to downloads (S3 to local); SSE-C uploads and copies are not supported")
-	}
-	if opts.delete && (opts.benchmark || dst == "-") {
-		return 0, usageErrorf("--delete needs a directory or a prefix as DEST")
-	}
-	if _, err := opts.output.verifyMode(); err != nil {
-		return 0, err
-	}
-	if _, err := opts.output.adaptiveMode(); err != nil {
-		return 0, err
+	for _, check := range []func() error{opts.checkModes, opts.checkUpload, opts.checkKeep, opts.checkStores} {
+		if err := check(); err != nil {
+			return 0, err
+		}
 	}
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
 	opts.upload.NoClobber = opts.noClobber
@@ -299,24 +254,88 @@ func (opts *copyOptions) check() (int64, error) {
 	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
 		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
-	if opts.scale.manifest != "" && !isS3(opts.src) {
-		return 0, usageErrorf("--manifest names S3 objects; SRC %s is local", opts.src)
+	return threshold, nil
+}
+
+// checkModes refuses a --verify or --adaptive value that is not one, and
+// a DEST beside --benchmark.
+func (opts *copyOptions) checkModes() error {
+	if _, err := opts.output.verifyMode(); err != nil {
+		return err
 	}
-	if opts.crossStore() && !(isS3(opts.src) && isS3(dst)) {
-		return 0, usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
+	if _, err := opts.output.adaptiveMode(); err != nil {
+		return err
 	}
-	for i, p := range []string{opts.src, dst} {
+	if opts.benchmark && opts.dst != "" {
+		return usageErrorf("--benchmark keeps nothing: drop DEST %q", opts.dst)
+	}
+	return nil
+}
+
+// checkUpload refuses what S3 would refuse of the objects a copy writes.
+func (opts *copyOptions) checkUpload() error {
+	switch opts.upload.ChecksumAlgorithm {
+	case job.CRC64NVME, job.CRC32C:
+	default:
+		return usageErrorf("--checksum-algorithm %q: want CRC64NVME or CRC32C", opts.upload.ChecksumAlgorithm)
+	}
+	switch opts.upload.SSE {
+	case "", "AES256", "aws:kms", "aws:kms:dsse":
+	default:
+		return usageErrorf("--sse %q: want AES256, aws:kms or aws:kms:dsse", opts.upload.SSE)
+	}
+	if opts.upload.SSEKMSKeyID != "" && !strings.HasPrefix(opts.upload.SSE, "aws:kms") {
+		return usageErrorf("--sse-kms-key-id needs --sse aws:kms or aws:kms:dsse")
+	}
+	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
+		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
+	}
+	return checkStorageClass(opts.upload.StorageClass)
+}
+
+// checkKeep refuses rules for what is already at DEST that contradict
+// each other.
+func (opts *copyOptions) checkKeep() error {
+	if opts.overwrite && opts.noClobber {
+		return usageErrorf("--overwrite and --no-clobber contradict each other")
+	}
+	if opts.sizeOnly && (opts.overwrite || opts.output.exactTimestamps) {
+		return usageErrorf("--size-only keeps files and objects by their size alone: not with --overwrite or --exact-timestamps")
+	}
+	if opts.sizeOnly && isS3(opts.src) && isS3(opts.dst) && !opts.crossStore() {
+		return usageErrorf("--size-only: a server-side copy skips objects by size and ETag, which it always compares")
+	}
+	if opts.delete && (opts.benchmark || opts.dst == "-") {
+		return usageErrorf("--delete needs a directory or a prefix as DEST")
+	}
+	return nil
+}
+
+// checkStores refuses flags that do not apply to the stores SRC and DEST
+// are on, and directory buckets' refusals.
+func (opts *copyOptions) checkStores() error {
+	src, dst := opts.src, opts.dst
+	if opts.ssec.given() && !(isS3(src) && !isS3(dst)) {
+		return usageErrorf("--sse-c and its key apply to downloads (S3 to local); SSE-C uploads and copies are not supported")
+	}
+	if opts.scale.manifest != "" && !isS3(src) {
+		return usageErrorf("--manifest names S3 objects; SRC %s is local", src)
+	}
+	if opts.crossStore() && !(isS3(src) && isS3(dst)) {
+		return usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
+	}
+	for i, p := range []string{src, dst} {
 		if u, err := job.ParseRawURL(p); isS3(p) && err == nil {
 			df := directoryFlags{requestPayer: opts.req.RequestPayer}
 			if i == 1 {
 				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
 			}
 			if err := refuseDirectory(u.Bucket, df); err != nil {
-				return 0, err
+				return err
 			}
 		}
 	}
-	return threshold, nil
+	return nil
 }
 
 // crossStore says SRC is on another store than DEST (or read with other
