@@ -243,7 +243,10 @@ func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Sett
 // check checks copy's flags against each other (they do not depend on
 // the settings) and returns --copy-threshold.
 func (opts *copyOptions) check() (int64, error) {
-	for _, check := range []func() error{opts.checkModes, opts.checkUpload, opts.checkKeep, opts.checkStores} {
+	if err := checkModes(opts.output, opts.benchmark, opts.dst); err != nil {
+		return 0, err
+	}
+	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores} {
 		if err := check(); err != nil {
 			return 0, err
 		}
@@ -255,21 +258,6 @@ func (opts *copyOptions) check() (int64, error) {
 		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
 	return threshold, nil
-}
-
-// checkModes refuses a --verify or --adaptive value that is not one, and
-// a DEST beside --benchmark.
-func (opts *copyOptions) checkModes() error {
-	if _, err := opts.output.verifyMode(); err != nil {
-		return err
-	}
-	if _, err := opts.output.adaptiveMode(); err != nil {
-		return err
-	}
-	if opts.benchmark && opts.dst != "" {
-		return usageErrorf("--benchmark keeps nothing: drop DEST %q", opts.dst)
-	}
-	return nil
 }
 
 // checkUpload refuses what S3 would refuse of the objects a copy writes.

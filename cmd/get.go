@@ -179,45 +179,18 @@ func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
 	if err != nil {
 		return u, nil, usageError(err)
 	}
-	dest := opts.dest
-	switch {
-	case opts.benchmark && dest != "":
-		return u, nil, usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
-	case opts.sink.Overwrite && opts.sink.NoClobber:
-		return u, nil, usageErrorf("--overwrite and --no-clobber contradict each other")
-	case opts.sink.SizeOnly && (opts.sink.Overwrite || opts.output.exactTimestamps):
-		return u, nil, usageErrorf("--size-only keeps files by their size alone: not with --overwrite or --exact-timestamps")
-	case opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite):
-		return u, nil, usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
-	case opts.delete && (opts.benchmark || dest == "-"):
-		return u, nil, usageErrorf("--delete needs a directory DEST")
-	case opts.versionID != "" && u.Prefix:
-		return u, nil, usageErrorf("--version-id names one object; %s is a prefix", opts.src)
-	case strings.ContainsAny(opts.sink.ConflictSuffix, "/\x00"):
-		// "a"+"/../b" would land in another folder, or on another
-		// object: a copy's name is its object's name and a suffix, in
-		// the same folder.
-		return u, nil, usageErrorf("--conflict-suffix %s: a suffix cannot hold \"/\" (or a \"..\" component) or a NUL byte: the copy of NAME is NAME+SUFFIX, in NAME's folder", printable(opts.sink.ConflictSuffix))
+	if err := checkModes(opts.output, opts.benchmark, opts.dest); err != nil {
+		return u, nil, err
+	}
+	if err := opts.checkKeep(u); err != nil {
+		return u, nil, err
 	}
 	spec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return u, nil, err
 	}
-	if spec != nil && opts.delete {
-		return u, nil, usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
-	}
-	if opts.scale.manifest != "" {
-		switch {
-		case opts.delete:
-			return u, nil, usageErrorf("--delete with --manifest: a manifest need not name every object, so it cannot tell what to delete")
-		case opts.versionID != "":
-			return u, nil, usageErrorf("--version-id with --manifest: the manifest names the objects")
-		case dest == "-":
-			return u, nil, usageErrorf("DEST - takes a single object, not a --manifest")
-		}
-	}
-	if opts.scale.fanOut < 0 {
-		return u, nil, usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
+	if err := opts.checkScale(spec); err != nil {
+		return u, nil, err
 	}
 	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
 		return u, nil, err
@@ -228,13 +201,67 @@ func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
 	if err := refuseDirectory(u.Bucket, directoryFlags{versionID: opts.versionID, sseC: opts.req.SSECKey, requestPayer: opts.req.RequestPayer}); err != nil {
 		return u, nil, err
 	}
-	if _, err := opts.output.verifyMode(); err != nil {
-		return u, nil, err
-	}
-	if _, err := opts.output.adaptiveMode(); err != nil {
-		return u, nil, err
-	}
 	return u, spec, nil
+}
+
+// checkModes refuses a --verify or --adaptive value that is not one, and
+// a DEST beside --benchmark: get and copy alike.
+func checkModes(out outputFlags, benchmark bool, dest string) error {
+	if _, err := out.verifyMode(); err != nil {
+		return err
+	}
+	if _, err := out.adaptiveMode(); err != nil {
+		return err
+	}
+	if benchmark && dest != "" {
+		return usageErrorf("--benchmark keeps nothing: drop DEST %q", dest)
+	}
+	return nil
+}
+
+// checkKeep refuses rules for the files already at DEST, and names, that
+// contradict each other.
+func (opts *getOptions) checkKeep(u job.URL) error {
+	switch {
+	case opts.sink.Overwrite && opts.sink.NoClobber:
+		return usageErrorf("--overwrite and --no-clobber contradict each other")
+	case opts.sink.SizeOnly && (opts.sink.Overwrite || opts.output.exactTimestamps):
+		return usageErrorf("--size-only keeps files by their size alone: not with --overwrite or --exact-timestamps")
+	case opts.output.verifyExisting && (opts.sink.NoClobber || opts.sink.Overwrite):
+		return usageErrorf("--verify-existing replaces files that differ from their objects: not with --no-clobber or --overwrite")
+	case opts.delete && (opts.benchmark || opts.dest == "-"):
+		return usageErrorf("--delete needs a directory DEST")
+	case opts.versionID != "" && u.Prefix:
+		return usageErrorf("--version-id names one object; %s is a prefix", opts.src)
+	case strings.ContainsAny(opts.sink.ConflictSuffix, "/\x00"):
+		// "a"+"/../b" would land in another folder, or on another
+		// object: a copy's name is its object's name and a suffix, in
+		// the same folder.
+		return usageErrorf("--conflict-suffix %s: a suffix cannot hold \"/\" (or a \"..\" component) or a NUL byte: the copy of NAME is NAME+SUFFIX, in NAME's folder", printable(opts.sink.ConflictSuffix))
+	}
+	return nil
+}
+
+// checkScale refuses what --shard, --manifest and --list-concurrency
+// cannot do together with the other flags.
+func (opts *getOptions) checkScale(spec *job.ShardSpec) error {
+	if spec != nil && opts.delete {
+		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
+	}
+	if opts.scale.manifest != "" {
+		switch {
+		case opts.delete:
+			return usageErrorf("--delete with --manifest: a manifest need not name every object, so it cannot tell what to delete")
+		case opts.versionID != "":
+			return usageErrorf("--version-id with --manifest: the manifest names the objects")
+		case opts.dest == "-":
+			return usageErrorf("DEST - takes a single object, not a --manifest")
+		}
+	}
+	if opts.scale.fanOut < 0 {
+		return usageErrorf("--list-concurrency %d: want 1 or more (0: the default)", opts.scale.fanOut)
+	}
+	return nil
 }
 
 // download builds the job of a get (or of a copy from S3 to local) from
