@@ -46,7 +46,8 @@ import (
 //     1/crowdShare of the ranges in flight): ranges that lag together
 //     (a process, or a relay before the server, short of CPU) say the
 //     machine is slow, not those ranges, and none is taken over then,
-//     nor for max(the window, 2 x the p99 gap) after.
+//     nor for max(the window, 2 x the p99 gap) after. Ranges left alone
+//     at the end, silent since their peers finished, are no crowd.
 //   - A stalled range delivered nothing for the stall timeout, whatever
 //     its peers do (a dead connection): it is abandoned and retried as an
 //     error (errStalled), between one timeout and one timeout plus a tick
@@ -235,9 +236,10 @@ func (w *stallWatch) tick(now int64) {
 	switch {
 	case !ok:
 	case end:
-		w.takeOver(w.outliers(now), now)
+		found, alone := w.outliers(now)
+		w.takeOver(found, !alone, now)
 	default:
-		w.takeOver(w.stragglers(idle, now), now)
+		w.takeOver(w.stragglers(idle, now), true, now)
 	}
 }
 
@@ -309,13 +311,14 @@ func (w *stallWatch) stragglers(idle []*rangeClock, now int64) []*rangeClock {
 // range silent for max(minStraggle, 2 x the p99 gap) since more than a
 // tick before some range last moved or finished (ranges stopped
 // together fall silent within a tick of each other), or else for
-// lonelyStraggle. Under the lock.
-func (w *stallWatch) outliers(now int64) []*rangeClock {
+// lonelyStraggle; alone says it is the latter, stragglers by silence,
+// not by comparison with moving peers. Under the lock.
+func (w *stallWatch) outliers(now int64) (found []*rangeClock, alone bool) {
 	win := w.window()
 	median := w.median(win, 0)
 	steady := median > 0 && w.median(win, win/2) > 0
 	p99, ttfb99 := w.p99(), int64(w.ttfb(0.99))
-	found := w.found[:0]
+	found = w.found[:0]
 	for c := range w.live {
 		if !c.hedge {
 			continue
@@ -343,20 +346,22 @@ func (w *stallWatch) outliers(now int64) []*rangeClock {
 		}
 	}
 	w.found = found
-	return found
+	return found, median == 0
 }
 
 // takeOver cuts the stragglers of a tick, the longest silent first,
-// while the budget allows; none when they are a crowd (crowdMin,
-// crowdShare), nor for max(the window, 2 x the p99 gap) after a crowd
-// (the ranges of a common lull resume one by one, not together). Under
-// the lock.
-func (w *stallWatch) takeOver(found []*rangeClock, now int64) {
-	if len(found) > max(crowdMin, len(w.live)/crowdShare) {
+// while the budget allows. Stragglers found against moving peers (peers)
+// are none taken over when they are a crowd (crowdMin, crowdShare), nor
+// for max(the window, 2 x the p99 gap) after a crowd (the ranges of a
+// common lull resume one by one, not together); ranges left alone at the
+// end, silent since their peers finished, are no crowd however many.
+// Under the lock.
+func (w *stallWatch) takeOver(found []*rangeClock, peers bool, now int64) {
+	if peers && len(found) > max(crowdMin, len(w.live)/crowdShare) {
 		w.crowded = now // many lag at once: the machine, not those ranges, is slow
 		return
 	}
-	if w.crowded > 0 && now-w.crowded <= max(int64(w.window())*int64(w.every), 2*w.p99()) {
+	if peers && w.crowded > 0 && now-w.crowded <= max(int64(w.window())*int64(w.every), 2*w.p99()) {
 		return
 	}
 	slices.SortFunc(found, func(a, b *rangeClock) int { return cmp.Compare(a.changed, b.changed) })

@@ -412,3 +412,20 @@ func TestCommonPauseResumedOverTwoTicksIsNoStraggler(t *testing.T) {
 		}
 	}
 }
+
+// TestRangesLeftAloneAreNoCrowd: at the end of a run, six ranges silent
+// since their peers finished are taken over, however many: they are
+// stragglers by silence, not a lull among moving peers.
+func TestRangesLeftAloneAreNoCrowd(t *testing.T) {
+	w := watchAt(true)
+	ctxs, cs := ranges(w, 8)
+	at := feed(w, cs, slices.Repeat([]int64{1}, 8), 0, watchTick)
+	at = feed(w, cs, slices.Repeat([]int64{100}, 8), at, time.Second)
+	at = feed(w, cs, []int64{0, 0, 0, 0, 0, 0, 100, 100}, at, 2*watchTick) // the peers' last bytes
+	w.done(cs[6])
+	w.done(cs[7])
+	feed(w, cs[:6], make([]int64, 6), at, time.Second)
+	if got := takenOver(ctxs); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5}) {
+		t.Errorf("taken over %v, want the six left", got)
+	}
+}
