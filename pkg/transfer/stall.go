@@ -39,7 +39,7 @@ import (
 //     first byte). Ranges all slow alike (a machine short of CPU, a
 //     loaded link) are no outliers: none is taken over. When the median
 //     did not move (a range left alone, or most silent), a range is a
-//     straggler once silent for max(minStraggle, 4 x the p99 gap) if
+//     straggler once silent for max(minStraggle, 2 x the p99 gap) if
 //     some range delivered or finished more than a tick after it fell
 //     silent, else for lonelyStraggle.
 //   - Stragglers found together are a crowd when more than max(crowdMin,
@@ -308,7 +308,7 @@ func (w *stallWatch) stragglers(idle []*rangeClock, now int64) []*rangeClock {
 // flight did over the window, or that still await their response after
 // the window and 2 x the p99 time to first byte, while that median
 // moved over each half of the window; when it did not move at all, a
-// range silent for max(minStraggle, 4 x the p99 gap) since more than a
+// range silent for max(minStraggle, 2 x the p99 gap) since more than a
 // tick before some range last moved or finished (ranges stopped
 // together fall silent within a tick of each other), or else for
 // lonelyStraggle; alone says it is the latter, stragglers by silence,
@@ -337,7 +337,7 @@ func (w *stallWatch) outliers(now int64) (found []*rangeClock, alone bool) {
 		default:
 			bound := int64(lonelyStraggle)
 			if w.lastMove > c.changed+int64(w.every) {
-				bound = max(int64(minStraggle), 4*p99) // its peers moved on, or finished, after it fell silent
+				bound = max(int64(minStraggle), 2*p99) // its peers moved on, or finished, after it fell silent
 			}
 			straggler = silent > bound
 		}
