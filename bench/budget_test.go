@@ -128,8 +128,10 @@ type entrant struct {
 	old    bool     // run $S3PD_OLD_BIN instead of the binary under test
 	flags  []string // after the common ones; --adaptive=off is dropped when the binary lacks it
 	server model
-	// proxyStall, when above 0, puts a stallProxy before the server
-	// that stalls 2 % of the connections that long, mid-body.
+	// proxied puts a stallProxy before the server; proxyStall, when
+	// above 0, has it stall 2 % of the connections that long, mid-body
+	// (0: it only relays, the reference of the same path without stalls).
+	proxied    bool
 	proxyStall time.Duration
 }
 
@@ -184,8 +186,9 @@ func budgetCases() (cases []budgetCase, note string) {
 			{name: "s3pd", server: stalled},
 			{name: "ref-nostall", server: plain}}},
 		{name: "stall2pct-proxy", spec: "m4:256:4MiB", set: m4(256), entrants: []entrant{
-			{name: "s3pd", server: plain, proxyStall: stall},
-			{name: "ref-nostall", server: plain}}},
+			{name: "s3pd", server: plain, proxied: true, proxyStall: stall},
+			{name: "ref-nostall", server: plain, proxied: true},
+			{name: "direct-nostall", server: plain}}},
 		{name: "inflight48-256", spec: "m4:256:4MiB", set: m4(256),
 			entrants: append([]entrant{{name: "s3pd", server: throttled}}, fixedGrid(throttled, grid...)...)},
 		{name: fmt.Sprintf("inflight48-%d", bigThrottled), spec: fmt.Sprintf("m4:%d:4MiB", bigThrottled), set: m4(bigThrottled),
@@ -228,8 +231,12 @@ func (bc budgetCase) contenders(tb testing.TB, eps map[string]string) []contende
 			flags = slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return strings.HasPrefix(f, "--adaptive") })
 		}
 		ep := eps[e.server.key()]
-		if e.proxyStall > 0 {
-			proxy := startStallProxy(tb, strings.TrimPrefix(ep, "http://"), 0.02, e.proxyStall, 1)
+		if e.proxied {
+			fraction := 0.0
+			if e.proxyStall > 0 {
+				fraction = 0.02
+			}
+			proxy := startStallProxy(tb, strings.TrimPrefix(ep, "http://"), fraction, e.proxyStall, 1)
 			ep = "http://" + proxy.addr()
 			proxies.Store(ep, proxy)
 		}

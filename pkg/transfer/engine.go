@@ -265,7 +265,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 // end: the listing ended, no open object has a range to plan, and the
 // window has idle slots.
 func (e *Engine) mayTakeOver() (ok, end bool) {
-	ok = e.hedged.Load() < e.requests.Load()/20+1
+	ok = e.stalls.taken.Load() < e.requests.Load()/20+1
 	end = e.listed.Load() && e.sched.planned() && e.gate.inFlightNow() < e.gate.bound()
 	return ok, end
 }
