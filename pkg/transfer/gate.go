@@ -87,9 +87,11 @@ type gate struct {
 	growEvery func() time.Duration // the median time to first byte (0: none yet)
 
 	// moved is the bytes the run moved so far: what the knee measures
-	// a window's throughput by.
-	moved func() int64
-	kn    knee
+	// a window's throughput by; unmeasured: none (moved is always 0),
+	// and no step waits for a measure.
+	moved      func() int64
+	unmeasured bool
+	kn         knee
 
 	// answers is a ring of the times (since since) of the latest
 	// successful answers, newest at answers[last]: how many the server
@@ -145,10 +147,11 @@ const (
 // moved so far (nil: none, and the knee never stops the climb).
 func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
 	now := time.Now()
-	if moved == nil {
+	unmeasured := moved == nil
+	if unmeasured {
 		moved = func() int64 { return 0 }
 	}
-	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, since: now, lastAdd: now}
+	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, unmeasured: unmeasured, since: now, lastAdd: now}
 	if adaptive {
 		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
 	}

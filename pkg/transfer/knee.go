@@ -26,16 +26,24 @@ const (
 // byte), so a window is measured from the moment its step's requests
 // were answered, until it moved enough to judge (enough). A step from w
 // to 2w pays when the throughput under 2w is at least kneeGain above
-// that under w (pays). Where the time to first byte is shorter than
-// kneeSpan a step waits for that measure (at most kneeWait); where it is
-// longer the step goes out at once, so the climb is no slower where each
-// step pays, and the measure closes at the latest when the next step's
-// requests are answered. When a step does not pay the bottleneck is
-// elsewhere (CPU, a disk, a NIC, the server's share) and the climb
-// stops: at 2w when 2w still bought kneeHold or more, at w (a step back)
-// when it bought less; from the start window, which may hold more than
+// that under w (pays). A step waits for that measure (at most kneeWait),
+// so that the window before it is measured alone: requests waiting for
+// their first byte cost little where a server far away makes them wait,
+// but on a loaded CPU they are what makes them wait, and a window
+// measured while the next step's requests were sent looked poorer than
+// it was, so that the step above it seemed to pay. Only where the time
+// to first byte is at least kneeSpan and the last step bought kneeBlind
+// of the proportional gain (the climb is far below any knee) does the
+// next go out at once, so the climb is no slower where each step pays;
+// its window's measure then closes when the next step's requests are
+// answered, and one that moved too little by then is not judged (the
+// next is judged against the level before it). When a step does not
+// pay the bottleneck is elsewhere (CPU, a disk, a NIC, the server's
+// share) and the climb stops: at 2w when 2w still bought kneeHold or
+// more, at w (a step back) when it bought less; from the start window, which may hold more than
 // it needs, it halves while the half moves as much less kneeHold (down
-// to kneeFloor). The window then holds there (the knee), sampling its
+// to kneeFloor), each half sampled once the wider window drained, over
+// kneeDownSpan. The window then holds there (the knee), sampling its
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
 // kneeRise over the knee's (the bottleneck went away), measures that
@@ -50,8 +58,10 @@ type knee struct {
 	from  time.Time
 	bytes int64
 	area  time.Duration
-	// prev is the level measured before (w 0: none).
+	// prev is the level measured before (w 0: none); paid: the step to
+	// it from the level before it paid.
 	prev level
+	paid bool
 	// on: the requests of the window's last step were answered, so the
 	// window streams; closing: no step follows, and the window measured
 	// now closes kneeSpan after it began.
@@ -61,6 +71,9 @@ type knee struct {
 	at        int
 	probe     bool
 	nextProbe time.Time
+	// calm is when the window held no longer drains a wider one: its
+	// samples begin then.
+	calm time.Time
 	// perReq is the knee's throughput per request in flight.
 	perReq float64
 	// down: the window is a step below the knee at, measured against
@@ -92,7 +105,7 @@ func (l level) enough() bool {
 // kneeSpan is the least time a window's throughput is measured over: at
 // 1 GB/s, 20 MB, so that the up to 512 KiB each range in flight moved
 // but did not count yet stay a few percent of it. It paces the climb
-// only where the time to first byte is shorter (loopback, local copies).
+// where the bytes come fast (loopback, local copies).
 const kneeSpan = 20 * time.Millisecond
 
 // kneeCounts is how many counts of its bytes (countEvery) a window's
@@ -100,10 +113,8 @@ const kneeSpan = 20 * time.Millisecond
 const kneeCounts = 8
 
 // kneeWait is the longest a step waits for the measure of the window
-// before it where the time to first byte is shorter than kneeSpan: a
-// slow run does not climb slower for it (its steps then go out at once,
-// and a window its next step's answers catch without enough bytes is
-// not judged).
+// before it: a slow run does not climb slower for it (its steps then go
+// out once kneeWait passed, unjudged).
 const kneeWait = 5 * kneeSpan
 
 // kneeGain is how much more throughput a step that doubles the window
@@ -111,6 +122,10 @@ const kneeWait = 5 * kneeSpan
 // measure's noise, and little enough that stopping below it costs at
 // most a few percent.
 const kneeGain = 0.10
+
+// kneeBlind is the share of the proportional gain (twice the throughput
+// for twice the window) a step must buy for the next to go out blind.
+const kneeBlind = 0.5
 
 // kneeHold is the least gain of a step that did not pay for the climb
 // to stop above it: a step that bought less (within the measure's noise
@@ -127,6 +142,12 @@ const kneeFull = 0.9
 
 // kneeFloor is the least window a step below the knee goes to.
 const kneeFloor = 8
+
+// kneeDownSpan is the least span a window below the knee is measured
+// over: its requests were sent together once the wider window drained,
+// and stream in step for a while, so a short sample catches them all
+// waiting for their first byte, or all streaming.
+const kneeDownSpan = 4 * kneeSpan
 
 // kneeProbeEvery is how often a window held at its knee probes a step
 // above it.
@@ -162,6 +183,14 @@ func pays(prev, cur level) bool {
 	return prev.rate <= 0 || cur.rate >= prev.rate*need
 }
 
+// paysBlind says whether the step from prev to cur bought so much
+// (kneeBlind of the throughput it would buy in proportion to its
+// requests) that the next step may go out before the window it leaves
+// is measured: the climb is far below a knee.
+func paysBlind(prev, cur level) bool {
+	return prev.rate > 0 && cur.rate >= prev.rate*(1+kneeBlind*float64(cur.w-prev.w)/float64(prev.w))
+}
+
 // perRequest is l's throughput per request in flight.
 func (l level) perRequest() float64 {
 	return l.rate / max(l.inFlight, 1)
@@ -188,12 +217,11 @@ func (g *gate) climb(now time.Time) bool {
 			return false
 		}
 	}
-	// A step waits for the measure of the window before it where a time
-	// to first byte is shorter than the measure (it costs the climb
-	// little there), and always above the knee and at the budget; where
-	// the time to first byte is longer it goes at once, and a knee found
-	// then steps back from one step further up.
-	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan || now.Sub(k.from) >= kneeWait)
+	// A step waits for the measure of the window before it, but where
+	// the last step paid kneeBlind and a time to first byte is longer
+	// than the measure (above the knee and at the budget it always
+	// waits); a knee found then steps back from one step further up.
+	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan && (k.paid || g.unmeasured) || now.Sub(k.from) >= kneeWait)
 }
 
 // turnOn starts the measure of the window of the last step, whose
@@ -212,7 +240,6 @@ func (g *gate) turnOn(now time.Time) bool {
 				return false
 			}
 		default:
-			k.prev = level{}
 		}
 	}
 	k.start(g, now, g.allowed)
@@ -245,6 +272,7 @@ func (g *gate) judgeLast(now time.Time, cur level) bool {
 func (g *gate) judge(now time.Time, cur level) bool {
 	k := &g.kn
 	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
+		k.paid = k.prev.w > 0 && k.prev.w < cur.w && paysBlind(k.prev, cur)
 		k.prev = cur
 		return true
 	}
@@ -271,7 +299,7 @@ func later(a, b time.Time) time.Time {
 // settle holds the window at the knee l; under the gate's lock.
 func (g *gate) settle(now time.Time, l level) {
 	k := &g.kn
-	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
+	k.at, k.probe, k.down, k.prev, k.perReq, k.paid = l.w, false, false, level{}, l.perRequest(), false
 	k.nextProbe = now.Add(kneeProbeEvery)
 	g.allowed = min(g.max, l.w)
 	g.newStep()
@@ -297,12 +325,19 @@ func (g *gate) stepDown(l level) {
 // throughput per request rose. Under the gate's lock.
 func (g *gate) hold(now time.Time) {
 	k := &g.kn
-	if g.inFlight > g.allowed {
-		k.start(g, now, g.allowed) // what the window before left in flight drains first
+	cur, ok := k.measure(g, now)
+	if g.inFlight > g.allowed || ok && cur.inFlight > float64(g.allowed) {
+		// What a wider window left in flight drains first, and the
+		// requests sent once it drained wait a time to first byte.
+		k.start(g, now, g.allowed)
+		k.calm = now.Add(g.growInterval())
 		return
 	}
-	cur, ok := k.measure(g, now)
-	if !ok || !cur.enough() {
+	if now.Before(k.calm) {
+		k.start(g, now, g.allowed)
+		return
+	}
+	if !ok || !cur.enough() || k.down && cur.span < kneeDownSpan {
 		return
 	}
 	k.start(g, now, g.allowed)
