@@ -100,6 +100,10 @@ type gate struct {
 	answers []time.Duration
 	last    int
 	kept    int // how many of answers hold a time
+	// heardAll counts the successful answers, leastTTFB is the least
+	// time to first byte among them (0: none yet).
+	heardAll  int
+	leastTTFB time.Duration
 
 	// The in-flight time integral and peak, for Summary.
 	since   time.Time
@@ -117,6 +121,7 @@ type slot struct {
 	// server was serving when it received this one.
 	load     int
 	answered bool
+	sent     time.Duration // when it was taken, since the gate's start
 }
 
 // startWindow is where an adaptive window starts.
@@ -210,7 +215,8 @@ func (g *gate) fill(now time.Time) {
 
 // take counts one more request in flight; under the lock.
 func (g *gate) take() slot {
-	g.account(time.Now())
+	now := time.Now()
+	g.account(now)
 	load := g.inFlight
 	g.inFlight++
 	g.peak = max(g.peak, g.inFlight)
@@ -218,7 +224,7 @@ func (g *gate) take() slot {
 	if !g.stepFilled {
 		g.stepOut++
 	}
-	return slot{epoch: g.epoch, seq: g.seq, load: load}
+	return slot{epoch: g.epoch, seq: g.seq, load: load, sent: now.Sub(g.since)}
 }
 
 // heard records that the server answered the request of s, with data or
@@ -251,9 +257,14 @@ func (g *gate) answered(s *slot) {
 	}
 	g.streaming++
 	if len(g.answers) > 0 {
+		at := time.Since(g.since)
 		g.last = (g.last + 1) % len(g.answers)
-		g.answers[g.last] = time.Since(g.since)
+		g.answers[g.last] = at
 		g.kept = min(g.kept+1, len(g.answers))
+		g.heardAll++
+		if d := at - s.sent; g.leastTTFB == 0 || d < g.leastTTFB {
+			g.leastTTFB = max(d, 1)
+		}
 	}
 	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
 		// It succeeded alongside those the cut counted: the window is

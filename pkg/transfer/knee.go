@@ -127,6 +127,14 @@ const kneeGain = 0.10
 // for twice the window) a step must buy for the next to go out blind.
 const kneeBlind = 0.5
 
+// kneeQueue is how many times the least time to first byte the median
+// one must be for the climb to read the requests as queued (for the CPU,
+// or at the server) and stop: a server far away answers each request
+// after about the same time however many are in flight, so the median
+// stays near the least; where the requests queue, the more are sent the
+// longer they wait.
+const kneeQueue = 4
+
 // kneeHold is the least gain of a step that did not pay for the climb
 // to stop above it: a step that bought less (within the measure's noise
 // of nothing) is stepped back.
@@ -217,11 +225,29 @@ func (g *gate) climb(now time.Time) bool {
 			return false
 		}
 	}
+
 	// A step waits for the measure of the window before it, but where
 	// the last step paid kneeBlind and a time to first byte is longer
 	// than the measure (above the knee and at the budget it always
 	// waits); a knee found then steps back from one step further up.
-	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan && (k.paid || g.unmeasured) || now.Sub(k.from) >= kneeWait)
+	step := !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan && (k.paid || g.unmeasured) || now.Sub(k.from) >= kneeWait)
+	if step && !k.probe && g.allowed < g.max && g.queued() {
+		// The requests queue: the window holds more than the bottleneck
+		// serves, and a step would only lengthen the queue. It stops
+		// here, and from the start window halves while the half moves
+		// as much.
+		cur := k.prev
+		if cur.w != g.allowed {
+			cur, _ = k.measure(g, now)
+			cur.w = g.allowed
+		}
+		g.settle(now, cur)
+		if cur.w <= min(startWindow, g.max) && cur.enough() {
+			g.stepDown(cur)
+		}
+		return false
+	}
+	return step
 }
 
 // turnOn starts the measure of the window of the last step, whose
@@ -288,6 +314,14 @@ func (g *gate) judge(now time.Time, cur level) bool {
 	return false
 }
 
+// queued says whether the requests queue where they are served: the
+// median time to first byte is kneeQueue times the least one seen, over
+// at least the start window's answers. Under the gate's lock.
+func (g *gate) queued() bool {
+	return !g.unmeasured && g.heardAll >= min(startWindow, g.max) && g.leastTTFB > 0 &&
+		g.growInterval() >= kneeQueue*g.leastTTFB
+}
+
 // later is the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -344,10 +378,11 @@ func (g *gate) hold(now time.Time) {
 	k.closing = false
 	if k.down {
 		// A step below the knee: kept, and the next one tried, when it
-		// moves as much as the knee's window less kneeHold; else back.
+		// moves as much as the best of the knee and the halves kept, less
+		// kneeHold; else back.
 		if cur.rate >= k.best.rate*(1-kneeHold) {
 			k.at, k.perReq = g.allowed, cur.perRequest()
-			g.stepDown(level{w: g.allowed, rate: k.best.rate})
+			g.stepDown(level{w: g.allowed, rate: max(k.best.rate, cur.rate)})
 		} else {
 			k.down, g.allowed = false, k.at
 			g.cond.Broadcast()
