@@ -18,7 +18,8 @@ import (
 // limit once, by one step. A request still waiting for its answer after
 // max(250 ms, 4 median times to first byte) no longer holds the next
 // step. With no SlowDown it reaches a budget of 256 in three round
-// trips. Each round trip of the climb leaves slots idle, so a run of
+// trips, and the waits for the measures of the first windows where
+// they are slow to come (knee.go). Each round trip of the climb leaves slots idle, so a run of
 // under a second pays for it: about three times to first byte under
 // load, against a window that starts at the budget.
 //
