@@ -231,11 +231,12 @@ func (g *gate) climb(now time.Time) bool {
 	// than the measure (above the knee and at the budget it always
 	// waits); a knee found then steps back from one step further up.
 	step := !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan && (k.paid || g.unmeasured) || now.Sub(k.from) >= kneeWait)
-	if step && !k.probe && g.allowed < g.max && g.queued() {
-		// The requests queue: the window holds more than the bottleneck
-		// serves, and a step would only lengthen the queue. It stops
-		// here, and from the start window halves while the half moves
-		// as much.
+	if step && !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued() {
+		// The start window's requests queue: it holds more than the
+		// bottleneck serves, and a step would only lengthen the queue.
+		// It stops here, and halves while the half moves as much. Higher
+		// up, a queue for a CPU that the steps below filled may still
+		// stand beside more throughput: the measures judge there.
 		cur := k.prev
 		if cur.w != g.allowed {
 			cur, _ = k.measure(g, now)
