@@ -253,10 +253,6 @@ func (g *gate) answered(s *slot) {
 	s.answered = true
 	g.mu.Lock()
 	g.heard(*s)
-	if g.stepOut == 0 {
-		g.grow(time.Now()) // the step's last answer: the next may go
-	}
-	g.streaming++
 	if len(g.answers) > 0 {
 		at := time.Since(g.since)
 		g.last = (g.last + 1) % len(g.answers)
@@ -267,6 +263,10 @@ func (g *gate) answered(s *slot) {
 			g.leastTTFB = max(d, 1)
 		}
 	}
+	if g.stepOut == 0 {
+		g.grow(time.Now()) // the step's last answer: the next may go
+	}
+	g.streaming++
 	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
 		// It succeeded alongside those the cut counted: the window is
 		// what is answered and streaming at once, not every success

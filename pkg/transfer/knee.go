@@ -26,23 +26,24 @@ const (
 // byte), so a window is measured from the moment its step's requests
 // were answered, until it moved enough to judge (enough). A step from w
 // to 2w pays when the throughput under 2w is at least kneeGain above
-// that under w (pays). A step waits for that measure (at most kneeWait),
-// so that the window before it is measured alone: requests waiting for
-// their first byte cost little where a server far away makes them wait,
-// but on a loaded CPU they are what makes them wait, and a window
-// measured while the next step's requests were sent looked poorer than
-// it was, so that the step above it seemed to pay. Only where the time
-// to first byte is at least kneeSpan and the last step bought kneeBlind
-// of the proportional gain (the climb is far below any knee) does the
-// next go out at once, so the climb is no slower where each step pays;
-// its window's measure then closes when the next step's requests are
-// answered, and one that moved too little by then is not judged (the
-// next is judged against the level before it). When a step does not
-// pay the bottleneck is elsewhere (CPU, a disk, a NIC, the server's
-// share) and the climb stops: at 2w when 2w still bought kneeHold or
-// more, at w (a step back) when it bought less; from the start window, which may hold more than
-// it needs, it halves while the half moves as much less kneeHold (down
-// to kneeFloor), each half sampled once the wider window drained, over
+// that under w (pays). Where the time to first byte is shorter than
+// kneeSpan a step waits for that measure (at most kneeWait); where it is
+// longer the step goes out at once, so the climb is no slower where each
+// step pays, and the measure closes at the latest when the next step's
+// requests are answered; one that moved too little by then is not
+// judged (the next is judged against the level before it). But a long
+// time to first byte is not always a far server: on a loaded CPU it is
+// the requests' queue for the CPU, where a window measured while the
+// next step's requests were being served looks poorer than it was and
+// every step seems to pay. So at the start window, when the median time
+// to first byte is kneeQueue times the least (queued), no step goes: the
+// window already holds more than the bottleneck serves. When a step
+// does not pay, or the start window queues, the bottleneck is elsewhere
+// (CPU, a disk, a NIC, the server's share) and the climb stops: at 2w
+// when 2w still bought kneeHold or more, at w (a step back) when it
+// bought less; from the start window, which may hold more than it
+// needs, it halves while the half moves as much less kneeHold (down to
+// kneeFloor), each half sampled once the wider window drained, over
 // kneeDownSpan. The window then holds there (the knee), sampling its
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
@@ -58,10 +59,8 @@ type knee struct {
 	from  time.Time
 	bytes int64
 	area  time.Duration
-	// prev is the level measured before (w 0: none); paid: the step to
-	// it from the level before it paid.
+	// prev is the level measured before (w 0: none).
 	prev level
-	paid bool
 	// on: the requests of the window's last step were answered, so the
 	// window streams; closing: no step follows, and the window measured
 	// now closes kneeSpan after it began.
@@ -122,10 +121,6 @@ const kneeWait = 5 * kneeSpan
 // measure's noise, and little enough that stopping below it costs at
 // most a few percent.
 const kneeGain = 0.10
-
-// kneeBlind is the share of the proportional gain (twice the throughput
-// for twice the window) a step must buy for the next to go out blind.
-const kneeBlind = 0.5
 
 // kneeQueue is how many times the least time to first byte the median
 // one must be for the climb to read the requests as queued (for the CPU,
@@ -191,14 +186,6 @@ func pays(prev, cur level) bool {
 	return prev.rate <= 0 || cur.rate >= prev.rate*need
 }
 
-// paysBlind says whether the step from prev to cur bought so much
-// (kneeBlind of the throughput it would buy in proportion to its
-// requests) that the next step may go out before the window it leaves
-// is measured: the climb is far below a knee.
-func paysBlind(prev, cur level) bool {
-	return prev.rate > 0 && cur.rate >= prev.rate*(1+kneeBlind*float64(cur.w-prev.w)/float64(prev.w))
-}
-
 // perRequest is l's throughput per request in flight.
 func (l level) perRequest() float64 {
 	return l.rate / max(l.inFlight, 1)
@@ -226,12 +213,15 @@ func (g *gate) climb(now time.Time) bool {
 		}
 	}
 
-	// A step waits for the measure of the window before it, but where
-	// the last step paid kneeBlind and a time to first byte is longer
-	// than the measure (above the knee and at the budget it always
-	// waits); a knee found then steps back from one step further up.
-	step := !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan && (k.paid || g.unmeasured) || now.Sub(k.from) >= kneeWait)
-	if step && !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued() {
+	// A step waits for the measure of the window before it where a time
+	// to first byte is shorter than the measure (it costs the climb
+	// little there), and always above the knee, at the budget, and at
+	// the start window when its requests queue; elsewhere it goes at
+	// once, and a knee found then steps back from one step further up.
+	queued := !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued()
+	blind := g.growInterval() >= kneeSpan && (g.unmeasured || !queued)
+	step := !k.closing || !k.probe && g.allowed < g.max && (blind || now.Sub(k.from) >= kneeWait)
+	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
 		// It stops here, and halves while the half moves as much. Higher
@@ -243,7 +233,7 @@ func (g *gate) climb(now time.Time) bool {
 			cur.w = g.allowed
 		}
 		g.settle(now, cur)
-		if cur.w <= min(startWindow, g.max) && cur.enough() {
+		if cur.enough() {
 			g.stepDown(cur)
 		}
 		return false
@@ -299,7 +289,6 @@ func (g *gate) judgeLast(now time.Time, cur level) bool {
 func (g *gate) judge(now time.Time, cur level) bool {
 	k := &g.kn
 	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
-		k.paid = k.prev.w > 0 && k.prev.w < cur.w && paysBlind(k.prev, cur)
 		k.prev = cur
 		return true
 	}
@@ -334,7 +323,7 @@ func later(a, b time.Time) time.Time {
 // settle holds the window at the knee l; under the gate's lock.
 func (g *gate) settle(now time.Time, l level) {
 	k := &g.kn
-	k.at, k.probe, k.down, k.prev, k.perReq, k.paid = l.w, false, false, level{}, l.perRequest(), false
+	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
 	k.nextProbe = now.Add(kneeProbeEvery)
 	g.allowed = min(g.max, l.w)
 	g.newStep()

@@ -147,27 +147,6 @@ func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
 	})
 }
 
-// TestGateFirstStepWaitsForItsMeasureWhereTTFBIsLong: where the time to
-// first byte is long (a loaded CPU queues the requests on loopback as a
-// far server does) and 12 requests streaming move all there is, the
-// step from 32 waits for the measure of 32, so the climb finds the
-// first step bought nothing before it sends a second: the peak stays at
-// 64, and the window goes back to 32 or below (here 16 moves less: 4 of
-// them wait for their first byte at any time).
-func TestGateFirstStepWaitsForItsMeasureWhereTTFBIsLong(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBottleneck(256, 30*time.Millisecond, func() int64 { return 12 })
-		time.Sleep(time.Second)
-		w, stop, knee := b.g.window()
-		b.stop()
-		_, peak := b.g.load()
-		if w > startWindow || stop != WindowKnee || knee != w || peak > step(startWindow) {
-			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of at most %d and no step sent past %d",
-				w, stop, knee, peak, startWindow, step(startWindow))
-		}
-	})
-}
-
 // TestGateStopsWhereRequestsQueue: the median time to first byte is 8
 // times the least (the requests queue for what serves them), so the
 // climb sends no step at all, and the window halves from 32 while the
