@@ -104,7 +104,7 @@ func (l level) enough() bool {
 // kneeSpan is the least time a window's throughput is measured over: at
 // 1 GB/s, 20 MB, so that the up to 512 KiB each range in flight moved
 // but did not count yet stay a few percent of it. It paces the climb
-// where the bytes come fast (loopback, local copies).
+// only where the time to first byte is shorter (loopback, local copies).
 const kneeSpan = 20 * time.Millisecond
 
 // kneeCounts is how many counts of its bytes (countEvery) a window's
