@@ -18,7 +18,8 @@ import (
 // limit once, by one step. A request still waiting for its answer after
 // max(250 ms, 4 median times to first byte) no longer holds the next
 // step. With no SlowDown it reaches a budget of 256 in three round
-// trips. Each round trip of the climb leaves slots idle, so a run of
+// trips, and the waits for the measures of the first windows where
+// they are slow to come (knee.go). Each round trip of the climb leaves slots idle, so a run of
 // under a second pays for it: about three times to first byte under
 // load, against a window that starts at the budget.
 //
@@ -87,9 +88,11 @@ type gate struct {
 	growEvery func() time.Duration // the median time to first byte (0: none yet)
 
 	// moved is the bytes the run moved so far: what the knee measures
-	// a window's throughput by.
-	moved func() int64
-	kn    knee
+	// a window's throughput by; unmeasured: none (moved is always 0),
+	// and no step waits for a measure.
+	moved      func() int64
+	unmeasured bool
+	kn         knee
 
 	// answers is a ring of the times (since since) of the latest
 	// successful answers, newest at answers[last]: how many the server
@@ -98,6 +101,10 @@ type gate struct {
 	answers []time.Duration
 	last    int
 	kept    int // how many of answers hold a time
+	// heardAll counts the successful answers, leastTTFB is the least
+	// time to first byte among them (0: none yet).
+	heardAll  int
+	leastTTFB time.Duration
 
 	// The in-flight time integral and peak, for Summary.
 	since   time.Time
@@ -115,6 +122,7 @@ type slot struct {
 	// server was serving when it received this one.
 	load     int
 	answered bool
+	sent     time.Duration // when it was taken, since the gate's start
 }
 
 // startWindow is where an adaptive window starts.
@@ -145,10 +153,11 @@ const (
 // moved so far (nil: none, and the knee never stops the climb).
 func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
 	now := time.Now()
-	if moved == nil {
+	unmeasured := moved == nil
+	if unmeasured {
 		moved = func() int64 { return 0 }
 	}
-	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, since: now, lastAdd: now}
+	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, unmeasured: unmeasured, since: now, lastAdd: now}
 	if adaptive {
 		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
 	}
@@ -207,7 +216,8 @@ func (g *gate) fill(now time.Time) {
 
 // take counts one more request in flight; under the lock.
 func (g *gate) take() slot {
-	g.account(time.Now())
+	now := time.Now()
+	g.account(now)
 	load := g.inFlight
 	g.inFlight++
 	g.peak = max(g.peak, g.inFlight)
@@ -215,7 +225,7 @@ func (g *gate) take() slot {
 	if !g.stepFilled {
 		g.stepOut++
 	}
-	return slot{epoch: g.epoch, seq: g.seq, load: load}
+	return slot{epoch: g.epoch, seq: g.seq, load: load, sent: now.Sub(g.since)}
 }
 
 // heard records that the server answered the request of s, with data or
@@ -243,15 +253,20 @@ func (g *gate) answered(s *slot) {
 	s.answered = true
 	g.mu.Lock()
 	g.heard(*s)
+	if len(g.answers) > 0 {
+		at := time.Since(g.since)
+		g.last = (g.last + 1) % len(g.answers)
+		g.answers[g.last] = at
+		g.kept = min(g.kept+1, len(g.answers))
+		g.heardAll++
+		if d := at - s.sent; g.leastTTFB == 0 || d < g.leastTTFB {
+			g.leastTTFB = max(d, 1)
+		}
+	}
 	if g.stepOut == 0 {
 		g.grow(time.Now()) // the step's last answer: the next may go
 	}
 	g.streaming++
-	if len(g.answers) > 0 {
-		g.last = (g.last + 1) % len(g.answers)
-		g.answers[g.last] = time.Since(g.since)
-		g.kept = min(g.kept+1, len(g.answers))
-	}
 	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
 		// It succeeded alongside those the cut counted: the window is
 		// what is answered and streaming at once, not every success

@@ -30,12 +30,21 @@ const (
 // kneeSpan a step waits for that measure (at most kneeWait); where it is
 // longer the step goes out at once, so the climb is no slower where each
 // step pays, and the measure closes at the latest when the next step's
-// requests are answered. When a step does not pay the bottleneck is
-// elsewhere (CPU, a disk, a NIC, the server's share) and the climb
-// stops: at 2w when 2w still bought kneeHold or more, at w (a step back)
-// when it bought less; from the start window, which may hold more than
-// it needs, it halves while the half moves as much less kneeHold (down
-// to kneeFloor). The window then holds there (the knee), sampling its
+// requests are answered; one that moved too little by then is not
+// judged (the next is judged against the level before it). But a long
+// time to first byte is not always a far server: on a loaded CPU it is
+// the requests' queue for the CPU, where a window measured while the
+// next step's requests were being served looks poorer than it was and
+// every step seems to pay. So at the start window, when the median time
+// to first byte is kneeQueue times the least (queued), no step goes: the
+// window already holds more than the bottleneck serves. When a step
+// does not pay, or the start window queues, the bottleneck is elsewhere
+// (CPU, a disk, a NIC, the server's share) and the climb stops: at 2w
+// when 2w still bought kneeHold or more, at w (a step back) when it
+// bought less; from the start window, which may hold more than it
+// needs, it halves while the half moves as much less kneeHold (down to
+// kneeFloor), each half sampled once the wider window drained, over
+// kneeDownSpan. The window then holds there (the knee), sampling its
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
 // kneeRise over the knee's (the bottleneck went away), measures that
@@ -61,6 +70,9 @@ type knee struct {
 	at        int
 	probe     bool
 	nextProbe time.Time
+	// calm is when the window held no longer drains a wider one: its
+	// samples begin then.
+	calm time.Time
 	// perReq is the knee's throughput per request in flight.
 	perReq float64
 	// down: the window is a step below the knee at, measured against
@@ -100,10 +112,8 @@ const kneeSpan = 20 * time.Millisecond
 const kneeCounts = 8
 
 // kneeWait is the longest a step waits for the measure of the window
-// before it where the time to first byte is shorter than kneeSpan: a
-// slow run does not climb slower for it (its steps then go out at once,
-// and a window its next step's answers catch without enough bytes is
-// not judged).
+// before it: a slow run does not climb slower for it (its steps then go
+// out once kneeWait passed, unjudged).
 const kneeWait = 5 * kneeSpan
 
 // kneeGain is how much more throughput a step that doubles the window
@@ -111,6 +121,14 @@ const kneeWait = 5 * kneeSpan
 // measure's noise, and little enough that stopping below it costs at
 // most a few percent.
 const kneeGain = 0.10
+
+// kneeQueue is how many times the least time to first byte the median
+// one must be for the climb to read the requests as queued (for the CPU,
+// or at the server) and stop: a server far away answers each request
+// after about the same time however many are in flight, so the median
+// stays near the least; where the requests queue, the more are sent the
+// longer they wait.
+const kneeQueue = 4
 
 // kneeHold is the least gain of a step that did not pay for the climb
 // to stop above it: a step that bought less (within the measure's noise
@@ -127,6 +145,12 @@ const kneeFull = 0.9
 
 // kneeFloor is the least window a step below the knee goes to.
 const kneeFloor = 8
+
+// kneeDownSpan is the least span a window below the knee is measured
+// over: its requests were sent together once the wider window drained,
+// and stream in step for a while, so a short sample catches them all
+// waiting for their first byte, or all streaming.
+const kneeDownSpan = 4 * kneeSpan
 
 // kneeProbeEvery is how often a window held at its knee probes a step
 // above it.
@@ -188,12 +212,33 @@ func (g *gate) climb(now time.Time) bool {
 			return false
 		}
 	}
+
 	// A step waits for the measure of the window before it where a time
 	// to first byte is shorter than the measure (it costs the climb
-	// little there), and always above the knee and at the budget; where
-	// the time to first byte is longer it goes at once, and a knee found
-	// then steps back from one step further up.
-	return !k.closing || !k.probe && g.allowed < g.max && (g.growInterval() >= kneeSpan || now.Sub(k.from) >= kneeWait)
+	// little there), and always above the knee, at the budget, and at
+	// the start window when its requests queue; elsewhere it goes at
+	// once, and a knee found then steps back from one step further up.
+	queued := !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued()
+	blind := g.growInterval() >= kneeSpan && (g.unmeasured || !queued)
+	step := !k.closing || !k.probe && g.allowed < g.max && (blind || now.Sub(k.from) >= kneeWait)
+	if step && queued {
+		// The start window's requests queue: it holds more than the
+		// bottleneck serves, and a step would only lengthen the queue.
+		// It stops here, and halves while the half moves as much. Higher
+		// up, a queue for a CPU that the steps below filled may still
+		// stand beside more throughput: the measures judge there.
+		cur := k.prev
+		if cur.w != g.allowed {
+			cur, _ = k.measure(g, now)
+			cur.w = g.allowed
+		}
+		g.settle(now, cur)
+		if cur.enough() {
+			g.stepDown(cur)
+		}
+		return false
+	}
+	return step
 }
 
 // turnOn starts the measure of the window of the last step, whose
@@ -212,7 +257,6 @@ func (g *gate) turnOn(now time.Time) bool {
 				return false
 			}
 		default:
-			k.prev = level{}
 		}
 	}
 	k.start(g, now, g.allowed)
@@ -260,6 +304,14 @@ func (g *gate) judge(now time.Time, cur level) bool {
 	return false
 }
 
+// queued says whether the requests queue where they are served: the
+// median time to first byte is kneeQueue times the least one seen, over
+// at least the start window's answers. Under the gate's lock.
+func (g *gate) queued() bool {
+	return !g.unmeasured && g.heardAll >= min(startWindow, g.max) && g.leastTTFB > 0 &&
+		g.growInterval() >= kneeQueue*g.leastTTFB
+}
+
 // later is the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
@@ -297,22 +349,30 @@ func (g *gate) stepDown(l level) {
 // throughput per request rose. Under the gate's lock.
 func (g *gate) hold(now time.Time) {
 	k := &g.kn
-	if g.inFlight > g.allowed {
-		k.start(g, now, g.allowed) // what the window before left in flight drains first
+	cur, ok := k.measure(g, now)
+	if g.inFlight > g.allowed || ok && cur.inFlight > float64(g.allowed) {
+		// What a wider window left in flight drains first, and the
+		// requests sent once it drained wait a time to first byte.
+		k.start(g, now, g.allowed)
+		k.calm = now.Add(g.growInterval())
 		return
 	}
-	cur, ok := k.measure(g, now)
-	if !ok || !cur.enough() {
+	if now.Before(k.calm) {
+		k.start(g, now, g.allowed)
+		return
+	}
+	if !ok || !cur.enough() || k.down && cur.span < kneeDownSpan {
 		return
 	}
 	k.start(g, now, g.allowed)
 	k.closing = false
 	if k.down {
 		// A step below the knee: kept, and the next one tried, when it
-		// moves as much as the knee's window less kneeHold; else back.
+		// moves as much as the best of the knee and the halves kept, less
+		// kneeHold; else back.
 		if cur.rate >= k.best.rate*(1-kneeHold) {
 			k.at, k.perReq = g.allowed, cur.perRequest()
-			g.stepDown(level{w: g.allowed, rate: k.best.rate})
+			g.stepDown(level{w: g.allowed, rate: max(k.best.rate, cur.rate)})
 		} else {
 			k.down, g.allowed = false, k.at
 			g.cond.Broadcast()

@@ -29,9 +29,16 @@ type bottleneck struct {
 }
 
 func newBottleneck(budget int, ttfb time.Duration, capacity func() int64) *bottleneck {
+	return newQueuedBottleneck(budget, ttfb, ttfb, capacity)
+}
+
+// newQueuedBottleneck is newBottleneck where the median time to first
+// byte the gate is told is median, not ttfb: its requests queue, as on a
+// loaded CPU, most of them waiting far longer than the first.
+func newQueuedBottleneck(budget int, ttfb, median time.Duration, capacity func() int64) *bottleneck {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bottleneck{cancel: cancel, ttfb: ttfb, perConn: 64 << 10, size: 4 << 20, capacity: capacity, active: map[*int64]chan struct{}{}}
-	b.g = newGate(budget, true, func() time.Duration { return ttfb }, b.moved.Load)
+	b.g = newGate(budget, true, func() time.Duration { return median }, b.moved.Load)
 	go b.g.run(ctx)
 	go b.serve(ctx)
 	go func() {
@@ -136,6 +143,24 @@ func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
 		time.Sleep(time.Second)
 		if w, stop, knee := b.g.window(); w != 16 || stop != WindowKnee || knee != 16 {
 			t.Fatalf("window %d, stop %q, knee %d: want it held at 16, the least window that moves as much as 32", w, stop, knee)
+		}
+	})
+}
+
+// TestGateStopsWhereRequestsQueue: the median time to first byte is 8
+// times the least (the requests queue for what serves them), so the
+// climb sends no step at all, and the window halves from 32 while the
+// half moves as much: 6 streaming at once move all there is.
+func TestGateStopsWhereRequestsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 6 })
+		time.Sleep(time.Second)
+		w, stop, knee := b.g.window()
+		b.stop()
+		_, peak := b.g.load()
+		if w > startWindow/2 || w < kneeFloor || stop != WindowKnee || knee != w || peak > startWindow {
+			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of %d-%d and no step sent above %d",
+				w, stop, knee, peak, kneeFloor, startWindow/2, startWindow)
 		}
 	})
 }
