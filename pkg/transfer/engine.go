@@ -36,9 +36,10 @@ type Options struct {
 	// 1000), so a listing of millions of keys runs in fixed memory.
 	QueueSize int
 	// BufferSize is the size of the pooled buffer each range streams
-	// through (default: bufferMemory shared by MaxRequests, a power of
-	// two from 32 to 128 KiB: 128 KiB up to 128 requests, 64 KiB for
-	// 256). Memory does not grow with part size.
+	// through (default: bufferMemory shared by the window the request
+	// was sent under, a power of two from 32 to 128 KiB: 128 KiB up to
+	// 128 requests, 64 KiB for 256). Memory does not grow with part
+	// size.
 	BufferSize int
 	// Backoff paces retries (default DefaultBackoff).
 	Backoff Backoff
@@ -93,8 +94,8 @@ const (
 // bufferMemory is what the copy buffers of a run may hold at most by
 // default: 256 requests in flight with 128 KiB each held 32 MiB and put
 // the peak RSS above 64 MiB. A read rarely fills more than 64 KiB from a
-// connection paced as S3's; unpaced loopback ranges, few in flight, keep
-// 128 KiB.
+// connection paced as S3's; unpaced loopback ranges, few in flight (a
+// small budget, or a window held at its knee: buffers), keep 128 KiB.
 const bufferMemory = 16 << 20
 
 // defaultBuffer is the copy buffer for up to budget requests in flight:
@@ -205,8 +206,7 @@ type Engine struct {
 
 	gate   *gate      // the budget: requests in flight overall
 	sched  *scheduler // which range takes the next request slot
-	bufs   *bufPool   // BufferSize buffers
-	small  *bufPool   // buffers for ranges of at most smallRange bytes
+	bufs   buffers    // the ranges' copy buffers
 	start  time.Time
 	ttfb   latencyBuckets
 	reqs   latencyBuckets // whole-request time
@@ -247,6 +247,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	if len(lanes) == 0 {
 		return nil, errors.New("transfer: no source")
 	}
+	sized := opts.BufferSize <= 0
 	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, begun: make(chan struct{})}
 	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) }, e.bytes.Load)
@@ -254,9 +255,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}
-	size := opts.BufferSize
-	e.bufs = newBufPool(size, opts.MaxRequests)
-	e.small = newBufPool(min(size, smallBuffer), opts.MaxRequests)
+	e.bufs = newBuffers(opts.BufferSize, sized && opts.Adaptive == AdaptiveOn, opts.MaxRequests)
 	return e, nil
 }
 

@@ -420,8 +420,8 @@ func TestEngineBuffersOnlyRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	var made atomic.Int64
-	newBuf := e.small.make
-	e.small.make = func() []byte { made.Add(1); return newBuf() }
+	newBuf := e.bufs.small.make
+	e.bufs.small.make = func() []byte { made.Add(1); return newBuf() }
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() { // collections while the run goes: they must not matter

@@ -120,7 +120,9 @@ type slot struct {
 	seq   int64 // the gate's count of requests when it was taken
 	// load is the requests in flight when it was taken: those the
 	// server was serving when it received this one.
-	load     int
+	load int
+	// window is the window it was taken under.
+	window   int
 	answered bool
 	sent     time.Duration // when it was taken, since the gate's start
 }
@@ -225,7 +227,7 @@ func (g *gate) take() slot {
 	if !g.stepFilled {
 		g.stepOut++
 	}
-	return slot{epoch: g.epoch, seq: g.seq, load: load, sent: now.Sub(g.since)}
+	return slot{epoch: g.epoch, seq: g.seq, load: load, window: g.allowed, sent: now.Sub(g.since)}
 }
 
 // heard records that the server answered the request of s, with data or
@@ -277,9 +279,9 @@ func (g *gate) answered(s *slot) {
 	g.mu.Unlock()
 }
 
-// release gives the room of s back; throttled says the server asked to
-// slow down.
-func (g *gate) release(s slot, throttled bool) {
+// release gives the room of s back, and returns the window after it;
+// throttled says the server asked to slow down.
+func (g *gate) release(s slot, throttled bool) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := time.Now()
@@ -315,6 +317,7 @@ func (g *gate) release(s slot, throttled bool) {
 	if g.inFlight < g.allowed {
 		g.cond.Signal() // a slot freed by a SlowDown only when the window allows
 	}
+	return g.allowed
 }
 
 // concurrent is what the server served alongside the throttled request

@@ -26,25 +26,34 @@ const (
 // byte), so a window is measured from the moment its step's requests
 // were answered, until it moved enough to judge (enough). A step from w
 // to 2w pays when the throughput under 2w is at least kneeGain above
-// that under w (pays). Where the time to first byte is shorter than
-// kneeSpan a step waits for that measure (at most kneeWait); where it is
-// longer the step goes out at once, so the climb is no slower where each
-// step pays, and the measure closes at the latest when the next step's
-// requests are answered; one that moved too little by then is not
-// judged (the next is judged against the level before it). But a long
-// time to first byte is not always a far server: on a loaded CPU it is
-// the requests' queue for the CPU, where a window measured while the
-// next step's requests were being served looks poorer than it was and
-// every step seems to pay. So at the start window, when the median time
-// to first byte is kneeQueue times the least (queued), no step goes: the
-// window already holds more than the bottleneck serves. When a step
-// does not pay, or the start window queues, the bottleneck is elsewhere
-// (CPU, a disk, a NIC, the server's share) and the climb stops: at 2w
-// when 2w still bought kneeHold or more, at w (a step back) when it
-// bought less; from the start window, which may hold more than it
-// needs, it halves while the half moves as much less kneeHold (down to
-// kneeFloor), each half sampled once the wider window drained, over
-// kneeDownSpan. The window then holds there (the knee), sampling its
+// that under w (pays). Where some answer came sooner than kneeSpan (the
+// least time to first byte) a step waits for that measure (at most
+// kneeWait); where even the quickest answer takes longer, the step goes
+// out at once, so the climb is no slower where each step pays, and the
+// measure closes at the latest when the next step's requests are
+// answered; one that moved too little by then is not judged (the next
+// is judged against the level before it). A median time to first byte
+// above kneeSpan is not enough to step at once: on two loaded cores over
+// loopback it reached 20-40 ms while the least stayed under 10 ms, and
+// steps sent at once took the window to 128-256 before the first was
+// judged. Nor is a long time to first byte always a far server: on a
+// loaded CPU it is the requests' queue for the CPU, where a window
+// measured while the next step's requests were being served looks
+// poorer than it was and every step seems to pay. So at the start
+// window, when the median time to first byte is kneeQueue times the
+// least (queued), no step goes: the window already holds more than the
+// bottleneck serves, and once it was measured it settles at its half
+// (kneeFloor at least), not judged against the start window (requests
+// that queue move as much when fewer, and a start window's measure of a
+// few tens of milliseconds is noisier, by 20-30 % on loopback, than
+// what the half could lose); the half's first full sample is the
+// knee's throughput per request. When a step does not pay the
+// bottleneck is elsewhere (CPU, a disk, a NIC, the server's share) and
+// the climb stops: at 2w when 2w still bought kneeHold or more, at w (a
+// step back) when it bought less; from the start window, which may hold
+// more than it needs, it halves while the half moves as much less
+// kneeHold (down to kneeFloor), each half sampled once the wider window
+// drained, over kneeDownSpan. The window then holds there (the knee), sampling its
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
 // kneeRise over the knee's (the bottleneck went away), measures that
@@ -143,8 +152,12 @@ const kneeRise = 1.25
 // for its throughput per request to send a probe.
 const kneeFull = 0.9
 
-// kneeFloor is the least window a step below the knee goes to.
-const kneeFloor = 8
+// kneeFloor is the least window a step below the knee goes to: fewer
+// requests save little more CPU than 16 do, and on two cores over
+// loopback 8 moved less than 16 (the half below 16 was measured and
+// stepped back from in most runs, a loss over runs of a quarter of a
+// second).
+const kneeFloor = 16
 
 // kneeDownSpan is the least span a window below the knee is measured
 // over: its requests were sent together once the wider window drained,
@@ -213,18 +226,18 @@ func (g *gate) climb(now time.Time) bool {
 		}
 	}
 
-	// A step waits for the measure of the window before it where a time
-	// to first byte is shorter than the measure (it costs the climb
-	// little there), and always above the knee, at the budget, and at
-	// the start window when its requests queue; elsewhere it goes at
-	// once, and a knee found then steps back from one step further up.
+	// A step waits for the measure of the window before it where some
+	// answer came sooner than the measure (it costs the climb little
+	// there), and always above the knee, at the budget, and at the start
+	// window when its requests queue; elsewhere it goes at once, and a
+	// knee found then steps back from one step further up.
 	queued := !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued()
-	blind := g.growInterval() >= kneeSpan && (g.unmeasured || !queued)
+	blind := g.growInterval() >= kneeSpan && (g.unmeasured || g.leastTTFB >= kneeSpan && !queued)
 	step := !k.closing || !k.probe && g.allowed < g.max && (blind || now.Sub(k.from) >= kneeWait)
 	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
-		// It stops here, and halves while the half moves as much. Higher
+		// Once measured it settles at its half, unjudged. Higher
 		// up, a queue for a CPU that the steps below filled may still
 		// stand beside more throughput: the measures judge there.
 		cur := k.prev
@@ -232,9 +245,8 @@ func (g *gate) climb(now time.Time) bool {
 			cur, _ = k.measure(g, now)
 			cur.w = g.allowed
 		}
-		g.settle(now, cur)
 		if cur.enough() {
-			g.stepDown(cur)
+			g.settle(now, level{w: max(kneeFloor, cur.w/2)})
 		}
 		return false
 	}
@@ -382,7 +394,16 @@ func (g *gate) hold(now time.Time) {
 	}
 	// A sample taken while the window filled after a change says
 	// nothing of the throughput per request: only a full one counts.
-	rose := cur.inFlight >= kneeFull*float64(g.allowed) && cur.perRequest() >= kneeRise*k.perReq
+	full := cur.inFlight >= kneeFull*float64(g.allowed)
+	if k.perReq == 0 {
+		// Settled without a measure of its own (the start window
+		// queued): the first full sample is the knee's.
+		if full {
+			k.perReq = cur.perRequest()
+		}
+		return
+	}
+	rose := full && cur.perRequest() >= kneeRise*k.perReq
 	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
 		return
 	}

@@ -149,18 +149,44 @@ func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
 
 // TestGateStopsWhereRequestsQueue: the median time to first byte is 8
 // times the least (the requests queue for what serves them), so the
-// climb sends no step at all, and the window halves from 32 while the
-// half moves as much: 6 streaming at once move all there is.
+// climb sends no step at all, and the window settles at half the start
+// window as soon as the start window was measured, without a sample of
+// the half to judge it by (6 streaming at once move all there is).
 func TestGateStopsWhereRequestsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 6 })
+		half := max(kneeFloor, startWindow/2)
+		time.Sleep(150 * time.Millisecond)
+		if w, _, knee := b.g.window(); w != half || knee != half {
+			t.Fatalf("window %d, knee %d 150 ms in, want it settled at %d already", w, knee, half)
+		}
 		time.Sleep(time.Second)
 		w, stop, knee := b.g.window()
 		b.stop()
 		_, peak := b.g.load()
-		if w > startWindow/2 || w < kneeFloor || stop != WindowKnee || knee != w || peak > startWindow {
-			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of %d-%d and no step sent above %d",
-				w, stop, knee, peak, kneeFloor, startWindow/2, startWindow)
+		if w != half || stop != WindowKnee || knee != w || peak > startWindow {
+			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of %d and no step sent above %d",
+				w, stop, knee, peak, half, startWindow)
+		}
+	})
+}
+
+// TestGateStepsAtOnceOnlyWhereEveryAnswerIsSlow: the median time to
+// first byte (24 ms) is longer than a window's measure but the least (8
+// ms) is not, and 24 requests streaming move all there is. The steps
+// wait for the measure of the window before them, as where answers are
+// quick, so the climb stops at 32 having sent one step past it, not
+// three (sent at once, the steps reached the budget before the first
+// was judged).
+func TestGateStepsAtOnceOnlyWhereEveryAnswerIsSlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueuedBottleneck(256, 8*time.Millisecond, 24*time.Millisecond, func() int64 { return 24 })
+		time.Sleep(time.Second)
+		w, stop, knee := b.g.window()
+		b.stop()
+		_, peak := b.g.load()
+		if stop != WindowKnee || knee < 24 || knee > 48 || w != knee || peak > 64 {
+			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of 24-48, one step sent past it at most", w, stop, knee, peak)
 		}
 	})
 }
