@@ -43,10 +43,13 @@ func withEnv(c contender, env []string) contender {
 }
 
 // tlsContenders are those BenchmarkLoopbackTLS runs: the bare clients
-// (the machine's ceiling over TLS), s3pd, and the SDK's transfer manager.
+// (the machine's ceiling over TLS), s3pd with the bare clients' 16
+// ranges in flight and with no flags (its window finds its own), and the
+// SDK's transfer manager.
 var tlsContenders = []contender{
 	{"bare", selfClient("bare")},
 	{"s3pd", tuned},
+	{"s3pd-noflags", s3pdGet()},
 	{"transfermanager", selfClient("tm")},
 }
 
