@@ -166,6 +166,7 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 // open sends one GetObject and reads its framing into a Body.
 func (s *Source) open(ctx context.Context, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
 	ctx, w := startWatch(ctx, s.t.StallTimeout)
+	ctx, conn := withConnWait(ctx)
 	resp, err := s.get.get(ctx, obj, off, n, s.t.Req, n < 0 && s.t.Verify)
 	if err != nil {
 		return nil, w.failed(err)
@@ -173,7 +174,7 @@ func (s *Source) open(ctx context.Context, obj *transfer.Object, off, n int64) (
 	resp.Body = w.body(resp.Body, false)
 	h := resp.Header
 	b := &transfer.Body{ReadCloser: resp.Body, ETag: header(h, "Etag"), Size: -1,
-		Checksums: headerChecksums(h),
+		Checksums: headerChecksums(h), Connect: conn.wait,
 		Encrypted: strings.HasPrefix(header(h, "X-Amz-Server-Side-Encryption"), "aws:kms") ||
 			header(h, "X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""}
 	if lm := header(h, "Last-Modified"); lm != "" {

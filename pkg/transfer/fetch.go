@@ -205,6 +205,7 @@ func (r *rangeRun) request(ctx context.Context, s *slot, off, ask int64) (*Body,
 	if err != nil {
 		return nil, err
 	}
+	s.connect = b.Connect
 	e.gate.answered(s)
 	return b, nil
 }

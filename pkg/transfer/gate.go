@@ -102,7 +102,9 @@ type gate struct {
 	last    int
 	kept    int // how many of answers hold a time
 	// heardAll counts the successful answers, leastTTFB is the least
-	// time to first byte among them (0: none yet).
+	// time to first byte among them, less the wait for a new connection
+	// (a handshake is the client's, not the server's queue; 0: none
+	// yet).
 	heardAll  int
 	leastTTFB time.Duration
 
@@ -122,7 +124,10 @@ type slot struct {
 	// server was serving when it received this one.
 	load int
 	// window is the window it was taken under.
-	window   int
+	window int
+	// connect is how long its request waited for a new connection
+	// (Body.Connect): not part of the server's time to first byte.
+	connect  time.Duration
 	answered bool
 	sent     time.Duration // when it was taken, since the gate's start
 }
@@ -261,7 +266,7 @@ func (g *gate) answered(s *slot) {
 		g.answers[g.last] = at
 		g.kept = min(g.kept+1, len(g.answers))
 		g.heardAll++
-		if d := at - s.sent; g.leastTTFB == 0 || d < g.leastTTFB {
+		if d := at - s.sent - s.connect; g.leastTTFB == 0 || d < g.leastTTFB {
 			g.leastTTFB = max(d, 1)
 		}
 	}

@@ -171,6 +171,27 @@ func TestGateStopsWhereRequestsQueue(t *testing.T) {
 	})
 }
 
+// TestGateLeastTimeToFirstByteLeavesOutTheConnection: a request answered
+// 30 ms after it was sent, 25 of them spent dialling its connection, was
+// answered 5 ms after the server had it: the least time to first byte
+// the queue rule and the steps read is 5 ms.
+func TestGateLeastTimeToFirstByteLeavesOutTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(256, true, func() time.Duration { return 0 }, func() int64 { return 0 })
+		s, err := g.acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		s.connect = 25 * time.Millisecond
+		g.answered(&s)
+		g.release(s, false)
+		if g.leastTTFB != 5*time.Millisecond {
+			t.Fatalf("least time to first byte %v, want 5ms", g.leastTTFB)
+		}
+	})
+}
+
 // TestGateStepsAtOnceOnlyWhereEveryAnswerIsSlow: the median time to
 // first byte (24 ms) is longer than a window's measure but the least (8
 // ms) is not, and 24 requests streaming move all there is. The steps

@@ -61,6 +61,11 @@ type Body struct {
 	// Encrypted says the object is stored with SSE-KMS or SSE-C, whose
 	// ETag is not the MD5 of its bytes.
 	Encrypted bool
+	// Connect is how long the request waited for a new connection of its
+	// own (the dial and the TLS handshake), 0 when it reused one: the
+	// window leaves it out of the time to first byte it reads the
+	// server's queue by.
+	Connect time.Duration
 }
 
 // Lister lists the objects to transfer.
