@@ -9,70 +9,16 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/s3pd/s3pd/internal/testenv"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
 // xfsLoop mounts a fresh xfs over a loop device with direct I/O of its
 // own (losetup --direct-io=on, so the loop device does not cache the
-// image either), backed by a sparse file on a real disk, and returns
-// the mount point. The mount and the device go when the test ends.
+// image either), and returns the mount point.
 func xfsLoop(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		unavailable(t, "direct I/O on a loop device needs root")
-	}
-	for _, tool := range []string{"losetup", "mkfs.xfs", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, "%s is not installed (scripts/ci-raid-deps.sh installs it)", tool)
-		}
-	}
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if unix.Statfs(dir, &fs) == nil && fs.Type == unix.TMPFS_MAGIC {
-		// The image must sit on a disk: a loop device over tmpfs holds
-		// its blocks in the page cache.
-		d, err := os.MkdirTemp("/var/tmp", "s3pd-e2e-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		dir = d
-	}
-	img := filepath.Join(dir, "xfs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 512<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", "--direct-io=on", img).CombinedOutput()
-	if err != nil {
-		unavailable(t, "no loop device: losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	if out, err := exec.Command("mkfs.xfs", "-q", "-f", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.xfs %s: %v: %s", dev, err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount %s: %v: %s", dev, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
-	return mnt
+	return testenv.Loop{Mkfs: []string{"mkfs.xfs", "-q", "-f"}, DirectIO: true}.Mount(t)
 }
 
 // cached returns the bytes of the files under dir (the work folder

@@ -3,7 +3,6 @@ package diskbench
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,38 +60,9 @@ func TestBoundNamesTheSlowerSide(t *testing.T) {
 // page cache of the file system beneath: the figures say nothing of a
 // real disk, only that the pattern runs and each mode works.
 func TestXFSOnLoopDevice(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Unavailable(t, "needs root for a loop device and mount")
-	}
-	for _, tool := range []string{"losetup", "mkfs.xfs", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Unavailable(t, "%s is not installed: scripts/ci-raid-deps.sh installs it", tool)
-		}
-	}
-	img := filepath.Join(t.TempDir(), "xfs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 512<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		testenv.Unavailable(t, "no loop device: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	if out, err := exec.Command("mkfs.xfs", "-q", "-f", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.xfs: %v: %s", err, out)
-	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-
+	mnt := testenv.Loop{Mkfs: []string{"mkfs.xfs", "-q", "-f"}}.Mount(t)
 	if !OnLoopDevice(mnt) {
-		t.Errorf("%s on %s is not seen as on a loop device", mnt, dev)
+		t.Errorf("%s is not seen as on a loop device", mnt)
 	}
 	if OnLoopDevice(t.TempDir()) {
 		t.Errorf("a plain temporary directory is seen as on a loop device")

@@ -1,8 +1,6 @@
 package local
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,62 +12,10 @@ import (
 )
 
 // loopFS mounts a fresh file system made by mkfs (its arguments before
-// the device) over a loop device backed by a sparse file on a disk, and
-// returns the mount point; the mount and the device go when the test
-// ends.
+// the device) over a loop device, and returns the mount point.
 func loopFS(t *testing.T, mkfs ...string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Unavailable(t, "a loop device needs root")
-	}
-	for _, tool := range []string{"losetup", mkfs[0], "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Unavailable(t, "%s is not installed (scripts/ci-raid-deps.sh installs it)", tool)
-		}
-	}
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if unix.Statfs(dir, &fs) == nil && fs.Type == unix.TMPFS_MAGIC {
-		d, err := os.MkdirTemp("/var/tmp", "s3pd-local-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(d) })
-		dir = d
-	}
-	img := filepath.Join(dir, "fs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 512<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
-	if err != nil {
-		testenv.Unavailable(t, "no loop device: losetup: %v: %s", err, out)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup -d %s: %v: %s", dev, err, out)
-		}
-	})
-	if out, err := exec.Command(mkfs[0], append(mkfs[1:], dev)...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v: %s", strings.Join(mkfs, " "), dev, err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount %s: %v: %s", dev, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
-	return mnt
+	return testenv.Loop{Mkfs: mkfs}.Mount(t)
 }
 
 // used is the bytes in use on the file system holding dir, once what is
