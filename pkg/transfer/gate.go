@@ -284,9 +284,9 @@ func (g *gate) answered(s *slot) {
 	g.mu.Unlock()
 }
 
-// release gives the room of s back, and returns the window after it;
-// throttled says the server asked to slow down.
-func (g *gate) release(s slot, throttled bool) int {
+// release gives the room of s back; throttled says the server asked to
+// slow down.
+func (g *gate) release(s slot, throttled bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := time.Now()
@@ -322,7 +322,6 @@ func (g *gate) release(s slot, throttled bool) int {
 	if g.inFlight < g.allowed {
 		g.cond.Signal() // a slot freed by a SlowDown only when the window allows
 	}
-	return g.allowed
 }
 
 // concurrent is what the server served alongside the throttled request
