@@ -112,14 +112,17 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 	if ms, ok := fault.(midStall); ok {
 		fault = Stall{At: length / 2, For: ms.For}
 	}
-	sent := s.copyBody(w, r, body, length, fault)
-	s.addKeyBytes(bucket, key, sent)
+	s.copyBody(w, r, body, length, fault, func(k int64) { s.addKeyBytes(bucket, key, k) })
 	return nil
 }
 
 // copyBody streams n bytes of body to w, applying a body fault, and returns
-// the bytes sent.
-func (s *Server) copyBody(w *respWriter, r *http.Request, body io.Reader, n int64, fault Action) int64 {
+// the bytes sent. It counts them by count: those sent before a stall
+// as the stall begins (a test waits for them while the body sleeps),
+// the rest when the body ends.
+func (s *Server) copyBody(w *respWriter, r *http.Request, body io.Reader, n int64, fault Action, count func(int64)) (sent int64) {
+	var counted int64
+	defer func() { count(sent - counted) }()
 	stop := n // where the body stops early (reset, truncate, stall)
 	switch a := fault.(type) {
 	case Reset:
@@ -131,7 +134,6 @@ func (s *Server) copyBody(w *respWriter, r *http.Request, body io.Reader, n int6
 	}
 	buf := getBuf()
 	defer putBuf(buf)
-	var sent int64
 	for sent < n {
 		if sent == stop {
 			switch a := fault.(type) {
@@ -143,6 +145,8 @@ func (s *Server) copyBody(w *respWriter, r *http.Request, body io.Reader, n int6
 				return sent
 			case Stall:
 				http.NewResponseController(w).Flush()
+				count(sent - counted)
+				counted = sent
 				sleepCtx(r.Context(), a.For)
 				stop = n
 			}
