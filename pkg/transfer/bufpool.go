@@ -51,13 +51,15 @@ type buffers struct {
 	// wideUpTo is the widest window whose requests take wide buffers (0:
 	// none: every range takes narrow ones).
 	wideUpTo int
+	// window is the window now, read only when a wide buffer returns.
+	window func() int
 }
 
 // newBuffers returns the buffers of a run under a budget of most
 // requests; size is Options.BufferSize, sized says it was defaulted, so
-// that buffers follow the window.
-func newBuffers(size int, sized bool, most int) buffers {
-	b := buffers{small: newBufPool(min(size, smallBuffer), most), narrow: newBufPool(size, most)}
+// that buffers follow the window, which window reads.
+func newBuffers(size int, sized bool, most int, window func() int) buffers {
+	b := buffers{small: newBufPool(min(size, smallBuffer), most), narrow: newBufPool(size, most), window: window}
 	if wide := defaultBuffer(1); sized && wide > size {
 		b.wideUpTo = bufferMemory / wide
 		b.wide = newBufPool(wide, b.wideUpTo)
@@ -77,11 +79,11 @@ func (b *buffers) pool(n int64, w int) *bufPool {
 	return b.narrow
 }
 
-// put returns buf to p, the pool it came from, the window being w now: a
-// wide buffer is left to the collector once the window is too wide for
-// them, so that the buffers kept stay within bufferMemory.
-func (b *buffers) put(p *bufPool, buf []byte, w int) {
-	if p == b.wide && w > b.wideUpTo {
+// put returns buf to p, the pool it came from: a wide buffer is left to
+// the collector once the window is too wide for them, so that the
+// buffers kept stay within bufferMemory.
+func (b *buffers) put(p *bufPool, buf []byte) {
+	if p == b.wide && b.window() > b.wideUpTo {
 		return
 	}
 	p.put(buf)

@@ -9,7 +9,8 @@ import "testing"
 // adaptive, is the only size.
 func TestBuffersFollowTheWindow(t *testing.T) {
 	const mib = 1 << 20
-	b := newBuffers(defaultBuffer(256), true, 256)
+	window := 16
+	b := newBuffers(defaultBuffer(256), true, 256, func() int { return window })
 	for _, c := range []struct {
 		n    int64
 		w    int
@@ -21,18 +22,20 @@ func TestBuffersFollowTheWindow(t *testing.T) {
 	}
 	wide := b.pool(mib, 16)
 	buf := wide.get()
-	b.put(wide, buf, 256)
+	window = 256
+	b.put(wide, buf)
 	if len(wide.free) != 0 {
 		t.Errorf("a wide buffer returned under a window of 256 was kept")
 	}
-	b.put(wide, buf, 64)
+	window = 64
+	b.put(wide, buf)
 	if len(wide.free) != 1 {
 		t.Errorf("a wide buffer returned under a window of 64 was not kept")
 	}
 	if cap(wide.free) != bufferMemory/(128<<10) {
 		t.Errorf("the wide pool keeps up to %d buffers, want %d (bufferMemory)", cap(wide.free), bufferMemory/(128<<10))
 	}
-	for _, fixed := range []buffers{newBuffers(32<<10, false, 256), newBuffers(defaultBuffer(64), true, 64)} {
+	for _, fixed := range []buffers{newBuffers(32<<10, false, 256, nil), newBuffers(defaultBuffer(64), true, 64, nil)} {
 		if got := len(fixed.pool(mib, 16).get()); got != len(fixed.narrow.get()) {
 			t.Errorf("a fixed size: a %d-byte buffer under a window of 16, want %d", got, len(fixed.narrow.get()))
 		}

@@ -255,7 +255,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})
 	}
-	e.bufs = newBuffers(opts.BufferSize, sized && opts.Adaptive == AdaptiveOn, opts.MaxRequests)
+	e.bufs = newBuffers(opts.BufferSize, sized && opts.Adaptive == AdaptiveOn, opts.MaxRequests, e.gate.bound)
 	return e, nil
 }
 

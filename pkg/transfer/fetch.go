@@ -92,7 +92,7 @@ func (r *rangeRun) fetch(ctx context.Context, off, n int64, s slot) (int64, erro
 		pool := e.bufs.pool(n, s.window) // a small object does not hold a large buffer
 		r.buf = pool.get()
 		got, err := r.attempt(ctx, &s, off+done, n-done, ask)
-		e.bufs.put(pool, r.buf, e.gate.bound()) // before the slot: no more buffers than slots
+		e.bufs.put(pool, r.buf) // before the slot: no more buffers than slots
 		r.buf = nil
 		e.gate.release(s, err != nil && throttled(err))
 		if r.pw == nil || err == nil {
