@@ -158,7 +158,9 @@ type Summary struct {
 	// on a new connection from the byte they reached (not in Retries).
 	Hedged int64
 	// Splits counts the ranges planned shorter than a part to balance
-	// the last wave of a run (tail pieces); no range is cut in flight.
+	// the last wave of a run (tail pieces), and the pieces a straggler's
+	// rest is fetched in beside its next attempt (rest.go); no range is
+	// cut in flight.
 	Splits int64
 	// Ranges counts the ranges fetched (planned ranges that sent a
 	// request): Requests beyond Ranges are takeovers and retries.

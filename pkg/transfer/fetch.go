@@ -76,6 +76,7 @@ func (r *rangeRun) fetch(ctx context.Context, off, n int64, s slot) (int64, erro
 	}
 	var done int64
 	var k tries
+	var rs *rest // the other pieces of its rest, once taken over and split
 	for first := true; ; first = false {
 		if !first {
 			var err error
@@ -104,12 +105,38 @@ func (r *rangeRun) fetch(ctx context.Context, off, n int64, s slot) (int64, erro
 			e.overfetch.Add(got) // the part is sent again from its start
 		}
 		if err == nil {
-			return done, nil
+			return r.joined(rs, done, nil)
 		}
+		cut := errors.Is(err, errTakenOver)
 		if err = r.retry(ctx, &k, err, off+done); err != nil {
-			return done, err
+			return r.joined(rs, done, err)
+		}
+		if cut && rs == nil {
+			// A straggler's rest goes over the idle slots in pieces.
+			var end int64
+			if end, rs = r.spread(ctx, off+done, off+n); rs != nil {
+				ctx, n = rs.ctx, end-off
+				ask = n - done
+			}
 		}
 	}
+}
+
+// joined ends a fetch that moved done bytes with err: with the pieces of
+// its rest (rs, nil for none) waited for, their bytes added and their
+// failure, the cause of the range's own when they ended it, reported.
+func (r *rangeRun) joined(rs *rest, done int64, err error) (int64, error) {
+	if rs == nil {
+		return done, err
+	}
+	got, perr := r.join(rs)
+	if err == nil && perr == nil {
+		return done + got, nil
+	}
+	if perr != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = perr
+	}
+	return done, err
 }
 
 // tries counts a range's failed attempts: those the server throttled

@@ -33,8 +33,15 @@ type Extents interface {
 // cap (--threads asks for that many ranges per object, as the original
 // s3pd ran them).
 func (t *object) splittable() bool {
+	return !t.oneRequest && t.cuttable()
+}
+
+// cuttable reports whether t's bytes may be fetched in more ranges than
+// planned: nothing holds ranges back or numbers them, and no per-object
+// cap (what splittable asks besides a ranged fetch).
+func (t *object) cuttable() bool {
 	_, whole := t.f.(PartWriter)
-	return !t.oneRequest && t.window == 0 && !whole && t.e.opts.Limiter == nil && t.e.opts.Threads == 0
+	return t.window == 0 && !whole && t.e.opts.Limiter == nil && t.e.opts.Threads == 0
 }
 
 // tailLen returns the length of t's next range when it belongs to the
