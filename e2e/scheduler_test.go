@@ -178,3 +178,44 @@ func TestStalledGetsAreTakenOver(t *testing.T) {
 		t.Errorf("hedged %d, retries %d for %d stalled GETs: want each taken over, none retried as a failure", sum.Hedged, sum.Retries, st.Stalls)
 	}
 }
+
+// TestStragglersRestSpreadsOverIdleSlots: the one GET of a run stalls
+// half-way through its object with every other slot idle. It is taken
+// over and its other half fetched in pieces over those slots, not in one
+// request; the server sends each byte of the object once, and the object
+// lands whole and verified.
+func TestStragglersRestSpreadsOverIdleSlots(t *testing.T) {
+	const size = 4 << 20
+	s := emuStore(t, s3emu.Options{
+		Dataset:  "one:1:4MiB",
+		ConnRate: 8 << 20, // the first half takes about 250 ms
+		// The seed stalls the whole-object GET and none of the pieces
+		// (which would then wait out the stall, not fail).
+		Stalls:      s3emu.Stalls{Fraction: 0.3, For: 3 * time.Second, Seed: 64},
+		LogRequests: true,
+	})
+	dest := t.TempDir()
+	r := run(t, nil, s.cmd("get", "--json", "--quiet", "--max-concurrent-requests", "8", s.url("one/"), dest+"/")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	sum := summaryOf(t, r.stdout)
+	st := s.emu.Stats()
+	if st.Stalls != 1 {
+		t.Fatalf("the emulator stalled %d GETs, want the first alone (stats %+v)", st.Stalls, st)
+	}
+	if sum["hedged"].(float64) != 1 || sum["splits"].(float64) < 2 || sum["verified_objects"].(float64) != 1 {
+		t.Errorf("hedged %v, splits %v, verified %v: want the stalled GET taken over once, its rest in pieces, the object verified",
+			sum["hedged"], sum["splits"], sum["verified_objects"])
+	}
+	if gets := st.GetRequests; gets < 4 {
+		t.Errorf("the server answered %d GETs: want the rest in pieces beside the takeover", gets)
+	}
+	if sent := s.emu.BytesSentFor(s.bucket, "one/00000000"); sent != size {
+		for _, q := range s.emu.Log() {
+			t.Logf("%s %s %q %d", q.Method, q.Key, q.Range, q.Bytes)
+		}
+		t.Errorf("the server sent %d bytes of the object, want each of its %d once", sent, size)
+	}
+	checkSynthetic(t, dest+"/00000000", "one/00000000", size)
+}

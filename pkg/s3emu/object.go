@@ -148,6 +148,9 @@ func (s *Server) copyBody(w *respWriter, r *http.Request, body io.Reader, n int6
 				count(sent - counted)
 				counted = sent
 				sleepCtx(r.Context(), a.For)
+				if r.Context().Err() != nil {
+					return sent // the client went away: nothing more is sent
+				}
 				stop = n
 			}
 		}
