@@ -29,7 +29,7 @@ fi
 : > "$OUT/copy.txt"; : > "$OUT/upload.txt"
 for i in $(seq "$COUNT"); do
 	echo "round $i/$COUNT" >&2
-	(cd e2e && "$OUT/e2e.test" -test.run '^$' -test.bench BenchmarkCopyLocal -test.benchtime 1x >> "$OUT/copy.txt")
+	(cd e2e && COPYBENCH_ROUND=$i "$OUT/e2e.test" -test.run '^$' -test.bench BenchmarkCopyLocal -test.benchtime 1x >> "$OUT/copy.txt")
 	if [[ -n ${OLD:-} ]]; then
 		(cd e2e && COPYBENCH_BIN=$OUT/s3pd-old "$OUT/e2e.test" -test.run '^$' -test.bench 'BenchmarkCopyLocal/.*/tool=s3pd$' -test.benchtime 1x) |
 			sed 's#/tool=s3pd-\([0-9]\)#/tool=s3pd-old-\1#' | grep '^Benchmark' >> "$OUT/copy.txt"

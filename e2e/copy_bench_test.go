@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,7 +61,7 @@ func benchSource(b *testing.B, dir, name string, count int, size int64) string {
 // BenchmarkCopyLocal compares `s3pd copy` with `cp -r` on tmpfs, for a
 // tree of 2,000 files of 1 MiB and for one 2 GiB file. Run it with
 // -benchtime 1x and repeat the process (see docs/BENCHMARKS.md, section "s3pd copy"), so
-// the two tools alternate.
+// the two tools alternate; which goes first alternates too (round).
 func BenchmarkCopyLocal(b *testing.B) {
 	dir := benchDir(b)
 	exe := copyBinary(b)
@@ -84,6 +85,9 @@ func BenchmarkCopyLocal(b *testing.B) {
 			}},
 			{"cp", func(dst string) *exec.Cmd { return exec.Command("cp", "-r", src, dst) }},
 		}
+		if round()%2 == 0 {
+			tools[0], tools[1] = tools[1], tools[0] // the tool that goes first alternates by round
+		}
 		for _, tool := range tools {
 			b.Run(c.name+"/tool="+tool.name, func(b *testing.B) {
 				b.SetBytes(total)
@@ -103,6 +107,17 @@ func BenchmarkCopyLocal(b *testing.B) {
 			})
 		}
 	}
+}
+
+// round is the round of the benchmark's run (COPYBENCH_ROUND, from 1;
+// 1 when unset): bench/copy.sh sets it, so that the order of the tools
+// alternates between rounds.
+func round() int {
+	n, err := strconv.Atoi(os.Getenv("COPYBENCH_ROUND"))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // copyBinary is the s3pd to measure: COPYBENCH_BIN if set, else the one
