@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 // dataset is one family of synthetic objects and the concurrency that
@@ -198,6 +200,9 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 			}
 		}
 		argv, env := c.cmd(b, endpoint, d, dest)
+		if dest != "" {
+			testenv.WarmPages(b, d.bytes()+64<<20) // tmpfs pages the host did not take back
+		}
 		b.StartTimer()
 		u := runChild(b, home, env, argv...)
 		b.StopTimer()

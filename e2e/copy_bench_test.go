@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 // benchDir is where the local copy benchmarks keep their trees: tmpfs,
@@ -98,7 +99,7 @@ func BenchmarkCopyLocal(b *testing.B) {
 					os.RemoveAll(dst)
 					cmd := tool.cmd(dst)
 					cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-					warmPages(b, total+64<<20)
+					testenv.WarmPages(b, total+64<<20)
 					b.StartTimer()
 					if out, err := cmd.CombinedOutput(); err != nil {
 						b.Fatalf("%s: %v\n%s", tool.name, err, out)
@@ -108,26 +109,6 @@ func BenchmarkCopyLocal(b *testing.B) {
 				os.RemoveAll(dst)
 			})
 		}
-	}
-}
-
-// warmPages touches n bytes of fresh memory and gives them back, just
-// before a timed copy. The machines here are virtual and report freed
-// memory to their host, which takes it back; the first touch of such a
-// page then waits for the host, and a 2 GiB copy on tmpfs took 3-8 s
-// after a pause where it took 1.1-2.6 s right after n bytes were
-// touched and freed (the copy is given the pages just freed). Without
-// this the benchmark measures when the host last took memory back.
-func warmPages(b *testing.B, n int64) {
-	m, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		b.Fatalf("warm %d bytes: %v", n, err)
-	}
-	for i := 0; i < len(m); i += os.Getpagesize() {
-		m[i] = 1
-	}
-	if err := syscall.Munmap(m); err != nil {
-		b.Fatal(err)
 	}
 }
 
