@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,23 @@ var tlsContenders = []contender{
 	{"transfermanager", selfClient("tm")},
 }
 
+// tlsOnRequest run only when $S3PD_BENCH_CLIENTS names them:
+// s3pd-old-noflags is s3pd-noflags with the binary $S3PD_OLD_BIN.
+var tlsOnRequest = []contender{
+	{"s3pd-old-noflags", noflagsOld},
+}
+
+// noflagsOld is s3pd with no flags, built from an older commit.
+func noflagsOld(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
+	old := os.Getenv("S3PD_OLD_BIN")
+	if old == "" {
+		tb.Fatal("s3pd-old-noflags needs $S3PD_OLD_BIN (run.sh: OLD=REV)")
+	}
+	argv, env := s3pdGet()(tb, endpoint, d, dest)
+	argv[0] = old
+	return argv, env
+}
+
 // BenchmarkLoopbackTLS is BenchmarkLoopback over HTTPS: the emulator in a
 // child serves TLS 1.3 (HTTP/1.1 only, as S3) with a self-signed RSA
 // certificate, and s3pd, the bare clients and the transfer manager fetch
@@ -63,7 +81,7 @@ var tlsContenders = []contender{
 func BenchmarkLoopbackTLS(b *testing.B) {
 	srv := startTLSServer(b, loopbackSpec)
 	var cs []contender
-	for _, c := range tlsContenders {
+	for _, c := range append(slices.Clone(tlsContenders), tlsOnRequest...) {
 		cs = append(cs, withEnv(c, srv.env))
 	}
 	for _, sink := range []string{"discard", "tmpfs"} {
@@ -74,7 +92,7 @@ func BenchmarkLoopbackTLS(b *testing.B) {
 			}
 			for _, d := range loopbackSets {
 				b.Run("set="+d.name, func(b *testing.B) {
-					for _, c := range rotate(cs, nil, round()) {
+					for _, c := range rotate(cs[:len(tlsContenders)], cs[len(tlsContenders):], round()) {
 						b.Run("client="+c.name, func(b *testing.B) { measure(b, srv.endpoint, d, root, c) })
 					}
 				})

@@ -241,7 +241,7 @@ func (c *Copy) uploadOptions(spec CopySpec, prefix string) s3store.UploadOptions
 	o := spec.Upload
 	o.Prefix, o.PartSize, o.Threshold = prefix, c.PartSize, c.Threshold
 	// The SDK sends a trailing checksum over HTTPS only.
-	o.Trailer = spec.Client.EndpointURL == "" || strings.HasPrefix(spec.Client.EndpointURL, "https://")
+	o.Trailer = overTLS(spec.Client.EndpointURL)
 	return o
 }
 

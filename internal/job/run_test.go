@@ -141,3 +141,24 @@ func TestOpenSpaceCheck(t *testing.T) {
 		t.Fatalf("transfer: %+v, %v; want a *SpaceError and no byte", sum, err)
 	}
 }
+
+// TestStartWindowFollowsTheScheme: over HTTPS (AWS's endpoint, or an
+// https:// one) the window starts at tlsStartWindow, over HTTP where the
+// engine starts it, and a start the options set is kept.
+func TestStartWindowFollowsTheScheme(t *testing.T) {
+	for _, tt := range []struct {
+		endpoint  string
+		set, want int
+	}{
+		{"", 0, tlsStartWindow},
+		{"https://s3.example.com", 0, tlsStartWindow},
+		{"http://127.0.0.1:9000", 0, 0},
+		{"https://s3.example.com", 8, 8},
+	} {
+		r := &Run{Options: transfer.Options{StartWindow: tt.set}}
+		r.startOver(tt.endpoint)
+		if r.Options.StartWindow != tt.want {
+			t.Errorf("endpoint %q, set %d: start window %d, want %d", tt.endpoint, tt.set, r.Options.StartWindow, tt.want)
+		}
+	}
+}

@@ -24,9 +24,16 @@ type Options struct {
 	// (the default) leaves every object free to use the whole budget.
 	Threads int
 	// Adaptive says whether the window of requests in flight follows
-	// the server (AdaptiveOn, the default: it starts at 32, grows to
-	// the budget and backs off on SlowDown) or stays at the budget.
+	// the server (AdaptiveOn, the default: it starts at StartWindow,
+	// grows to the budget and backs off on SlowDown) or stays at the
+	// budget.
 	Adaptive Adaptive
+	// StartWindow is where an adaptive window starts (0: 32), at most
+	// the budget. Where each new connection costs more than a request
+	// (a TLS handshake on both ends), a smaller start opens fewer
+	// connections than the run may need, and the climb adds them where
+	// they pay.
+	StartWindow int
 	// PartSize is the size of one range (default 8 MiB).
 	PartSize int64
 	// Threshold: objects smaller than it are fetched with one GET
@@ -252,7 +259,7 @@ func New(lanes []Lane, sink Sink, opts Options) (*Engine, error) {
 	sized := opts.BufferSize <= 0
 	opts = opts.WithDefaults()
 	e := &Engine{sink: sink, opts: opts, begun: make(chan struct{})}
-	e.gate = newGate(opts.MaxRequests, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) }, e.bytes.Load)
+	e.gate = newGateAt(opts.MaxRequests, opts.StartWindow, opts.Adaptive == AdaptiveOn, func() time.Duration { return e.ttfb.quantile(0.5) }, e.bytes.Load)
 	e.sched = newScheduler(e)
 	for _, l := range lanes {
 		e.lanes = append(e.lanes, &lane{Lane: l})

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ type gate struct {
 	max      int  // the budget
 	adaptive bool // false: the window stays at max
 	allowed  int  // the window
+	start    int  // where an adaptive window starts, at most max
 	inFlight int
 
 	// epoch counts the window's cuts: a request carries the epoch it was
@@ -132,7 +134,8 @@ type slot struct {
 	sent     time.Duration // when it was taken, since the gate's start
 }
 
-// startWindow is where an adaptive window starts.
+// startWindow is where an adaptive window starts unless
+// Options.StartWindow says otherwise.
 const startWindow = 32
 
 // stepUp is the window after one step up from w: twice w. A step that
@@ -159,6 +162,12 @@ const (
 // growEvery is the median time to first byte and moved the bytes the run
 // moved so far (nil: none, and the knee never stops the climb).
 func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
+	return newGateAt(max, 0, adaptive, growEvery, moved)
+}
+
+// newGateAt is newGate with an adaptive window that starts at start
+// (0: startWindow), at most the budget.
+func newGateAt(max, start int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
 	now := time.Now()
 	unmeasured := moved == nil
 	if unmeasured {
@@ -169,8 +178,9 @@ func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func(
 		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
 	}
 	g.nextGrow = now
+	g.start = min(cmp.Or(start, startWindow), max)
 	if adaptive {
-		g.allowed = min(startWindow, max)
+		g.allowed = g.start
 	}
 	g.cond = sync.NewCond(&g.mu)
 	return g

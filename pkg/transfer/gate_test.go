@@ -67,6 +67,36 @@ func TestGateGrowsToTheBudgetWhileFull(t *testing.T) {
 	}
 }
 
+// TestGateStartsWhereAsked: a start window asked for (Options.StartWindow)
+// is where an adaptive window starts, within the budget, and the climb
+// still reaches the budget from it where every step pays.
+func TestGateStartsWhereAsked(t *testing.T) {
+	for _, tt := range []struct{ budget, start, want int }{
+		{256, 16, 16}, {8, 16, 8}, {256, 0, startWindow},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			g := newGateAt(tt.budget, tt.start, true, ttfb30ms, nil)
+			go g.run(ctx)
+			if got := g.bound(); got != tt.want {
+				t.Fatalf("budget %d, start %d: window %d, want %d", tt.budget, tt.start, got, tt.want)
+			}
+			for range tt.budget {
+				s, err := g.acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				answerAfter(g, s, 30*time.Millisecond)
+			}
+			if got := g.bound(); got != tt.budget {
+				t.Errorf("budget %d, start %d: window %d, want it climbed to the budget", tt.budget, tt.start, got)
+			}
+			time.Sleep(time.Second)
+		})
+	}
+}
+
 // TestGateStepWaitsForTheLastStepsAnswers: the window grows by a step
 // only once the server answered every request of the step before, so a
 // step never goes out before the server could say SlowDown to the last.
