@@ -129,6 +129,9 @@ func (r *rangeRun) joined(rs *rest, done int64, err error) (int64, error) {
 	if rs == nil {
 		return done, err
 	}
+	if err != nil {
+		rs.cancel(err) // the range failed: its pieces are of no use
+	}
 	got, perr := r.join(rs)
 	if err == nil && perr == nil {
 		return done + got, nil

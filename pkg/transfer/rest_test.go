@@ -71,6 +71,21 @@ func restOpens(src *transfertest.Source, key string) []transfertest.Range {
 	return rs
 }
 
+// sixteen returns a source of 16 objects of size bytes, k listed first
+// (its range is a whole part or object, planned before the last wave of
+// the run is, whatever the dispatcher's order), and the options that
+// fetch each in one range over 8 slots.
+func sixteen(size int64, threshold int64) (*transfertest.Source, transfer.Options) {
+	mem := transfertest.NewSource()
+	mem.Add("k", transfertest.Data("k", int(size)))
+	for i := range 15 {
+		k := fmt.Sprint("o", i)
+		mem.Add(k, transfertest.Data(k, int(size)))
+	}
+	return mem, transfer.Options{PartSize: 2 * size, Threshold: threshold, MaxRequests: 8,
+		Adaptive: transfer.AdaptiveOff, StallTimeout: time.Minute}
+}
+
 // TestStragglersRestGoesOverIdleSlots: the last range of a run stalls
 // after 1 MiB of its 4 MiB while its peers have ended. It is taken over,
 // and the 3 MiB it has left are asked for in pieces over the idle
@@ -88,21 +103,13 @@ func TestStragglersRestGoesOverIdleSlots(t *testing.T) {
 func testRestOverIdleSlots(t *testing.T, threshold int64) {
 	const size, stallAt = 4 << 20, 1 << 20
 	synctest.Test(t, func(t *testing.T) {
-		mem := transfertest.NewSource()
-		// k is listed first: its range is a whole part or object, planned
-		// before the last wave is.
-		mem.Add("k", transfertest.Data("k", size))
-		for i := range 15 {
-			k := fmt.Sprint("o", i)
-			mem.Add(k, transfertest.Data(k, size))
-		}
+		// Parts of 8 MiB: a 4 MiB object is fetched whole, or with a
+		// threshold of 1 in a ranged request.
+		mem, opts := sixteen(size, threshold)
 		mem.WholeChecksums = func(key string) map[string]string { return mem.Object(key).Checksums }
 		src := &stallSource{Source: mem, key: "k", stallAt: stallAt}
 		sink := transfertest.NewSink()
-		// Parts of 8 MiB: a 4 MiB object is fetched whole, or with a
-		// threshold of 1 in a ranged request.
-		sum, rec := run(t, src, sink, transfer.Options{PartSize: 2 * size, Threshold: threshold, MaxRequests: 8,
-			Adaptive: transfer.AdaptiveOff, StallTimeout: time.Minute})
+		sum, rec := run(t, src, sink, opts)
 		if sum.Objects != 16 || sum.Failed != 0 {
 			t.Fatalf("summary %+v: want every object", sum)
 		}
@@ -146,22 +153,19 @@ func testRestOverIdleSlots(t *testing.T, threshold int64) {
 func TestStragglersRestFailsWithItsPiece(t *testing.T) {
 	const size, stallAt = 4 << 20, 1 << 20
 	synctest.Test(t, func(t *testing.T) {
-		mem := transfertest.NewSource()
-		mem.Add("a", transfertest.Data("a", size))
-		mem.Add("k", transfertest.Data("k", size))
+		mem, opts := sixteen(size, 1)
 		broken := errors.New("piece refused")
 		mem.Fault = func(key string, off, _ int64, _ int) error {
-			if key == "k" && off >= 2<<20 {
+			if key == "k" && off > stallAt { // the pieces beside the range's own
 				return transfer.Permanent(broken)
 			}
 			return nil
 		}
 		src := &stallSource{Source: mem, key: "k", stallAt: stallAt}
 		sink := transfertest.NewSink()
-		sum, rec := run(t, src, sink, transfer.Options{PartSize: size, Threshold: 1, MaxRequests: 2,
-			Adaptive: transfer.AdaptiveOff, StallTimeout: time.Minute})
-		if sum.Failed != 1 || sum.Objects != 1 {
-			t.Fatalf("summary %+v: want k failed and a done", sum)
+		sum, rec := run(t, src, sink, opts)
+		if sum.Failed != 1 || sum.Objects != 15 || sum.Hedged != 1 || sum.Splits == 0 {
+			t.Fatalf("summary %+v: want k's rest split after its takeover, k failed and the rest done", sum)
 		}
 		if r := result(t, rec, "k"); !errors.Is(r.Err, broken) {
 			t.Errorf("k's error %v: want the piece's", r.Err)
@@ -179,13 +183,11 @@ func TestStragglersRestFailsWithItsPiece(t *testing.T) {
 func TestInterruptAmongRestPiecesResumesExactly(t *testing.T) {
 	const size, stallAt = 4 << 20, 1 << 20
 	synctest.Test(t, func(t *testing.T) {
-		mem := transfertest.NewSource()
-		mem.Add("a", transfertest.Data("a", size))
-		mem.Add("k", transfertest.Data("k", size))
+		mem, opts := sixteen(size, 1)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		mem.Fault = func(key string, off, _ int64, _ int) error {
-			if key == "k" && off >= 2<<20 {
+			if key == "k" && off > stallAt { // the pieces beside the range's own
 				cancel()
 				return ctx.Err()
 			}
@@ -194,10 +196,9 @@ func TestInterruptAmongRestPiecesResumesExactly(t *testing.T) {
 		src := &stallSource{Source: mem, key: "k", stallAt: stallAt}
 		sink := transfertest.NewSink()
 		sink.Journal = true
-		sum, _ := runCtx(t, ctx, src, sink, transfer.Options{PartSize: size, Threshold: 1, MaxRequests: 2,
-			Adaptive: transfer.AdaptiveOff, StallTimeout: time.Minute})
-		if sum.Hedged != 1 {
-			t.Fatalf("summary %+v: want the stalled range taken over", sum)
+		sum, _ := runCtx(t, ctx, src, sink, opts)
+		if sum.Hedged != 1 || sum.Splits == 0 {
+			t.Fatalf("summary %+v: want the stalled range taken over and its rest split", sum)
 		}
 		extents, ok := sink.Journaled("k")
 		if !ok {
@@ -215,7 +216,7 @@ func TestInterruptAmongRestPiecesResumesExactly(t *testing.T) {
 		}
 		mem.Fault = nil
 		before := len(mem.Opens())
-		_, rec := run(t, mem, sink, transfer.Options{PartSize: size, Threshold: 1, MaxRequests: 8})
+		_, rec := run(t, mem, sink, transfer.Options{PartSize: 2 * size, Threshold: 1, MaxRequests: 8})
 		if r := result(t, rec, "k"); r.Err != nil || r.Resumed != held || r.Bytes != size-held {
 			t.Fatalf("result %+v, want %d bytes resumed and %d fetched", r, held, size-held)
 		}
@@ -229,5 +230,52 @@ func TestInterruptAmongRestPiecesResumesExactly(t *testing.T) {
 			t.Errorf("the rerun asked for %d bytes of k, want the %d not journaled", asked, size-held)
 		}
 		wantCommitted(t, sink, mem, "k")
+	})
+}
+
+// blockSource blocks every body of key from byte from on until its
+// request is cancelled.
+type blockSource struct {
+	*stallSource
+	from int64
+}
+
+func (s *blockSource) Open(ctx context.Context, o *transfer.Object, off, n int64) (*transfer.Body, error) {
+	b, err := s.stallSource.Open(ctx, o, off, n)
+	if err != nil || o.Key != s.key || off < s.from {
+		return b, err
+	}
+	b.ReadCloser = &stallBody{ctx: ctx, r: b.ReadCloser}
+	return b, nil
+}
+
+// TestStragglersRestStopsWithTheRange: when the range taken over fails
+// for good in its own next attempt, the pieces of its rest are stopped
+// (here they would block until cancelled), and the object fails with
+// the range's error.
+func TestStragglersRestStopsWithTheRange(t *testing.T) {
+	const size, stallAt = 4 << 20, 1 << 20
+	synctest.Test(t, func(t *testing.T) {
+		mem, opts := sixteen(size, 1)
+		refused := errors.New("range refused")
+		mem.Fault = func(key string, off, _ int64, _ int) error {
+			if key == "k" && off == stallAt { // the range's own next attempt
+				return transfer.Permanent(refused)
+			}
+			return nil
+		}
+		src := &blockSource{stallSource: &stallSource{Source: mem, key: "k", stallAt: stallAt}, from: stallAt + 1}
+		sum, rec := run(t, src, transfertest.NewSink(), opts)
+		if sum.Failed != 1 || sum.Hedged != 1 || sum.Splits == 0 {
+			t.Fatalf("summary %+v: want k failed after its rest was split", sum)
+		}
+		if r := result(t, rec, "k"); !errors.Is(r.Err, refused) {
+			t.Errorf("k's error %v: want the range's own", r.Err)
+		}
+		// The bubble's clock: pieces left running would end only with the
+		// stall timeout, a minute on.
+		if sum.Elapsed >= opts.StallTimeout {
+			t.Errorf("the run took %s: want its pieces stopped with the range, not by the stall timeout", sum.Elapsed)
+		}
 	})
 }
