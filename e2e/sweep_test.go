@@ -78,10 +78,13 @@ func TestSweepSavesAPresetThatGetUses(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("get --preset lab: exit %d\n%s", r.code, r.stderr)
 	}
-	var sum struct{ Requests int64 }
+	var sum struct{ Requests, Hedged, Splits int64 }
 	lastJSON(t, r.stdout, &sum)
-	if want := 2 * (8 << 20) / part; sum.Requests != want {
-		t.Errorf("get --preset lab sent %d requests, want %d (two 8 MiB objects in the preset's %d-byte parts)", sum.Requests, want, part)
+	// A straggler taken over on a loaded machine asks again, and its rest
+	// may go over idle slots in pieces: those are not the plan's parts.
+	if want := 2 * (8 << 20) / part; sum.Requests-sum.Hedged-sum.Splits != want {
+		t.Errorf("get --preset lab sent %d requests (%d takeovers, %d pieces), want %d parts (two 8 MiB objects in the preset's %d-byte parts)",
+			sum.Requests, sum.Hedged, sum.Splits, want, part)
 	}
 
 	for _, args := range [][]string{
