@@ -77,14 +77,20 @@ func selfClient(name string) func(testing.TB, string, dataset, string) ([]string
 // tunedOld is tuned with the binary $S3PD_OLD_BIN (an older build, e.g.
 // run.sh's OLD=REV): the same command line, so a change's speed shows as
 // s3pd over s3pd-old.
-func tunedOld(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
-	old := os.Getenv("S3PD_OLD_BIN")
-	if old == "" {
-		tb.Fatal("s3pd-old needs $S3PD_OLD_BIN (run.sh: OLD=REV)")
+var tunedOld = withOldBinary(tuned)
+
+// withOldBinary is the s3pd command c builds, run with the binary
+// $S3PD_OLD_BIN instead.
+func withOldBinary(c func(testing.TB, string, dataset, string) ([]string, []string)) func(testing.TB, string, dataset, string) ([]string, []string) {
+	return func(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
+		old := os.Getenv("S3PD_OLD_BIN")
+		if old == "" {
+			tb.Fatal("an old build's contender needs $S3PD_OLD_BIN (run.sh: OLD=REV)")
+		}
+		argv, env := c(tb, endpoint, d, dest)
+		argv[0] = old
+		return argv, env
 	}
-	argv, env := tuned(tb, endpoint, d, dest)
-	argv[0] = old
-	return argv, env
 }
 
 // tunedNoVerify is tuned with --verify off: the bare clients verify

@@ -57,18 +57,7 @@ var tlsContenders = []contender{
 // tlsOnRequest run only when $S3PD_BENCH_CLIENTS names them:
 // s3pd-old-noflags is s3pd-noflags with the binary $S3PD_OLD_BIN.
 var tlsOnRequest = []contender{
-	{"s3pd-old-noflags", noflagsOld},
-}
-
-// noflagsOld is s3pd with no flags, built from an older commit.
-func noflagsOld(tb testing.TB, endpoint string, d dataset, dest string) ([]string, []string) {
-	old := os.Getenv("S3PD_OLD_BIN")
-	if old == "" {
-		tb.Fatal("s3pd-old-noflags needs $S3PD_OLD_BIN (run.sh: OLD=REV)")
-	}
-	argv, env := s3pdGet()(tb, endpoint, d, dest)
-	argv[0] = old
-	return argv, env
+	{"s3pd-old-noflags", withOldBinary(s3pdGet())},
 }
 
 // BenchmarkLoopbackTLS is BenchmarkLoopback over HTTPS: the emulator in a

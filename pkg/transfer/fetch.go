@@ -81,7 +81,7 @@ func (r *rangeRun) fetch(ctx context.Context, off, n int64, s slot) (int64, erro
 		if !first {
 			var err error
 			if s, err = e.gate.acquire(ctx); err != nil {
-				return done, err
+				return r.joined(rs, done, err)
 			}
 		}
 		// A range holds a buffer only while it holds a request slot, not

@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"sync"
 )
 
@@ -48,8 +47,8 @@ func (r *rangeRun) spread(ctx context.Context, at, end int64) (int64, *rest) {
 	if k < 2 {
 		return end, nil
 	}
-	step := (ceilDiv(end-at, k) + t.align - 1) / t.align * t.align
-	first := min(end, (at+step+t.align-1)/t.align*t.align)
+	step := ceilDiv(ceilDiv(end-at, k), t.align) * t.align
+	first := min(end, ceilDiv(at+step, t.align)*t.align)
 	if first >= end {
 		return end, nil
 	}
@@ -60,20 +59,20 @@ func (r *rangeRun) spread(ctx context.Context, at, end int64) (int64, *rest) {
 	}
 	e.splits.Add(int64(len(rs.pieces)))
 	for i := range rs.pieces {
+		p := &rs.pieces[i]
+		pr := &rangeRun{e: e, t: t, o: r.o, f: r.f, v: r.v, st: r.st, hedge: r.hedge, piece: span{off: p.off, n: p.n}}
+		r.v.startPart(&pr.sum)
 		rs.wg.Add(1)
-		go r.runPiece(rs, &rs.pieces[i])
+		go pr.runPiece(rs, p)
 	}
 	return first, rs
 }
 
-// runPiece fetches one piece of a rest as a range of its own, with its
-// own sum, on a slot of its own.
-func (r *rangeRun) runPiece(rs *rest, p *restRun) {
+// runPiece fetches piece p of a rest as the range pr of its own, with
+// its own sum, on a slot of its own.
+func (pr *rangeRun) runPiece(rs *rest, p *restRun) {
 	defer rs.wg.Done()
-	pr := &rangeRun{e: r.e, t: r.t, o: r.o, f: r.f, v: r.v, st: r.st, hedge: r.hedge,
-		piece: span{off: p.off, n: p.n}}
-	r.v.startPart(&pr.sum)
-	s, err := r.e.gate.acquire(rs.ctx)
+	s, err := pr.e.gate.acquire(rs.ctx)
 	if err == nil {
 		p.got, err = pr.fetch(rs.ctx, p.off, p.n, s)
 	}
@@ -85,31 +84,25 @@ func (r *rangeRun) runPiece(rs *rest, p *restRun) {
 
 // join waits for the pieces of rs and, when all arrived, joins their
 // sums to the range's (which covers every byte before them) and returns
-// the bytes they moved. When one failed it returns its error (the
-// first that is not its siblings' cancellation), and the bytes they
-// moved go to the object's count only: the range ends where its own
-// bytes do.
+// the bytes they moved. When one failed it returns what ended them: the
+// first failure, which cancelled the others (or the range's own, or the
+// run's end). The bytes they moved then go to the object's count only:
+// the range ends where its own bytes do.
 func (r *rangeRun) join(rs *rest) (int64, error) {
 	rs.wg.Wait()
 	defer rs.cancel(nil)
 	var got int64
-	var err error
+	failed := false
 	for i := range rs.pieces {
-		p := &rs.pieces[i]
-		got += p.got
-		if p.err != nil && (err == nil || errors.Is(err, context.Canceled)) {
-			err = p.err
-		}
+		got += rs.pieces[i].got
+		failed = failed || rs.pieces[i].err != nil
 	}
-	if err != nil {
-		if cause := context.Cause(rs.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			err = cause
-		}
+	if failed {
 		r.t.moved.Add(got)
-		return 0, err
+		return 0, context.Cause(rs.ctx) // every failure cancels rs: the first is its cause
 	}
-	for i := range rs.pieces {
-		if r.sum.on { // every piece's sum is on with the range's: one verifier, its algorithm known
+	if r.sum.on { // every piece's sum is on with the range's: one verifier, its algorithm known
+		for i := range rs.pieces {
 			r.sum.run = r.sum.run.Join(rs.pieces[i].sum.run)
 		}
 	}

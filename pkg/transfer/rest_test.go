@@ -71,10 +71,10 @@ func restOpens(src *transfertest.Source, key string) []transfertest.Range {
 	return rs
 }
 
-// sixteen returns a source of 16 objects of size bytes, k listed first
-// (its range is a whole part or object, planned before the last wave of
-// the run is, whatever the dispatcher's order), and the options that
-// fetch each in one range over 8 slots.
+// sixteen returns a source of 16 objects of size bytes, k listed first,
+// and the options that fetch each in one range over 8 slots, one object
+// open at a time: k's range is a whole part or object, alone in flight,
+// and its rest has every other slot idle.
 func sixteen(size int64, threshold int64) (*transfertest.Source, transfer.Options) {
 	mem := transfertest.NewSource()
 	mem.Add("k", transfertest.Data("k", int(size)))
@@ -82,7 +82,7 @@ func sixteen(size int64, threshold int64) (*transfertest.Source, transfer.Option
 		k := fmt.Sprint("o", i)
 		mem.Add(k, transfertest.Data(k, int(size)))
 	}
-	return mem, transfer.Options{PartSize: 2 * size, Threshold: threshold, MaxRequests: 8,
+	return mem, transfer.Options{PartSize: 2 * size, Threshold: threshold, MaxRequests: 8, Workers: 1,
 		Adaptive: transfer.AdaptiveOff, StallTimeout: time.Minute}
 }
 
