@@ -55,9 +55,11 @@ var tlsContenders = []contender{
 }
 
 // tlsOnRequest run only when $S3PD_BENCH_CLIENTS names them:
-// s3pd-old-noflags is s3pd-noflags with the binary $S3PD_OLD_BIN.
+// s3pd-old-noflags is s3pd-noflags with the binary $S3PD_OLD_BIN;
+// bare-again is bare under another name, the harness's own noise.
 var tlsOnRequest = []contender{
 	{"s3pd-old-noflags", withOldBinary(s3pdGet())},
+	{"bare-again", selfClient("bare")},
 }
 
 // BenchmarkLoopbackTLS is BenchmarkLoopback over HTTPS: the emulator in a

@@ -17,7 +17,7 @@ func TestSummaryShowsHowRangesWereFetched(t *testing.T) {
 	r := &reporter{log: zap.NewNop()}
 	s := transfer.Summary{Objects: 1, Bytes: 8 << 20, Elapsed: time.Second, Requests: 10, Ranges: 8, Hedged: 1, Retries: 1, Splits: 5, Overfetch: 2048}
 	var b strings.Builder
-	r.printSummary(&b, s, runOutput{}, false, nil, runMeasures{})
+	r.printSummary(&b, s, runOutput{}, false, nil, nil)
 	if want := "ranges: 8 (5 tail pieces), 1.250 GETs per range, overfetch: 2.00 KiB"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}

@@ -102,14 +102,14 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	var se *job.SpaceError
 	if errors.As(err, &se) {
 		if sum.Objects+sum.Failed+sum.Skipped > 0 {
-			rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, nil, meas.measures())
+			rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, nil, meas.measures)
 		}
 		return &ExitError{Code: ExitUsage, Err: spaceMessage(se)}
 	}
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) {
 		return startError(ctx, err)
 	}
-	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures())
+	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

@@ -72,7 +72,7 @@ func streamJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) error {
 	rep.verb, rep.destination, rep.origin = how.verb, run.Destination, how.origin
 	sum, err := run.Transfer(ctx, job.Hooks{Observer: rep, Start: func() { f.logStart(how.settings, run.Lanes) }})
 	rep.close()
-	rep.printSummary(out.textOut(f.Factory), sum, out, false, nil, runMeasures{})
+	rep.printSummary(out.textOut(f.Factory), sum, out, false, nil, nil)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}

@@ -138,11 +138,20 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // printSummary writes the human summary to w (none when nil) and the
 // JSON summary line where the JSON lines go; sr is the shard's report,
-// nil without --shard.
-func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, m runMeasures) {
+// nil without --shard. measures (nil: none) computes the run's extra
+// figures, the verdict's survey of the machine among them: only when a
+// summary is written, so a quiet run without --json ends when its
+// transfer does.
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, measures func() runMeasures) {
+	if w == nil && r.json == nil {
+		return
+	}
 	line := r.summary(s, out)
 	line.Shard = sr
-	line.runMeasures = m
+	if measures != nil {
+		line.runMeasures = measures()
+	}
+	m := line.runMeasures
 	if r.json != nil {
 		r.mu.Lock()
 		r.json.Encode(line)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -55,7 +56,7 @@ func TestHumanSummary(t *testing.T) {
 	}
 	var b strings.Builder
 	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
-		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, runOutput{}, false, nil, runMeasures{})
+		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, runOutput{}, false, nil, nil)
 	out := b.String()
 	for _, want := range []string{
 		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
@@ -93,7 +94,7 @@ func TestDryRunListing(t *testing.T) {
 		skip("s2", "unchanged (size and mtime)"), fetch("b/x", 2<<20), skip("m/", "directory marker: would create directory")} {
 		r.ObjectDone(res)
 	}
-	r.printSummary(&out, transfer.Summary{}, runOutput{outputFlags: outputFlags{dryRun: true}}, false, nil, runMeasures{})
+	r.printSummary(&out, transfer.Summary{}, runOutput{outputFlags: outputFlags{dryRun: true}}, false, nil, nil)
 	want := `would fetch: p/a -> /data/a (1 byte)
 would fetch: p/b/x -> /data/b/x (2097152 bytes)
 would fetch: p/c -> /data/c (3 bytes)
@@ -112,7 +113,7 @@ func TestSingularCounts(t *testing.T) {
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "b", Size: 5}, Err: errors.New("403 AccessDenied")})
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, runOutput{}, false, nil, nil)
 	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
@@ -166,9 +167,37 @@ func TestIntactCountedApart(t *testing.T) {
 	}
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Skipped: "exists (--no-clobber)"})
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Skipped: 3, Elapsed: time.Second}, runOutput{}, false, nil, nil)
 	if want := "objects: 0 transferred, 2 checked intact, 1 skipped, 0 failed"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
+// TestQuietRunComputesNoMeasures: with no summary to write (--quiet,
+// no --json) the run's measures, the machine's survey among them, are
+// not computed; with a summary to write they are, and printed.
+func TestQuietRunComputesNoMeasures(t *testing.T) {
+	calls := 0
+	measures := func() runMeasures {
+		calls++
+		return runMeasures{CPUSeconds: 1.5, Verdict: "a verdict"}
+	}
+	r := &reporter{log: zap.NewNop()}
+	r.printSummary(nil, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, true, nil, measures)
+	if calls != 0 {
+		t.Errorf("a quiet run computed its measures %d times, want none", calls)
+	}
+	var js strings.Builder
+	r.json = json.NewEncoder(&js)
+	r.printSummary(nil, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, true, nil, measures)
+	if calls != 1 || !strings.Contains(js.String(), `"verdict":"a verdict"`) {
+		t.Errorf("--json: measures computed %d times, line %s; want once, with the verdict", calls, js.String())
+	}
+	r.json = nil
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, true, nil, measures)
+	if calls != 2 || !strings.Contains(b.String(), "verdict: a verdict") {
+		t.Errorf("summary: measures computed %d times, text:\n%s\nwant twice, with the verdict", calls, b.String())
 	}
 }
 
@@ -181,7 +210,7 @@ func TestUploadSummaryIsNoWarning(t *testing.T) {
 			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, runOutput{localTo: "s3"}, false, nil, runMeasures{})
+	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, runOutput{localTo: "s3"}, false, nil, nil)
 	out := b.String()
 	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
 		t.Errorf("summary lacks %q:\n%s", want, out)
@@ -249,7 +278,7 @@ func TestHumanSummaryDirectIO(t *testing.T) {
 	} {
 		r := &reporter{log: zap.NewNop(), direct: func() job.DirectStatus { return tt.st }}
 		var b strings.Builder
-		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, false, nil, runMeasures{})
+		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, false, nil, nil)
 		got := ""
 		for _, l := range strings.SplitAfter(b.String(), "\n") {
 			if strings.HasPrefix(l, "direct I/O") {
