@@ -18,7 +18,8 @@ type Options struct {
 	MaxRequests int
 	// Workers bounds the objects open at once (default 256): files being
 	// written, their plans and verification state. It does not bound
-	// requests; an object stays open until it is committed.
+	// requests; an object stays open until it is committed. Within it,
+	// objects open as the window needs them (scheduler.admit).
 	Workers int
 	// Threads, when above 0, caps the ranges in flight of one object; 0
 	// (the default) leaves every object free to use the whole budget.

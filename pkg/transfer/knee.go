@@ -56,7 +56,8 @@ const (
 // drained, over kneeDownSpan. The window then holds there (the knee), sampling its
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
-// kneeRise over the knee's (the bottleneck went away), measures that
+// kneeRise over the knee's, the best of its full samples (the bottleneck
+// went away), measures that
 // step's window, and climbs on from it if it pays, or goes back to the
 // knee. A SlowDown's cut ends the knee: the server sets the window from
 // then on.
@@ -145,7 +146,7 @@ const kneeQueue = 4
 const kneeHold = kneeGain / 2
 
 // kneeRise is the rise of the throughput per request in flight, over the
-// knee's, that sends a probe at once.
+// knee's (the best of its full samples), that sends a probe at once.
 const kneeRise = 1.25
 
 // kneeFull is the least mean in flight, of the window, a sample needs
@@ -164,6 +165,16 @@ const kneeFloor = 16
 // and stream in step for a while, so a short sample catches them all
 // waiting for their first byte, or all streaming.
 const kneeDownSpan = 4 * kneeSpan
+
+// kneeHoldSpan is the least span a window held at or below its knee is
+// sampled over: a step below the knee is measured over it (its requests
+// were sent together once the wider window drained, see kneeDownSpan),
+// and so is the throughput per request that sends a probe when it rose
+// kneeRise: over 20 ms on two loaded cores it varied by a third from one
+// sample to the next, enough to send probes that only found the knee
+// again (a step to 32 in a third of the runs of a quarter of a second
+// over TLS, each with 16 more handshakes); over 80 ms, by half as much.
+const kneeHoldSpan = kneeDownSpan
 
 // kneeProbeEvery is how often a window held at its knee probes a step
 // above it.
@@ -320,7 +331,7 @@ func (g *gate) judge(now time.Time, cur level) bool {
 // median time to first byte is kneeQueue times the least one seen, over
 // at least the start window's answers. Under the gate's lock.
 func (g *gate) queued() bool {
-	return !g.unmeasured && g.heardAll >= min(startWindow, g.max) && g.leastTTFB > 0 &&
+	return !g.unmeasured && g.heardAll >= g.start && g.leastTTFB > 0 &&
 		g.growInterval() >= kneeQueue*g.leastTTFB
 }
 
@@ -373,7 +384,7 @@ func (g *gate) hold(now time.Time) {
 		k.start(g, now, g.allowed)
 		return
 	}
-	if !ok || !cur.enough() || k.down && cur.span < kneeDownSpan {
+	if !ok || !cur.enough() || cur.span < kneeHoldSpan {
 		return
 	}
 	k.start(g, now, g.allowed)
@@ -404,6 +415,12 @@ func (g *gate) hold(now time.Time) {
 		return
 	}
 	rose := full && cur.perRequest() >= kneeRise*k.perReq
+	if full && !rose {
+		// The knee's level is the best of its full samples: the first
+		// may have been taken while the window's connections were still
+		// being made, and a rise over it alone says little.
+		k.perReq = max(k.perReq, cur.perRequest())
+	}
 	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
 		return
 	}

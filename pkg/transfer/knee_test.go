@@ -294,3 +294,46 @@ func TestPays(t *testing.T) {
 		}
 	}
 }
+
+// TestKneeLevelIsItsBestSample: a window held at its knee probes when
+// its throughput per request rises kneeRise over the best of its full
+// samples, not over the first one alone, which may have been taken
+// while its connections were still being made.
+func TestKneeLevelIsItsBestSample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var moved atomic.Int64
+		g := newGate(256, true, func() time.Duration { return time.Millisecond }, moved.Load)
+		const w = 16
+		// One sample: w requests in flight over kneeHoldSpan, moving
+		// rate x (kneeCounts x sqrt(w) x countEvery per kneeSpan) bytes.
+		unit := float64(kneeCounts * 4 * countEvery)
+		sample := func(rate float64) (probed bool) {
+			time.Sleep(kneeHoldSpan)
+			moved.Add(int64(float64(kneeHoldSpan/kneeSpan) * rate * unit))
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.hold(time.Now())
+			return g.kn.probe
+		}
+		g.mu.Lock()
+		g.inFlight, g.allowed = w, w
+		g.settle(time.Now(), level{w: w})
+		g.mu.Unlock()
+		for i, c := range []struct {
+			rate  float64
+			probe bool
+		}{
+			{1.0, false}, // the knee's first full sample: its level
+			{1.2, false}, // a rise short of kneeRise: the new best
+			{1.4, false}, // kneeRise over the first, not over the best
+			{1.8, true},  // kneeRise over the best
+		} {
+			if got := sample(c.rate); got != c.probe {
+				t.Fatalf("sample %d at %.1fx: probe %v, want %v", i, c.rate, got, c.probe)
+			}
+		}
+		if g.allowed != 2*w {
+			t.Fatalf("window %d after the probe, want %d", g.allowed, 2*w)
+		}
+	})
+}

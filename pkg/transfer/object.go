@@ -161,6 +161,9 @@ func (t *object) discard(err error) (bool, error) {
 // run transfers the object from start to finish and returns its outcome.
 func (t *object) run() Result {
 	if err := t.start(); err != nil {
+		if t.queued {
+			t.e.sched.unadmit()
+		}
 		t.unqueue()
 		return Result{Err: err}
 	}

@@ -28,12 +28,7 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	queue := make(chan Object, e.opts.QueueSize)
 	listing := e.list(gctx, queue)
 	dispatched := e.dispatch(gctx)
-	for range e.opts.Workers {
-		g.Go(func() error {
-			e.work(gctx, queue)
-			return nil
-		})
-	}
+	e.open(gctx, g, queue)
 	err := g.Wait()
 	e.sched.close()
 	<-dispatched
@@ -62,12 +57,19 @@ func (e *Engine) dispatch(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// work transfers objects from the queue until it closes or ctx ends (the
-// objects not started then stay untouched). A worker holds one object
-// from its start until it is committed, so Workers bounds the files and
-// plans held at once, not the requests.
-func (e *Engine) work(ctx context.Context, queue <-chan Object) {
-	for {
+// open takes objects from the queue as the scheduler admits them, until
+// the queue closes or ctx ends (the objects not started then stay
+// untouched), and hands each to an idle worker, or to a new one while
+// fewer than Workers run. A worker holds one object from its start until
+// it is committed, so Workers bounds the files and plans held at once,
+// not the requests; the admission (scheduler.admit) holds them to what
+// the window needs, and workers start only as they are needed: with 256
+// small objects and a window of 16, about 32.
+func (e *Engine) open(ctx context.Context, g *errgroup.Group, queue <-chan Object) {
+	idle := make(chan Object)
+	defer close(idle)
+	workers := 0
+	for e.sched.admit(ctx) {
 		var o Object
 		ok := false
 		select {
@@ -75,7 +77,38 @@ func (e *Engine) work(ctx context.Context, queue <-chan Object) {
 		case <-ctx.Done():
 		}
 		if !ok || ctx.Err() != nil {
+			e.sched.unadmit()
 			return
+		}
+		select {
+		case idle <- o:
+			continue
+		default:
+		}
+		if workers < e.opts.Workers {
+			workers++
+			g.Go(func() error {
+				e.work(ctx, o, idle)
+				return nil
+			})
+			continue
+		}
+		select {
+		case idle <- o:
+		case <-ctx.Done():
+			e.sched.unadmit()
+			return
+		}
+	}
+}
+
+// work transfers o, then every object handed to it on idle until idle
+// closes.
+func (e *Engine) work(ctx context.Context, o Object, idle <-chan Object) {
+	for ok := true; ok; o, ok = <-idle {
+		if ctx.Err() != nil {
+			e.sched.unadmit()
+			continue // the run ended: the object stays untouched
 		}
 		t := e.newObject(ctx, o)
 		t.queued = true
@@ -141,7 +174,7 @@ func (l *listing) emit(ctx context.Context, o Object) error {
 		}
 		l.mu.Unlock()
 	}
-	// Every worker gets an object at once; the rest of the first page
+	// The first Workers objects queue at once; the rest of the first page
 	// waits for the first response, so data flows before the second
 	// page is asked for.
 	if l.queued++; l.queued == e.opts.Workers+1 {

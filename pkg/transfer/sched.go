@@ -21,6 +21,10 @@ type scheduler struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	open []*object // objects with ranges still to plan, in the order they opened
+	// room is where workers wait to open an object (admit); opening
+	// counts those admitted and not yet added, or ended before.
+	room    *sync.Cond
+	opening int
 	// closed: no object will be added.
 	closed bool
 	// work hands a range to an idle runner (runner); closed when the
@@ -54,16 +58,60 @@ type span struct {
 func newScheduler(e *Engine) *scheduler {
 	s := &scheduler{e: e, work: make(chan job)}
 	s.cond = sync.NewCond(&s.mu)
+	s.room = sync.NewCond(&s.mu)
 	return s
+}
+
+// admit waits until a worker may open one more object: the open objects
+// with ranges still to plan, and those being opened, are fewer than the
+// window (admits). So the objects held track the requests the window
+// lets out (a window's worth of ranges ready for the slots that free
+// next), not the budget, which Workers defaults to: with 256 small
+// objects and a window settled at 16, opening all 256 at once cost the
+// run a few percent of its speed on two cores over TLS (a goroutine, a
+// file and a plan each, and the scheduler's scans over them). Workers
+// stays the ceiling. False when ctx ended.
+func (s *scheduler) admit(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.open)+s.opening >= s.admits() {
+		if ctx.Err() != nil {
+			return false
+		}
+		s.room.Wait()
+	}
+	s.opening++
+	return true
+}
+
+// admits is how many objects may be open with ranges still to plan (or
+// opening): the window, and at least two, so that even a window of one
+// request chooses between two objects (the largest first). Under the
+// lock.
+func (s *scheduler) admits() int {
+	return max(2, s.e.gate.bound())
+}
+
+// unadmit gives back the admission of a worker whose object did not
+// open: its start failed, or the queue gave it none.
+func (s *scheduler) unadmit() {
+	s.mu.Lock()
+	s.opening--
+	s.room.Signal()
+	s.mu.Unlock()
 }
 
 // add hands the scheduler an object whose file is created.
 func (s *scheduler) add(t *object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t.queued {
+		s.opening-- // admitted: it holds a place in s.open instead
+	}
 	t.unqueue()
 	if t.o.Size == 0 || t.pctx.Err() != nil {
 		t.stopPlanning()
+		s.room.Signal()
 		return
 	}
 	s.open = append(s.open, t)
@@ -84,6 +132,7 @@ func (s *scheduler) run(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		s.cond.Broadcast()
+		s.room.Broadcast()
 		s.mu.Unlock()
 	})
 	defer stop()
@@ -145,6 +194,9 @@ func (s *scheduler) ready(ctx context.Context) bool {
 		if s.closed && len(s.open) == 0 {
 			return false
 		}
+		if len(s.open)+s.opening < s.admits() {
+			s.room.Signal() // no range may start: one more object may open
+		}
 		s.cond.Wait()
 	}
 }
@@ -164,6 +216,9 @@ func (s *scheduler) next() (*object, span, bool) {
 		if t.next >= t.o.Size {
 			s.drop(t)
 		}
+		// A range went out: the window may hold one more object open
+		// (one left the open set, or the window grew).
+		s.room.Signal()
 		return t, r, true
 	}
 	return nil, span{}, false

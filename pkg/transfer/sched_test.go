@@ -289,3 +289,51 @@ func TestStragglerIsTakenOverFromTheByteItReached(t *testing.T) {
 		t.Errorf("bytes %d, want %d: every byte written once", sum.Bytes, 16*part)
 	}
 }
+
+// heldSink counts the files created and not yet committed or aborted,
+// and the most of them at once.
+type heldSink struct {
+	*memSink
+	held, peak atomic.Int64
+}
+
+type heldFile struct {
+	File
+	s *heldSink
+}
+
+func (s *heldSink) Create(ctx context.Context, o Object) (File, error) {
+	f, err := s.memSink.Create(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	n := s.held.Add(1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
+	return heldFile{f, s}, nil
+}
+
+func (f heldFile) Commit() error { f.s.held.Add(-1); return f.File.Commit() }
+func (f heldFile) Abort() error  { f.s.held.Add(-1); return f.File.Abort() }
+
+// TestObjectsOpenAsTheWindowNeeds: 96 small objects under a window of 4
+// requests and the default 256 workers hold a few windows' worth of
+// files open at once, not every object: an object opens once the objects
+// with ranges still to start are fewer than the window.
+func TestObjectsOpenAsTheWindowNeeds(t *testing.T) {
+	sizes := map[string]int64{}
+	for i := range 96 {
+		sizes[fmt.Sprintf("obj%02d", i)] = 1000
+	}
+	sink := &heldSink{memSink: newMemSink()}
+	const window = 4
+	sum := runEngine(t, slowSource{newMemSource(sizes)}, sink, Options{PartSize: 1000, MaxRequests: window, Adaptive: AdaptiveOff})
+	if sum.Objects != 96 || len(sink.committed) != 96 {
+		t.Fatalf("%d objects, %d committed; want 96", sum.Objects, len(sink.committed))
+	}
+	// In flight (window), ready to start (window), and a few between
+	// their last byte and their commit.
+	if p := sink.peak.Load(); p > 3*window {
+		t.Fatalf("%d files open at once under a window of %d; want at most %d", p, window, 3*window)
+	}
+}
