@@ -40,6 +40,13 @@ func windowContenders(fixed []int, extra ...string) []contender {
 	return cs
 }
 
+// windowOld is s3pd with no flags run with the binary $S3PD_OLD_BIN
+// (run.sh: OLD=REV), only when $S3PD_BENCH_CLIENTS names s3pd-old: a
+// change's effect on the window, paired by round with the build before.
+func windowOld(extra ...string) []contender {
+	return []contender{{"s3pd-old", withOldBinary(s3pdGet(append([]string{"--json"}, extra...)...))}}
+}
+
 // BenchmarkWindow compares s3pd with no flags against its fixed windows
 // of 16, 32, 64 and 256 requests in flight, on loopback into tmpfs, over
 // HTTP and over HTTPS (the emulator's self-signed certificate), reporting
@@ -58,7 +65,7 @@ func BenchmarkWindow(b *testing.B) {
 			}
 			endpoint := startServerEnv(b, loopbackSpec, 0, 0, env...)
 			for _, d := range loopbackSets {
-				for _, c := range rotate(windowContenders([]int{16, 32, 64, 256}, extra...), nil, round()) {
+				for _, c := range rotate(windowContenders([]int{16, 32, 64, 256}, extra...), windowOld(extra...), round()) {
 					b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 				}
 			}
@@ -75,7 +82,7 @@ func BenchmarkWindowS3Like(b *testing.B) {
 	defer cleanBuiltBinary()
 	root := tmpfsRoot(b)
 	for _, d := range s3likeSets {
-		for _, c := range rotate(windowContenders([]int{64, 128, 256}), nil, round()) {
+		for _, c := range rotate(windowContenders([]int{64, 128, 256}), windowOld(), round()) {
 			b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, root, c) })
 		}
 	}
