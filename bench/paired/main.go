@@ -19,8 +19,8 @@
 //	go run ./bench/paired RUN1/raw.txt RUN2/raw.txt ... [base]
 //
 // A base "best:PREFIX" is, in each benchmark, the client named PREFIX...
-// with the lowest median time: the best of a grid of hand-tuned references
-// (`best:ref-` for BenchmarkBudget).
+// with the lowest geomean time over the rounds: the best of a grid of
+// hand-tuned references, chosen once (`best:ref-` for BenchmarkBudget).
 package main
 
 import (
@@ -109,8 +109,9 @@ func paired(t *times, base string, stderr io.Writer) *ratios {
 }
 
 // base resolves the base of one benchmark: "best:PREFIX" is the client
-// whose name starts with PREFIX that has the lowest median time there (the
-// best of a grid of references); any other name is itself.
+// whose name starts with PREFIX that has the lowest geomean time there
+// over the rounds (the best of a grid of references); any other name is
+// itself.
 func (t *times) base(bench, base string) string {
 	prefix, best := strings.CutPrefix(base, "best:")
 	if !best {
@@ -118,7 +119,7 @@ func (t *times) base(bench, base string) string {
 	}
 	pick, fastest := base, math.Inf(1)
 	for _, c := range t.clients[bench] {
-		if m := median(t.ns[bench][c]); strings.HasPrefix(c, prefix) && m < fastest {
+		if m := geomean(t.ns[bench][c]); strings.HasPrefix(c, prefix) && m < fastest {
 			pick, fastest = c, m
 		}
 	}
