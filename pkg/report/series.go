@@ -45,7 +45,7 @@ func merge(a, b transfer.Sample) transfer.Sample {
 		At: b.At, Length: a.Length + b.Length,
 		Bytes: a.Bytes + b.Bytes, Requests: a.Requests + b.Requests,
 		Retries: a.Retries + b.Retries, SlowDowns: a.SlowDowns + b.SlowDowns,
-		Objects: a.Objects + b.Objects, InFlight: max(a.InFlight, b.InFlight),
+		Objects: a.Objects + b.Objects, InFlight: max(a.InFlight, b.InFlight), Window: b.Window,
 		Lanes:       slices.Clone(a.Lanes),
 		RequestTime: a.RequestTime + b.RequestTime, WriteTime: a.WriteTime + b.WriteTime,
 	}

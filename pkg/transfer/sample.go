@@ -21,6 +21,9 @@ type Sample struct {
 	Objects int64
 	// InFlight is the number of requests in flight at the interval's end.
 	InFlight int
+	// Window is the window of requests in flight at the interval's end:
+	// a series of them shows when the climb stopped (the warm-up).
+	Window int
 	// Lanes holds the bytes each lane moved during the interval, in the
 	// order of Summary.Lanes.
 	Lanes []int64
@@ -72,6 +75,14 @@ func (c counters) since(prev counters, inFlight int) Sample {
 	return s
 }
 
+// sampleSince is the sample from prev to now, with the requests in
+// flight and the window at its end.
+func (e *Engine) sampleSince(now, prev counters) Sample {
+	s := now.since(prev, e.gate.inFlightNow())
+	s.Window = e.gate.bound()
+	return s
+}
+
 // sampler calls Options.OnSample once per Options.SampleEvery until stop
 // is closed, then once more for the rest of the run, and returns when it
 // has: the caller's Run ends after the last sample.
@@ -101,11 +112,11 @@ func (e *Engine) startSampler() *sampler {
 					continue
 				}
 				now := e.read()
-				e.opts.OnSample(now.since(prev, e.gate.inFlightNow()))
+				e.opts.OnSample(e.sampleSince(now, prev))
 				prev = now
 			case <-s.stop:
 				if now := e.read(); now.at > prev.at {
-					e.opts.OnSample(now.since(prev, e.gate.inFlightNow()))
+					e.opts.OnSample(e.sampleSince(now, prev))
 				}
 				return
 			}
