@@ -201,6 +201,11 @@ type Hooks struct {
 	SampleEvery time.Duration
 	// Start is called once the engine is built, before the first request.
 	Start func()
+	// Lister, when set, decorates the run's lister (bench reads a
+	// listing again for --duration); Source decorates each lane's
+	// source (bench times each class of objects). Nil: as they are.
+	Lister func(transfer.Lister) transfer.Lister
+	Source func(transfer.Source) transfer.Source
 }
 
 // ShardReport is the shard's report, complete once the listing is (nil
@@ -226,7 +231,7 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if err != nil {
 		return transfer.Summary{}, err
 	}
-	eng, err := transfer.New(r.lanes, r.sink, o)
+	eng, err := transfer.New(h.lanes(r.lanes), r.sink, o)
 	if err != nil {
 		return transfer.Summary{}, err
 	}
@@ -261,6 +266,10 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 	}
 	o.Lister = r.scaled.Lister
 	lister := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
+	if h.Lister != nil {
+		lister = h.Lister(lister)
+		o.Lister = lister
+	}
 	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, o.Filter)
 	if err != nil {
 		return rctx, stop, o, &SpecError{Err: err}
@@ -277,6 +286,18 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 		}
 	}
 	return rctx, stop, o, nil
+}
+
+// lanes are the run's lanes with h's Source around each source.
+func (h Hooks) lanes(ls []transfer.Lane) []transfer.Lane {
+	if h.Source == nil {
+		return ls
+	}
+	out := make([]transfer.Lane, len(ls))
+	for i, l := range ls {
+		out[i] = transfer.Lane{Name: l.Name, Source: h.Source(l.Source)}
+	}
+	return out
 }
 
 // start calls Start, when set.

@@ -70,6 +70,7 @@ func (s *syntheticStore) stat(bucket, key string) (objectMeta, error) {
 	if !ok {
 		return objectMeta{}, gofakes3.KeyNotFound(key)
 	}
+	key = baseKey(key) // a pass's key serves its base key's object
 	v := s.ver(key)
 	seed := seedOf(key, v)
 	return objectMeta{
@@ -86,6 +87,7 @@ func (s *syntheticStore) open(bucket, key string, off, n int64) (io.ReadCloser, 
 	if _, ok := s.ds.Lookup(key); !ok {
 		return nil, gofakes3.KeyNotFound(key)
 	}
+	key = baseKey(key)
 	return &syntheticReader{seed: seedOf(key, s.ver(key)), off: off, end: off + n}, nil
 }
 
