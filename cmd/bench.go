@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,12 +36,14 @@ type benchOptions struct {
 	sweep    sweepFlags
 	// plainHTTP serves the embedded emulator over HTTP (--http).
 	plainHTTP bool
+	// duration and warmup are --duration and --warmup.
+	duration, warmup autoDuration
 }
 
 // NewCmdBench builds `s3pd bench`. runF, when set, runs instead of
 // runBench with the parsed options (tests).
 func NewCmdBench(f *Factory, runF func(context.Context, *benchOptions) error) *cobra.Command {
-	opts := &benchOptions{}
+	opts := &benchOptions{duration: autoDuration{auto: true}, warmup: autoDuration{auto: true}}
 	c := &cobra.Command{
 		Use:   "bench [flags] [s3://bucket/prefix]",
 		Short: "Measure download throughput, latency and errors",
@@ -54,11 +55,21 @@ p90, p99, p99.9, one line each), peak memory, CPU time per GiB, the rate
 over time (min, median, max of --interval) and a verdict naming the
 bottleneck. --json writes the same figures as one summary line.
 
-With no URL, bench starts the embedded S3 emulator with a synthetic dataset
-and a realistic network model (30 ms before each response, 90 MB/s per
-connection), so it runs on a fresh machine with no AWS account. It serves
-HTTPS, as S3 does, with a self-signed certificate the run trusts (--http:
-plain HTTP); the summary counts the TLS handshakes.`,
+The headline, printed first, is the steady throughput: the median of the
+intervals after the warm-up (--warmup, by default until the window of
+requests in flight stopped climbing), with their p10 and p90, next to the
+whole run's bytes and time. --duration D runs for D whatever the size of
+the dataset or prefix, reading it again as needed; by default bench runs
+up to 20 s against the embedded emulator's default dataset, ending once
+the rate is steady, and reads a URL's prefix or a --dataset once.
+
+With no URL, bench starts the S3 emulator (s3pd bench serve) in a child
+process, so that its CPU and memory are told apart from the client's,
+with a synthetic dataset and a realistic network model (30 ms before each
+response, 90 MB/s per connection), so it runs on a fresh machine with no
+AWS account. It serves HTTPS, as S3 does, with a self-signed certificate
+the run trusts (--http: plain HTTP); the summary counts the TLS
+handshakes. Each pass over the dataset reads fresh object names.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
@@ -86,6 +97,8 @@ plain HTTP); the summary counts the TLS handshakes.`,
 	fs.StringVar(&opts.connRate, "conn-rate", defaultBenchRate, "embedded emulator: bytes per second per connection (0: no cap)")
 	opts.sweep.register(fs)
 	fs.BoolVar(&opts.plainHTTP, "http", false, "embedded emulator: serve plain HTTP, not HTTPS")
+	fs.Var(&opts.duration, "duration", `how long each round runs, reading the dataset or prefix again as needed (auto: up to 20 s against the embedded emulator's default dataset, ending once the rate is steady, else one pass; 0: one pass)`)
+	fs.Var(&opts.warmup, "warmup", `time at the start left out of the steady figure (auto: until the window of requests in flight stopped climbing)`)
 	fs.IntVar(&opts.repeat, "repeat", 1, "run N rounds and print a summary for each (compare runs with s3pd bench compare)")
 	c.AddCommand(NewCmdBenchServe(f, nil), NewCmdBenchCompare(f, nil), NewCmdBenchDisk(f, nil))
 	return c
@@ -107,15 +120,19 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	}
 	out := f.output(opts.output)
 	url := "s3://bench/"
+	var ds *s3emu.Dataset
 	if opts.url != "" {
 		url = opts.url
 	} else {
-		stop, err := startEmulator(ctx, f, opts, out, &settings, origins)
+		emu, set, err := startEmulator(ctx, f, opts, out, &settings, origins)
 		if err != nil {
 			return err
 		}
-		defer stop()
-		out.embedded = true
+		defer emu.stop()
+		out.embedded, out.server, ds = true, emu, &set
+	}
+	if !opts.warmup.auto {
+		out.warmup = &opts.warmup.d
 	}
 	out.about = reportAbout{origins: origins, command: "bench", source: url, lines: true}
 	u, err := opts.rules.parseSource(url)
@@ -147,8 +164,37 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 	}
 	spec := job.Spec{Engine: eopts, Bandwidth: settings.MaxBandwidth, Get: benchSpec(client, u, eopts, opts.output.stall, f)}
 	return benchRounds(ctx, f, opts.repeat, func(out runOutput) error {
-		return runJob(ctx, f, spec, jobRun{settings: settings, out: out, rules: opts.rules.rules, latency: true})
+		how := jobRun{settings: settings, out: out, rules: opts.rules.rules, latency: true, clock: opts.clock(ds)}
+		how.out.timed = how.clock != nil
+		if how.classes = sizeClasses(); ds != nil {
+			how.classes = datasetClasses(*ds)
+		}
+		return runJob(ctx, f, spec, how)
 	}, out)
+}
+
+// clock is one round's clock (nil: one pass over the listing): --duration
+// D runs for D; auto runs up to benchAutoLimit against the emulator's
+// default dataset, ending once steady. ds is the emulator's dataset (nil
+// for a URL), whose later passes read fresh names.
+func (opts *benchOptions) clock(ds *s3emu.Dataset) *benchClock {
+	c := &benchClock{limit: opts.duration.d, warmup: -1}
+	if !opts.warmup.auto {
+		c.warmup = opts.warmup.d
+	}
+	if opts.duration.auto {
+		if ds == nil || opts.flags.Changed("dataset") {
+			return nil
+		}
+		c.limit, c.early = benchAutoLimit, true
+	}
+	if c.limit <= 0 {
+		return nil
+	}
+	if ds != nil {
+		c.pass = emulatorPass
+	}
+	return c
 }
 
 // benchSpec is bench's job: every object under the prefix, over the
@@ -201,6 +247,9 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 	if cells != nil && (opts.repeat > 1 || opts.output.report.path != "") {
 		return nil, usageErrorf("--sweep runs one short measurement per setting: --repeat and --report do not apply")
 	}
+	if cells != nil && (!opts.duration.auto || !opts.warmup.auto) {
+		return nil, usageErrorf("--sweep measures each setting for --sweep-time: --duration and --warmup do not apply")
+	}
 	if _, err := opts.output.verifyMode(); err != nil {
 		return nil, err
 	}
@@ -210,73 +259,45 @@ func (opts *benchOptions) check() ([]sweep.Cell, error) {
 	return cells, nil
 }
 
-// startEmulator starts the embedded emulator that bench without a URL
-// measures against, over HTTPS with a self-signed certificate the run's
-// clients trust (plain HTTP with --http), with the dataset ready before
-// the clock runs, and points settings at it. The caller calls stop when
-// the run ends.
-func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, out runOutput, settings *config.Settings, origins *config.Origins) (stop func(), err error) {
+// startEmulator starts the emulator that bench without a URL measures
+// against, in a child process (emulatorProcess), over HTTPS with a
+// self-signed certificate the run's clients trust (plain HTTP with
+// --http), with the dataset's digests ready before the clock runs, and
+// points settings at it. The caller stops it when the run ends.
+func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, out runOutput, settings *config.Settings, origins *config.Origins) (*emulatorProcess, s3emu.Dataset, error) {
 	if origins.Get("endpoint_url").Source != config.SourceDefault {
-		return nil, usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
+		return nil, s3emu.Dataset{}, usageErrorf("bench without a URL runs the embedded emulator; give an s3:// URL to use --endpoint-url")
 	}
-	rate, err := parseConnRate(opts.connRate)
+	if _, err := parseConnRate(opts.connRate); err != nil {
+		return nil, s3emu.Dataset{}, usageErrorf("--conn-rate %q: %v", opts.connRate, err)
+	}
+	ds, err := s3emu.ParseDataset(opts.dataset)
 	if err != nil {
-		return nil, usageErrorf("--conn-rate %q: %v", opts.connRate, err)
+		return nil, ds, usageErrorf("--dataset %q: %v", opts.dataset, err)
 	}
-	eo := s3emu.Options{Dataset: opts.dataset, TTFB: opts.ttfb, ConnRate: rate}
+	args := []string{"--dataset", opts.dataset, "--ttfb", opts.ttfb.String(), "--conn-rate", opts.connRate}
 	if !opts.plainHTTP {
-		eo.TLS = &s3emu.TLSOptions{Key: s3emu.KeyRSA} // as S3's certificates
+		args = append(args, "--tls-key-type", s3emu.KeyRSA) // as S3's certificates
 	}
-	emu, err := s3emu.New(eo)
+	emu, err := startEmulatorProcess(ctx, args, !opts.plainHTTP)
 	if err != nil {
-		return nil, usageErrorf("--dataset %q: %v", opts.dataset, err)
+		return nil, ds, err
 	}
-	stop = func() { emu.Close() }
-	if emu.TLS() {
-		ca, err := trustEmulator(emu)
-		if err != nil {
-			return nil, err
-		}
-		stop = func() { emu.Close(); os.Remove(ca) }
+	if emu.ca != "" {
 		// The emulator is the only server of the run: its certificate is
 		// the one authority to trust, whatever ca_bundle said.
-		settings.CABundle = ca
+		settings.CABundle = emu.ca
 	}
-	// Compute the dataset's ETags and checksums before the clock runs.
-	if err := emu.Prepare(ctx); err != nil {
-		stop()
-		return nil, fmt.Errorf("prepare emulator: %w", err)
-	}
-	endpoint, err := emu.Start("127.0.0.1:0")
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("start emulator: %w", err)
-	}
-	settings.EndpointURL, settings.NoSignRequest = endpoint, true
+	settings.EndpointURL, settings.NoSignRequest = emu.endpoint, true
 	if settings.Region == "" {
 		settings.Region = "us-east-1"
 	}
 	if w := out.textOut(f.Factory); w != nil {
-		over := "plain HTTP (in-process)"
-		if emu.TLS() {
-			over = "HTTPS (self-signed, in-process)"
+		over := "plain HTTP"
+		if emu.ca != "" {
+			over = "HTTPS (self-signed)"
 		}
-		fmt.Fprintf(w, "emulator: %s over %s, dataset %s, ttfb %s, %s/s per connection\n", endpoint, over, opts.dataset, opts.ttfb, opts.connRate)
+		fmt.Fprintf(w, "emulator: %s over %s, in process %d, dataset %s, ttfb %s, %s/s per connection\n", emu.endpoint, over, emu.cmd.Process.Pid, opts.dataset, opts.ttfb, opts.connRate)
 	}
-	return stop, nil
-}
-
-// trustEmulator writes the emulator's self-signed certificate to a
-// temporary file, for the clients' CA bundle, and returns its path.
-func trustEmulator(emu *s3emu.Server) (string, error) {
-	tmp, err := os.CreateTemp("", "s3pd-bench-ca-*.pem")
-	if err != nil {
-		return "", fmt.Errorf("emulator certificate: %w", err)
-	}
-	tmp.Close()
-	if err := emu.WriteCertificate(tmp.Name()); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("emulator certificate: %w", err)
-	}
-	return tmp.Name(), nil
+	return emu, ds, nil
 }

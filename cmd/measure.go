@@ -102,15 +102,38 @@ type measurement struct {
 	sum      transfer.Summary
 	cpu      time.Duration
 	tls      job.HandshakeCounts // the run's handshakes (since tls0)
+	// warmup is left out of the steady figure (<0: auto).
+	warmup time.Duration
+	// classes, when set, counts the objects by class (bench).
+	classes *classTally
+	// server, when set, is the emulator's process; serverCPU its CPU
+	// time during the run (from serverCPU0), serverPeak its peak memory.
+	server                serverProcess
+	serverCPU0, serverCPU time.Duration
+	serverPeak            int64
+	timed                 bool
 }
 
 func newMeasurement(f *runEnv, rep *reporter, lanes []string, s config.Settings, out runOutput) *measurement {
 	m := &measurement{f: f, rep: rep, flags: out.report, about: out.about, settings: s, embedded: out.embedded,
-		lanes: lanes, started: time.Now(), cpu0: cpuTime(), tls0: f.handshakeCounts()}
+		lanes: lanes, warmup: -1, server: out.server, timed: out.timed}
+	if out.warmup != nil {
+		m.warmup = *out.warmup
+	}
 	if m.flags.interval <= 0 {
 		m.flags.interval = time.Second // commands without --interval (copy, sync)
 	}
+	m.begin()
 	return m
+}
+
+// begin starts the measurement's clocks: when the measurement is made,
+// and again as the engine starts.
+func (m *measurement) begin() {
+	m.started, m.cpu0, m.tls0 = time.Now(), cpuTime(), m.f.handshakeCounts()
+	if m.server != nil {
+		m.serverCPU0 = m.server.cpu()
+	}
 }
 
 // sample receives one interval from the engine (one goroutine).
@@ -126,6 +149,9 @@ func (m *measurement) ended(sum transfer.Summary) {
 	m.sum = sum
 	m.cpu = cpuTime() - m.cpu0
 	m.tls = m.f.handshakeCounts().Sub(m.tls0)
+	if m.server != nil {
+		m.serverCPU, m.serverPeak = m.server.cpu()-m.serverCPU0, m.server.peakRSSKiB()
+	}
 }
 
 // intervalLine is one --json line per sampling interval.
@@ -142,6 +168,7 @@ type intervalLine struct {
 	Retries   int64   `json:"retries"`
 	SlowDowns int64   `json:"slowdowns"`
 	Objects   int64   `json:"objects"`
+	Window    int     `json:"window"`
 	// WriteWait is the share of the request time of the ranges that
 	// ended in the interval spent writing (0 when none ended).
 	WriteWait float64       `json:"write_wait_share"`
@@ -151,7 +178,7 @@ type intervalLine struct {
 func (m *measurement) intervalLine(s transfer.Sample) intervalLine {
 	secs := s.Length.Seconds()
 	l := intervalLine{header: newHeader(lineInterval), At: s.At.Seconds(), Seconds: secs, Bytes: s.Bytes, BytesPS: perSecond(s.Bytes, secs), Gibps: gibps(s.Bytes, secs), Gbps: gbps(s.Bytes, secs),
-		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects}
+		Requests: s.Requests, InFlight: s.InFlight, Retries: s.Retries, SlowDowns: s.SlowDowns, Objects: s.Objects, Window: s.Window}
 	if s.RequestTime > 0 {
 		l.WriteWait = float64(s.WriteTime) / float64(s.RequestTime)
 	}
@@ -173,6 +200,31 @@ func (r *reporter) writeJSON(v any) {
 // runMeasures are the summary's figures beyond the totals: percentiles,
 // CPU, the time series' spread and the verdict.
 type runMeasures struct {
+	// The steady figure (report.Steady): the median of the intervals
+	// after the warm-up, with their p10 and p90, in bytes per second
+	// (0 when SteadyReached is false: too few intervals after it).
+	SteadyBPS       float64 `json:"steady_bytes_per_second"`
+	SteadyP10       float64 `json:"steady_p10_bytes_per_second"`
+	SteadyP90       float64 `json:"steady_p90_bytes_per_second"`
+	SteadyReached   bool    `json:"steady_reached"`
+	SteadyIntervals int     `json:"steady_intervals"`
+	WarmupS         float64 `json:"warmup_s"`
+	// Classes are bench's rows per class of objects.
+	Classes []classRow `json:"classes,omitempty"`
+	// CPUCores is the client's CPU time over the run's time; the
+	// emulator's figures are its process's (bench without a URL).
+	CPUCores           float64 `json:"cpu_cores"`
+	EmulatorCPUSeconds float64 `json:"emulator_cpu_seconds,omitempty"`
+	EmulatorCores      float64 `json:"emulator_cores,omitempty"`
+	EmulatorPeakRSS    int64   `json:"emulator_peak_rss_kib,omitempty"`
+	// Machine's cores, for the text summary.
+	cores int
+	// runS is the run's time, and timed says the clock ended it (the
+	// text summary's headline).
+	runS  float64
+	bytes int64
+	timed bool
+
 	TTFB90ms     float64 `json:"ttfb_p90_ms"`
 	TTFB999ms    float64 `json:"ttfb_p999_ms"`
 	Request50ms  float64 `json:"request_p50_ms"`
@@ -230,15 +282,60 @@ func (m *measurement) measures() runMeasures {
 	if s.Bytes > 0 {
 		r.CPUPerGiB = m.cpu.Seconds() / (float64(s.Bytes) / (1 << 30))
 	}
+	steady := report.SteadyOf(m.series.Samples(), m.warmup)
+	r.SteadyBPS, r.SteadyP10, r.SteadyP90 = steady.Median, steady.P10, steady.P90
+	r.SteadyReached, r.SteadyIntervals, r.WarmupS = steady.OK, steady.Intervals, steady.Warmup.Seconds()
+	secs := s.Elapsed.Seconds()
+	r.Classes = m.classes.table(secs)
+	r.cores, r.runS, r.bytes, r.timed = runtime.NumCPU(), secs, s.Bytes, m.timed
+	if secs > 0 {
+		r.CPUCores = m.cpu.Seconds() / secs
+		if m.server != nil {
+			r.EmulatorCores = m.serverCPU.Seconds() / secs
+		}
+	}
+	if m.server != nil {
+		r.EmulatorCPUSeconds, r.EmulatorPeakRSS = m.serverCPU.Seconds(), m.serverPeak
+	}
 	if s.RequestTime > 0 {
 		r.WriteShare = float64(s.WriteTime) / float64(s.RequestTime)
 	}
 	return r
 }
 
+// printSteady writes the headline of a bench: the steady figure with its
+// spread, next to the whole run, or why there is none.
+func printSteady(w io.Writer, r runMeasures) {
+	whole := fmt.Sprintf("whole run: %s in %s", humanBytes(r.bytes), humanSeconds(r.runS))
+	if r.SteadyReached {
+		fmt.Fprintf(w, "steady: %s (p10 %s, p90 %s) over %d intervals after a warm-up of %s; %s\n",
+			humanRate(r.SteadyBPS), humanRate(r.SteadyP10), humanRate(r.SteadyP90), r.SteadyIntervals, humanSeconds(r.WarmupS), whole)
+		return
+	}
+	share := 0.0
+	if r.runS > 0 {
+		share = min(r.WarmupS/r.runS, 1)
+	}
+	fmt.Fprintf(w, "steady: not reached: the ramp took %s of the %s run (%.0f%%), leaving %d intervals (want %d); the dataset is too small for a steady figure: --duration 30s reads it again; %s\n",
+		humanSeconds(min(r.WarmupS, r.runS)), humanSeconds(r.runS), 100*share, r.SteadyIntervals, report.MinSteady, whole)
+}
+
 // printMeasures writes the text summary's lines for r.
 func printMeasures(w io.Writer, r runMeasures) {
-	fmt.Fprintf(w, "cpu: %.2f s, %.2f s per GiB\n", r.CPUSeconds, r.CPUPerGiB)
+	if r.EmulatorPeakRSS > 0 || r.EmulatorCPUSeconds > 0 {
+		fmt.Fprintf(w, "cpu: client %.2f s (%.1f of %d cores), %.2f s per GiB; emulator %.2f s (%.1f cores), its peak memory %s\n",
+			r.CPUSeconds, r.CPUCores, r.cores, r.CPUPerGiB, r.EmulatorCPUSeconds, r.EmulatorCores, humanBytes(r.EmulatorPeakRSS*1024))
+	} else {
+		fmt.Fprintf(w, "cpu: %.2f s (%.1f of %d cores), %.2f s per GiB\n", r.CPUSeconds, r.CPUCores, r.cores, r.CPUPerGiB)
+	}
+	for _, c := range r.Classes {
+		size := ""
+		if c.SizeBytes > 0 {
+			size = " (" + humanBytes(c.SizeBytes) + ")"
+		}
+		fmt.Fprintf(w, "class %s%s: %d objects, %s, %s objects/s; first byte p50 %.1f ms, p90 %.1f ms, p99 %.1f ms\n",
+			c.Name, size, c.Objects, humanRate(c.BytesPerSecond), humanCount(c.ObjectsPerSecond), c.TTFB50ms, c.TTFB90ms, c.TTFB99ms)
+	}
 	if r.Scheme == "https" {
 		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms, %.1f%% of request time\n",
 			r.Transport, r.TLSHandshakes, r.TLSResumed, r.TLSHandshakeMS, 100*r.TLSShare)
@@ -260,7 +357,11 @@ func (m *measurement) run(status string, runErr error) report.Run {
 		Settings: redactedSettings(m.settings, m.about.origins),
 		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
 		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
-		ServerInProcess: m.embedded, Transport: m.transport(), TLS: m.reportTLS(),
+		ServerInProcess: m.embedded && m.server == nil, Transport: m.transport(), TLS: m.reportTLS(),
+		Warmup: m.warmup, Classes: m.reportClasses(),
+	}
+	if m.server != nil {
+		r.Server = &report.Process{CPU: m.serverCPU, PeakRSSKiB: m.serverPeak}
 	}
 	var ee *ExitError
 	if runErr != nil && (!errors.As(runErr, &ee) || ee.Err != nil) {
@@ -318,13 +419,28 @@ func (m *measurement) transport() string {
 	if m.scheme() == "https" {
 		t = "HTTPS"
 	}
+	where := "in-process"
+	if m.server != nil {
+		where = "emulator process"
+	}
 	switch {
 	case m.embedded && t == "HTTPS":
-		t += " (self-signed, in-process)"
+		t += " (self-signed, " + where + ")"
 	case m.embedded:
-		t += " (in-process)"
+		t += " (" + where + ")"
 	}
 	return t
+}
+
+// reportClasses are the classes' rows as the report reads them.
+func (m *measurement) reportClasses() []report.Class {
+	var out []report.Class
+	for _, c := range m.classes.table(m.sum.Elapsed.Seconds()) {
+		out = append(out, report.Class{Name: c.Name, Size: c.SizeBytes, Objects: c.Objects, Bytes: c.Bytes,
+			TTFB50: time.Duration(c.TTFB50ms * float64(time.Millisecond)), TTFB90: time.Duration(c.TTFB90ms * float64(time.Millisecond)),
+			TTFB99: time.Duration(c.TTFB99ms * float64(time.Millisecond))})
+	}
+	return out
 }
 
 // reportTLS is the run's handshakes as the report reads them.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"time"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,21 @@ type runOutput struct {
 	localTo string
 	// about names the run in its report.
 	about reportAbout
+	// server, when set, is the emulator's process (bench without a
+	// URL): the summary gives its CPU and memory apart from the client's.
+	server serverProcess
+	// warmup is bench's --warmup (nil: auto, until the window settled).
+	warmup *time.Duration
+	// timed: the run ends at its time (bench --duration), so the objects
+	// in flight then are cut, not interrupted.
+	timed bool
+}
+
+// serverProcess is a server running beside the client whose CPU time
+// and peak memory can be read (the emulator's process).
+type serverProcess interface {
+	cpu() time.Duration
+	peakRSSKiB() int64
 }
 
 // output is how the run renders with flags o: over the route startRun

@@ -24,6 +24,11 @@ type jobRun struct {
 	// check, when set, runs after a transfer without error, before
 	// --delete: what the run found wrong besides its objects.
 	check func() error
+	// clock, when set, ends the transfer at its time (bench --duration),
+	// reading the listing again until then; classes, when set, counts
+	// the objects by class (bench).
+	clock   *benchClock
+	classes *classTally
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -78,18 +83,40 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		h.Filter = rep.selection.filter(match)
 	}
 	meas := newMeasurement(f, rep, run.Lanes, settings, out)
+	meas.classes = how.classes
 	h.OnSample, h.SampleEvery = meas.sample, meas.flags.interval
+	if how.classes != nil {
+		h.Observer, h.Source = transfer.Observers{rep, how.classes}, how.classes.source
+	}
+	tctx := ctx
+	if c := how.clock; c != nil {
+		tctx = c.context(ctx)
+		defer c.stop()
+		h.Lister = c.relist
+		h.OnSample = func(s transfer.Sample) { meas.sample(s); c.sample(s) }
+	}
 	started := false
 	h.Start = func() {
 		started = true
 		f.logStart(settings, run.Lanes)
+		meas.begin()
+		if how.clock != nil {
+			how.clock.start()
+		}
 	}
 	defer func() {
 		if started {
 			runErr = meas.finish(ctx, runErr)
 		}
 	}()
-	sum, err := run.Transfer(ctx, h)
+	sum, err := run.Transfer(tctx, h)
+	var cut int64 // objects in flight when the clock ended the run
+	if how.clock != nil && how.clock.ended(tctx) && ctx.Err() == nil {
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		cut = rep.interrupted()
+	}
 	if !started {
 		var se *job.SpecError
 		if errors.As(err, &se) {
@@ -115,8 +142,8 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		return &ExitError{Code: ExitInterrupted}
 	case err != nil:
 		return badManifest(err)
-	case sum.Failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
+	case sum.Failed-cut > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed-cut, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
 	case rep.archived.Load() > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}

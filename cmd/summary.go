@@ -94,7 +94,7 @@ func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
 		Ranges: s.Ranges, GETsPerRange: perRange(s), OverfetchBytes: s.Overfetch,
 		TTFB50ms: ms(s.TTFB50), TTFB99ms: ms(s.TTFB99), PeakRSS: peakRSS(),
-		EmulatorInProcess: out.embedded, Selection: r.selection.line()}
+		EmulatorInProcess: out.embedded && out.server == nil, Selection: r.selection.line()}
 	if r.dry {
 		line.Skipped = r.wouldSkip
 		line.WouldTransfer, line.WouldTransferBytes = r.wouldFetch, r.fetchBytes
@@ -170,6 +170,9 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 			printShard(w, sr)
 		}
 	}()
+	if latency && !line.DryRun {
+		printSteady(w, m) // bench's headline, first
+	}
 	printSelection(w, line.Selection)
 	if line.DryRun {
 		r.printDryRun(w)
@@ -180,7 +183,10 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	if intact := r.intact(); intact > 0 {
 		objects = fmt.Sprintf("objects: %d transferred, %d checked intact, %d skipped, %d failed", line.Objects, intact, line.Skipped-intact, line.Failed)
 	}
-	if line.Interrupted > 0 {
+	switch {
+	case line.Interrupted > 0 && out.timed:
+		objects += fmt.Sprintf(", %d in flight at the end", line.Interrupted)
+	case line.Interrupted > 0:
 		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
 	}
 	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
@@ -202,7 +208,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	if line.KeptForResume > 0 {
 		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.KeptForResume, "object"))
 	}
-	if n := line.Interrupted - line.KeptForResume; n > 0 {
+	if n := line.Interrupted - line.KeptForResume; n > 0 && !out.timed {
 		them := "them"
 		if n == 1 {
 			them = "it"
@@ -219,8 +225,11 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 		fmt.Fprintf(w, "time to first byte: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", line.TTFB50ms, m.TTFB90ms, line.TTFB99ms, m.TTFB999ms)
 		fmt.Fprintf(w, "request time: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, p99.9 %.1f ms\n", m.Request50ms, m.Request90ms, m.Request99ms, m.Request999ms)
 		where := ""
-		if line.EmulatorInProcess {
+		switch {
+		case line.EmulatorInProcess:
 			where = " (this process: the embedded emulator's included)"
+		case out.server != nil:
+			where = " (the client's; the emulator's is on the cpu line)"
 		}
 		fmt.Fprintf(w, "peak memory: %s%s\n", humanBytes(line.PeakRSS*1024), where)
 		printMeasures(w, m)
@@ -229,6 +238,14 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
 	r.printFailures(w)
+}
+
+// interrupted is how many objects an interruption (or bench's clock)
+// ended before they were whole.
+func (r *reporter) interrupted() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tally.interrupted
 }
 
 // intact is how many skipped objects were read and found intact.

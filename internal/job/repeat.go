@@ -17,13 +17,17 @@ type Repeat struct {
 	Pass func(pass int, o transfer.Object) transfer.Object
 }
 
-// List implements transfer.Lister. A pass that lists nothing ends it.
+// List implements transfer.Lister. A pass that lists nothing ends it;
+// so does the end of ctx, with its error.
 func (r Repeat) List(ctx context.Context, emit func(transfer.Object) error) error {
 	for pass := 0; ; pass++ {
 		n := 0
 		err := r.Lister.List(ctx, func(o transfer.Object) error {
 			if r.stopped() {
 				return errStop
+			}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 			n++
 			if r.Pass != nil {
@@ -34,6 +38,8 @@ func (r Repeat) List(ctx context.Context, emit func(transfer.Object) error) erro
 		switch {
 		case err == errStop || r.stopped():
 			return nil
+		case err == nil && ctx.Err() != nil:
+			return ctx.Err()
 		case err != nil:
 			return err
 		case n == 0:

@@ -49,7 +49,36 @@ type Run struct {
 	// cost, as the client counted them (zero over plain HTTP).
 	Transport string
 	TLS       TLS
+	// Server, when set, is the S3 server's process beside the client
+	// (bench's emulator): its CPU time during the run and its peak
+	// memory, apart from CPU and PeakRSSKiB, the client's.
+	Server *Process
+	// Warmup is the time left out of the steady figure at the start
+	// (below 0: until the window settled, WarmupOf).
+	Warmup time.Duration
+	// Classes are the run's objects by class (bench).
+	Classes []Class
 }
+
+// Process is what a process beside the client used.
+type Process struct {
+	CPU        time.Duration
+	PeakRSSKiB int64
+}
+
+// Class is one class of a run's objects (the emulator's dataset groups,
+// or sizes): what it moved over the whole run and its requests' time to
+// first byte.
+type Class struct {
+	Name string
+	// Size is its objects' size (0: sizes vary).
+	Size                   int64
+	Objects, Bytes         int64
+	TTFB50, TTFB90, TTFB99 time.Duration
+}
+
+// Steady is the run's steady part (SteadyOf with its warm-up).
+func (r Run) Steady() Steady { return SteadyOf(r.Samples, r.Warmup) }
 
 // TLS is the client's count of a run's TLS handshakes.
 type TLS struct {

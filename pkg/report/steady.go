@@ -53,7 +53,11 @@ func SteadyOf(samples []transfer.Sample, warmup time.Duration) Steady {
 		st.Warmup = warmup
 		st.Settled = len(samples) > 0 && samples[len(samples)-1].At > warmup
 	}
-	rates := SteadyRates(samples, st.Warmup)
+	full := samples
+	if len(samples) > 1 {
+		full = samples[:len(samples)-1]
+	}
+	rates := SteadyRates(full, st.Warmup)
 	st.Intervals = len(rates)
 	if !st.Settled || len(rates) < MinSteady {
 		return st
@@ -65,14 +69,10 @@ func SteadyOf(samples []transfer.Sample, warmup time.Duration) Steady {
 }
 
 // SteadyRates are the rates, in bytes per second and in order, of the
-// full intervals that began at or after warmup.
+// intervals of samples that began at or after warmup.
 func SteadyRates(samples []transfer.Sample, warmup time.Duration) []float64 {
-	full := samples
-	if len(samples) > 1 {
-		full = samples[:len(samples)-1]
-	}
 	var rates []float64
-	for _, s := range full {
+	for _, s := range samples {
 		if s.At-s.Length >= warmup && s.Length > 0 {
 			rates = append(rates, float64(s.Bytes)/s.Length.Seconds())
 		}
