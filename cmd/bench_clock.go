@@ -47,11 +47,21 @@ func (a *autoDuration) Type() string { return "duration" }
 // steady figure on any core count, ending sooner once it is steady.
 const benchAutoLimit = 20 * time.Second
 
-// Why the clock ended a bench's transfer (the context's cause).
+// Why the clock ended a bench's transfer (the context's cause). Each is
+// a cancellation (errors.Is context.Canceled), so the objects it cuts
+// count as interrupted, not failed.
 var (
-	errBenchTime   = errors.New("bench: --duration is over")
-	errBenchSteady = errors.New("bench: the rate is steady")
+	errBenchTime   error = clockEnd("bench: --duration is over")
+	errBenchSteady error = clockEnd("bench: the rate is steady")
 )
+
+// clockEnd is the cause of a round the clock ended.
+type clockEnd string
+
+func (e clockEnd) Error() string { return string(e) }
+
+// Is makes a clockEnd a cancellation.
+func (clockEnd) Is(target error) bool { return target == context.Canceled }
 
 // benchClock ends one round of a bench at its duration, or once its
 // rate is steady (report.Steadied), and reads the listing again until

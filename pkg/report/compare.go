@@ -64,6 +64,11 @@ func (r Round) withRates() Round {
 	if ok {
 		r.Figures["mib_per_s"], r.Figures["gbps"] = bps/(1<<20), bps*8/1e9
 	}
+	// The steady figure, when the round reached one (a summary of an
+	// older version, or a round all ramp, has none to compare).
+	if st := r.Figures["steady_bytes_per_second"]; st > 0 {
+		r.Figures["steady_mib_per_s"] = st / (1 << 20)
+	}
 	return r
 }
 
@@ -75,6 +80,7 @@ type Figure struct {
 
 // Figures are what Compare compares, in order.
 var Figures = []Figure{
+	{"steady_mib_per_s", "steady throughput (MiB/s)", true},
 	{"mib_per_s", "throughput (MiB/s)", true},
 	{"gbps", "throughput (Gbit/s)", true},
 	{"ttfb_p50_ms", "time to first byte p50 (ms)", false},

@@ -86,3 +86,26 @@ func TestSchemeWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareTakesTheSteadyFigure: bench compare judges the steady
+// throughput first, from steady_bytes_per_second, and leaves out the
+// rounds that reached none.
+func TestCompareTakesTheSteadyFigure(t *testing.T) {
+	in := func(steady ...float64) []Round {
+		var rs []Round
+		for _, x := range steady {
+			rs = append(rs, Round{Figures: map[string]float64{"steady_bytes_per_second": x * (1 << 20), "bytes_per_second": 100 << 20}}.withRates())
+		}
+		return rs
+	}
+	cs := Compare(in(500, 505, 498), in(600, 602, 597, 0))
+	if len(cs) == 0 || cs[0].Field != "steady_mib_per_s" {
+		t.Fatalf("changes %+v, want the steady figure first", cs)
+	}
+	if c := cs[0]; c.Verdict != Better || c.NB != 3 || c.A < 500 || c.A > 505 {
+		t.Errorf("steady figure: %+v, want better, over the 3 rounds of B that reached one, A near 501 MiB/s", c)
+	}
+	if cs[1].Field != "mib_per_s" || cs[1].Verdict != WithinNoise {
+		t.Errorf("whole-run figure %+v, want mib_per_s within noise", cs[1])
+	}
+}

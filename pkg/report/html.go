@@ -38,6 +38,7 @@ func WriteHTML(w io.Writer, r Run) error {
 	p := page{Run: r, Verdict: Diagnose(r), Stats: StatsOf(r.Samples)}
 	s := r.Summary
 	p.Totals = [][2]string{
+		{"steady throughput", steadyText(r)},
 		{"status", r.Status},
 		{"objects", fmt.Sprintf("%d transferred, %d skipped, %d failed", s.Objects, s.Skipped, s.Failed)},
 		{"bytes", fmt.Sprintf("%d (%.3f GiB)", s.Bytes, float64(s.Bytes)/gib)},
@@ -50,6 +51,19 @@ func WriteHTML(w io.Writer, r Run) error {
 		{"CPU", cpuText(r)},
 		{"transport", transportText(r)},
 		{"peak memory", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSKiB)/1024)},
+	}
+	if r.Server != nil {
+		p.Totals = append(p.Totals, [2]string{"emulator", fmt.Sprintf("its own process: %.2f CPU-seconds (%.1f cores), peak memory %.1f MiB",
+			r.Server.CPU.Seconds(), r.Server.CPU.Seconds()/max(s.Elapsed.Seconds(), 1e-9), float64(r.Server.PeakRSSKiB)/1024)})
+	}
+	for _, c := range r.Classes {
+		name := "class " + c.Name
+		if c.Size > 0 {
+			name += fmt.Sprintf(" (%s)", smallBytesOrMiB(c.Size))
+		}
+		secs := s.Elapsed.Seconds()
+		p.Totals = append(p.Totals, [2]string{name, fmt.Sprintf("%d objects, %s, %.1f objects/s; first byte p50 %s, p90 %s, p99 %s",
+			c.Objects, Rate(float64(c.Bytes)/max(secs, 1e-9)), float64(c.Objects)/max(secs, 1e-9), round(c.TTFB50), round(c.TTFB90), round(c.TTFB99))})
 	}
 	if p.Stats.Intervals > 1 {
 		p.Totals = append(p.Totals, [2]string{"throughput per interval",
@@ -97,6 +111,24 @@ func q(h transfer.Histogram, x float64) string {
 	return round(h.Quantile(x)).String()
 }
 
+// steadyText is the steady figure with its spread and warm-up, or why
+// there is none.
+func steadyText(r Run) string {
+	st := r.Steady()
+	if !st.OK {
+		return fmt.Sprintf("not reached: %d intervals after a warm-up of %s (want %d); the whole run is below", st.Intervals, round(min(st.Warmup, r.Summary.Elapsed)), MinSteady)
+	}
+	return fmt.Sprintf("%s (p10 %s, p90 %s) over %d intervals after a warm-up of %s", Rate(st.Median), Rate(st.P10), Rate(st.P90), st.Intervals, round(st.Warmup))
+}
+
+// smallBytesOrMiB writes a size: "64.0 KiB", "1.00 MiB", "256 MiB".
+func smallBytesOrMiB(n int64) string {
+	if n < 1<<20 {
+		return smallBytes(float64(n))
+	}
+	return digits(float64(n)/(1<<20)) + " MiB"
+}
+
 func cpuText(r Run) string {
 	if r.CPU <= 0 {
 		return "not measured"
@@ -107,6 +139,9 @@ func cpuText(r Run) string {
 	}
 	if r.ServerInProcess {
 		t += " (the embedded emulator's included)"
+	}
+	if r.Server != nil {
+		t += " (the client's alone)"
 	}
 	return t
 }

@@ -70,6 +70,26 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 		{"window at its knee", func(r *Run) {
 			r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 128, transfer.WindowKnee, 128
 		}, BottleneckKnee, []string{"stopped at 128 of the 256", "bought no more throughput"}},
+		{"the emulator took most of the cores", func(r *Run) {
+			r.Server = &Process{CPU: 50 * time.Second} // 5 of 8 cores, the client 2
+		}, BottleneckEmulator, []string{"emulator used 5.0 of 8 cores", "client 2.0", "floor"}},
+		{"the client took most of the cores beside the emulator", func(r *Run) {
+			r.CPU, r.Server = 50*time.Second, &Process{CPU: 20 * time.Second}
+		}, BottleneckCPU, []string{"88%", "emulator's 2.0 cores"}},
+		{"an idle emulator is no evidence", func(r *Run) { r.Server = &Process{CPU: time.Second} }, BottleneckWork, nil},
+		{"all ramp: never too little work", func(r *Run) {
+			for i := range r.Samples {
+				r.Samples[i].Window = 16 << i // the window climbed to the end
+			}
+			r.Warmup = -1
+		}, BottleneckRamp, []string{"no steady state", "--duration"}},
+		{"a warm-up left out of the requests in flight", func(r *Run) {
+			// 128 in flight over the first 5 s, 256 (the bound) after.
+			for i := 5; i < 10; i++ {
+				r.Samples[i].InFlight = 256
+			}
+			r.Warmup = 5 * time.Second
+		}, BottleneckConcurrency, []string{"256 in flight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

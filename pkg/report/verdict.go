@@ -18,6 +18,8 @@ const (
 	BottleneckConcurrency = "concurrency" // per-connection rate x requests in flight
 	BottleneckWork        = "work"        // too little work to fill the bound
 	BottleneckKnee        = "knee"        // more requests in flight bought no throughput
+	BottleneckEmulator    = "emulator"    // the S3 server beside the client took the cores
+	BottleneckRamp        = "ramp"        // the run was its ramp: no steady state to judge
 )
 
 // Thresholds of the verdict: what share of a resource counts as its limit.
@@ -25,6 +27,7 @@ const (
 	slowDownShare  = 0.01 // of requests
 	handshakeShare = 0.05 // of the requests' time
 	cpuShare       = 0.85 // of every core for the whole run
+	serverShare    = 0.50 // of every core, taken by a server beside the client
 	lineRateShare  = 0.80 // of the used cards' link speed
 	writeShare     = 0.50 // of the requests' time
 	inFlightShare  = 0.90 // of the bound on requests in flight ...
@@ -61,17 +64,8 @@ func Diagnose(r Run) Verdict {
 				"every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less",
 			r.TLS.Handshakes, r.TLS.Resumed, 100*share, r.TLS.Time.Seconds(), s.RequestTime.Seconds())}
 	}
-	if r.Machine.CPUs > 0 && r.CPU > 0 {
-		busy := r.CPU.Seconds() / (s.Elapsed.Seconds() * float64(r.Machine.CPUs))
-		if busy >= cpuShare {
-			where := ""
-			if r.ServerInProcess {
-				where = " (the embedded emulator's share included)"
-			}
-			return Verdict{BottleneckCPU, fmt.Sprintf(
-				"CPU: %.1f CPU-seconds in %.1f s on %d cores is %.0f%% of the machine%s, %.2f CPU-seconds per GiB",
-				r.CPU.Seconds(), s.Elapsed.Seconds(), r.Machine.CPUs, 100*busy, where, r.CPU.Seconds()/(float64(s.Bytes)/gib))}
-		}
+	if v, ok := cpuVerdict(r); ok {
+		return v
 	}
 	if line := usedLineRate(r.Machine.NICs); line > 0 {
 		mbps := float64(s.Bytes) * 8 / 1e6 / s.Elapsed.Seconds()
@@ -88,12 +82,22 @@ func Diagnose(r Run) Verdict {
 				100*share, s.WriteTime.Seconds(), s.RequestTime.Seconds())}
 		}
 	}
-	st := StatsOf(r.Samples)
 	perConn := 0.0 // MiB/s one request moves while it is open
 	if s.RequestTime > 0 {
 		perConn = float64(s.Bytes) / (1 << 20) / s.RequestTime.Seconds()
 	}
-	atBound := atBoundShareOf(r.Samples, inFlightShare*float64(r.MaxRequests))
+	steady := r.Steady()
+	if len(r.Samples) > 1 && !steady.OK {
+		// A ramp and a tail: what filled or did not fill the window
+		// says nothing of a steady state.
+		return Verdict{BottleneckRamp, fmt.Sprintf(
+			"no steady state: the run lasted %.1f s and the warm-up %.1f s of it, leaving %d intervals (want %d): the figure is mostly the ramp and the tail; --duration 30s reads the data again for a steady figure",
+			s.Elapsed.Seconds(), min(steady.Warmup, s.Elapsed).Seconds(), steady.Intervals, MinSteady)}
+	}
+	// The requests in flight are judged over the steady part alone.
+	samples := steadySamples(r.Samples, steady.Warmup)
+	st := StatsOf(samples)
+	atBound := atBoundShareOf(samples, inFlightShare*float64(r.MaxRequests))
 	if r.MaxRequests > 0 && atBound >= atBoundShare {
 		why := ""
 		if p50t, p50r := s.TTFB.Quantile(0.5), s.Request.Quantile(0.5); p50r > 0 && float64(p50t) >= latencyDominat*float64(p50r) {
@@ -113,6 +117,52 @@ func Diagnose(r Run) Verdict {
 	return Verdict{BottleneckWork, fmt.Sprintf(
 		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",
 		st.InFlightMean, r.MaxRequests, perConn)}
+}
+
+// cpuVerdict names the cores as the bottleneck when they were busy: the
+// client's, or a server's beside it (bench's emulator), which makes the
+// figure a floor of what the client does against S3.
+func cpuVerdict(r Run) (Verdict, bool) {
+	s := r.Summary
+	if r.Machine.CPUs <= 0 || (r.CPU <= 0 && r.Server == nil) {
+		return Verdict{}, false
+	}
+	secs, cores := s.Elapsed.Seconds(), float64(r.Machine.CPUs)
+	client, server := r.CPU.Seconds()/secs, 0.0
+	if r.Server != nil {
+		server = r.Server.CPU.Seconds() / secs
+	}
+	perGiB := r.CPU.Seconds() / (float64(s.Bytes) / gib)
+	busy := (client + server) / cores
+	switch {
+	case r.Server != nil && server >= client && (busy >= cpuShare || server/cores >= serverShare):
+		return Verdict{BottleneckEmulator, fmt.Sprintf(
+			"the emulator and the shared machine: the emulator used %.1f of %d cores and the client %.1f (%.2f CPU-seconds per GiB), %.0f%% of the machine together: this figure is a floor; against S3 the client has the cores to itself",
+			server, r.Machine.CPUs, client, perGiB, 100*busy)}, true
+	case busy < cpuShare:
+		return Verdict{}, false
+	}
+	where := ""
+	switch {
+	case r.ServerInProcess:
+		where = " (the embedded emulator's share included)"
+	case r.Server != nil:
+		where = fmt.Sprintf(" with the emulator's %.1f cores", server)
+	}
+	return Verdict{BottleneckCPU, fmt.Sprintf(
+		"CPU: %.1f CPU-seconds in %.1f s on %d cores is %.0f%% of the machine%s, %.2f CPU-seconds per GiB",
+		r.CPU.Seconds(), secs, r.Machine.CPUs, 100*busy, where, perGiB)}, true
+}
+
+// steadySamples are the samples that began at or after warmup, and the
+// run's last (shorter) one, as StatsOf expects them.
+func steadySamples(samples []transfer.Sample, warmup time.Duration) []transfer.Sample {
+	for i, s := range samples {
+		if s.At-s.Length >= warmup {
+			return samples[i:]
+		}
+	}
+	return samples
 }
 
 // atBoundShareOf is the share of the intervals (the run's last, shorter
