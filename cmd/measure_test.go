@@ -3,6 +3,7 @@ package cmd
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/s3pd/s3pd/pkg/config"
 )
@@ -46,26 +47,36 @@ func TestReportFlagsRefuseDest(t *testing.T) {
 }
 
 // The scheme and transport a summary records: S3 itself (no endpoint) is
-// HTTPS, the embedded emulator is named in-process, loopback over either
-// scheme carries no card's traffic.
+// HTTPS, the embedded emulator is named by where it runs (its own
+// process, or this one), loopback over either scheme carries no card's
+// traffic.
 func TestSchemeAndTransport(t *testing.T) {
 	for _, tt := range []struct {
 		endpoint  string
 		embedded  bool
+		server    serverProcess
 		scheme    string
 		transport string
 		loopback  bool
 	}{
-		{"", false, "https", "HTTPS", false},
-		{"https://s3.example.com", false, "https", "HTTPS", false},
-		{"HTTP://minio:9000", false, "http", "plain HTTP", false},
-		{"https://127.0.0.1:4431", true, "https", "HTTPS (self-signed, in-process)", true},
-		{"http://127.0.0.1:9000", true, "http", "plain HTTP (in-process)", true},
-		{"https://localhost:9000", false, "https", "HTTPS", true},
+		{"", false, nil, "https", "HTTPS", false},
+		{"https://s3.example.com", false, nil, "https", "HTTPS", false},
+		{"HTTP://minio:9000", false, nil, "http", "plain HTTP", false},
+		{"https://127.0.0.1:4431", true, nil, "https", "HTTPS (self-signed, in-process)", true},
+		{"http://127.0.0.1:9000", true, nil, "http", "plain HTTP (in-process)", true},
+		{"https://127.0.0.1:4431", true, idleServer{}, "https", "HTTPS (self-signed, emulator process)", true},
+		{"http://127.0.0.1:9000", true, idleServer{}, "http", "plain HTTP (emulator process)", true},
+		{"https://localhost:9000", false, nil, "https", "HTTPS", true},
 	} {
-		m := &measurement{settings: config.Settings{EndpointURL: tt.endpoint}, embedded: tt.embedded}
+		m := &measurement{settings: config.Settings{EndpointURL: tt.endpoint}, embedded: tt.embedded, server: tt.server}
 		if got, tr, lo := m.scheme(), m.transport(), loopbackEndpoint(tt.endpoint); got != tt.scheme || tr != tt.transport || lo != tt.loopback {
 			t.Errorf("%q (embedded %v): %q, %q, loopback %v; want %q, %q, %v", tt.endpoint, tt.embedded, got, tr, lo, tt.scheme, tt.transport, tt.loopback)
 		}
 	}
 }
+
+// idleServer is a server process that used nothing.
+type idleServer struct{}
+
+func (idleServer) cpu() time.Duration { return 0 }
+func (idleServer) peakRSSKiB() int64  { return 0 }

@@ -1,10 +1,10 @@
 package cmd
 
 import (
-	"time"
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // route says where one run's lines go. Stdout is the data when a command

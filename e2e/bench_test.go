@@ -24,6 +24,28 @@ type benchSummary struct {
 	TLSHandshakes     int64   `json:"tls_handshakes"`
 	TLSResumed        int64   `json:"tls_resumed"`
 	TLSHandshakeMS    float64 `json:"tls_handshake_ms"`
+	CPUSeconds        float64 `json:"cpu_seconds"`
+	EmulatorCPU       float64 `json:"emulator_cpu_seconds"`
+	EmulatorPeakRSS   int64   `json:"emulator_peak_rss_kib"`
+	Seconds           float64 `json:"seconds"`
+	Interrupted       int64   `json:"interrupted"`
+	SteadyBPS         float64 `json:"steady_bytes_per_second"`
+	SteadyP10         float64 `json:"steady_p10_bytes_per_second"`
+	SteadyP90         float64 `json:"steady_p90_bytes_per_second"`
+	SteadyReached     bool    `json:"steady_reached"`
+	SteadyIntervals   int     `json:"steady_intervals"`
+	WarmupS           float64 `json:"warmup_s"`
+	Bottleneck        string  `json:"bottleneck"`
+	Classes           []struct {
+		Name             string  `json:"name"`
+		SizeBytes        int64   `json:"size_bytes"`
+		Objects          int64   `json:"objects"`
+		Bytes            int64   `json:"bytes"`
+		BytesPerSecond   float64 `json:"bytes_per_second"`
+		ObjectsPerSecond float64 `json:"objects_per_second"`
+		TTFB50ms         float64 `json:"ttfb_p50_ms"`
+		TTFB99ms         float64 `json:"ttfb_p99_ms"`
+	} `json:"classes"`
 }
 
 // lastJSON decodes the last line of stdout into v.
@@ -36,8 +58,10 @@ func lastJSON(t *testing.T, stdout string, v any) {
 }
 
 // TestBenchEmbedded runs the README's first command, s3pd bench with no
-// URL, on a small dataset: the embedded emulator with its network model,
-// every object fetched, a report with latency figures.
+// URL, on a small dataset (read once): the emulator in its own process
+// with its network model, every object fetched, a report with latency
+// figures, the client's and the emulator's CPU and memory apart, and a
+// row per class of the dataset.
 func TestBenchEmbedded(t *testing.T) {
 	args := []string{"bench", "--dataset", "big:2:20MiB,small:40:64KiB", "--ttfb", "20ms", "--conn-rate", "50MB"}
 	r := run(t, nil, append(args, "--json")...)
@@ -55,20 +79,29 @@ func TestBenchEmbedded(t *testing.T) {
 	if s.TTFB50ms < 20 || s.TTFB99ms < s.TTFB50ms {
 		t.Fatalf("time to first byte p50 %.1f ms, p99 %.1f ms: want p50 >= 20 ms (the emulator's delay) and p99 >= p50", s.TTFB50ms, s.TTFB99ms)
 	}
-	if !s.EmulatorInProcess || s.PeakRSS <= 0 {
-		t.Fatalf("summary %+v: want a peak RSS and emulator_in_process", s)
+	if s.EmulatorInProcess || s.PeakRSS <= 0 || s.EmulatorPeakRSS <= 0 || s.EmulatorCPU <= 0 || s.CPUSeconds <= 0 {
+		t.Fatalf("summary %+v: want the client's and the emulator's peak memory and CPU apart, not emulator_in_process", s)
+	}
+	if len(s.Classes) != 2 || s.Classes[0].Name != "big" || s.Classes[0].Objects != 2 || s.Classes[0].Bytes != 2*20<<20 ||
+		s.Classes[1].Name != "small" || s.Classes[1].Objects != 40 || s.Classes[1].SizeBytes != 64<<10 ||
+		s.Classes[1].ObjectsPerSecond <= 0 || s.Classes[1].TTFB50ms < 20 || s.Classes[1].TTFB99ms < s.Classes[1].TTFB50ms {
+		t.Fatalf("classes %+v, want big (2 objects, 40 MiB) and small (40 of 64 KiB), with rates and a first byte after the 20 ms delay", s.Classes)
 	}
 	// Over HTTPS by default, as S3: every connection a handshake.
-	if s.Scheme != "https" || s.Transport != "HTTPS (self-signed, in-process)" || s.TLSHandshakes < 1 || s.TLSHandshakeMS <= 0 {
+	if s.Scheme != "https" || s.Transport != "HTTPS (self-signed, emulator process)" || s.TLSHandshakes < 1 || s.TLSHandshakeMS <= 0 {
 		t.Fatalf("summary %+v: want https, the transport named, handshakes counted and timed", s)
 	}
 
 	r = run(t, nil, args...)
-	for _, want := range []string{"emulator: https://127.0.0.1:", "over HTTPS (self-signed, in-process)", "objects: 42 transferred",
-		"time to first byte: p50", "embedded emulator's included", "tls: over HTTPS (self-signed, in-process); "} {
+	for _, want := range []string{"emulator: https://127.0.0.1:", "over HTTPS (self-signed), in process ", "objects: 42 transferred",
+		"time to first byte: p50", "cpu: client ", "; emulator ", "class big (20.0 MiB): 2 objects", "tls: over HTTPS (self-signed, emulator process); "} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Fatalf("exit %d, stdout lacks %q:\n%s\n%s", r.code, want, r.stdout, r.stderr)
 		}
+	}
+	// The headline comes first: the steady figure, or why there is none.
+	if i := strings.Index(r.stdout, "\nsteady: "); i < 0 || i > strings.Index(r.stdout, "objects: ") {
+		t.Errorf("stdout does not open its summary with the steady line:\n%s", r.stdout)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestBenchOverHTTPSAndHTTP(t *testing.T) {
 		t.Fatalf("bench --http: exit %d\n%s", r.code, r.stderr)
 	}
 	lastJSON(t, r.stdout, &s)
-	if s.Scheme != "http" || s.Transport != "plain HTTP (in-process)" || s.TLSHandshakes != 0 || s.Objects != 4 {
+	if s.Scheme != "http" || s.Transport != "plain HTTP (emulator process)" || s.TLSHandshakes != 0 || s.Objects != 4 {
 		t.Errorf("bench --http: %+v, want 4 objects over http, no handshakes", s)
 	}
 	if r := run(t, nil, "bench", "--http", "s3://b/p/"); r.code != 2 || !strings.Contains(r.stderr, "--http is for the embedded emulator") {
