@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"math"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -117,5 +120,63 @@ func TestBenchURL(t *testing.T) {
 	lastJSON(t, r.stdout, &sum)
 	if sum.Objects != 5 || sum.Bytes != 5*3<<20 || sum.EmulatorInProcess {
 		t.Fatalf("summary %+v, want 5 objects of 3 MiB and no embedded emulator", sum)
+	}
+}
+
+// TestBenchDurationRereadsTheDataset: bench --duration 2s runs for about
+// 2 s on a dataset it reads in a fraction of that, reading it again under
+// fresh names; the steady figure is the median of the interval lines
+// after the warm-up, which it leaves out; each class of the dataset has
+// its row; the emulator's CPU is its own. The connection pace bounds the
+// bytes moved (16 requests at 2 MB/s: under 70 MiB).
+func TestBenchDurationRereadsTheDataset(t *testing.T) {
+	r := run(t, nil, "bench", "--json", "--duration", "2s", "--warmup", "500ms", "--interval", "100ms",
+		"--dataset", "d:4:1MiB,s:16:64KiB", "--ttfb", "2ms", "--conn-rate", "2MB", "--max-concurrent-requests", "16")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	lines := checkLines(t, jsonSpec(t), r.stdout)
+	var s benchSummary
+	lastJSON(t, r.stdout, &s)
+	const dataset = 4<<20 + 16<<10*4
+	if s.Seconds < 1.8 || s.Seconds > 8 || s.Failed != 0 {
+		t.Fatalf("ran %.2f s with %d failed, want about 2 s (1.8 to 8) and none failed", s.Seconds, s.Failed)
+	}
+	if s.Objects <= 20 || s.Bytes <= dataset {
+		t.Errorf("%d objects, %d bytes: want more than one pass over the 20 objects, %d bytes", s.Objects, s.Bytes, dataset)
+	}
+	// The steady figure is the median of the full intervals that began
+	// after the 500 ms warm-up (the last, shorter one left out).
+	ivs := lines["interval"]
+	var rates []float64
+	for _, l := range ivs[:len(ivs)-1] {
+		if start := l["t_s"].(float64) - l["seconds"].(float64); start >= 0.5-1e-9 {
+			rates = append(rates, l["bytes"].(float64)/l["seconds"].(float64))
+		}
+	}
+	sort.Float64s(rates)
+	if s.WarmupS != 0.5 || !s.SteadyReached || s.SteadyIntervals != len(rates) || len(rates) < 3 {
+		t.Fatalf("warm-up %.3f s, steady %v over %d intervals; want 0.5 s and the %d intervals after it", s.WarmupS, s.SteadyReached, s.SteadyIntervals, len(rates))
+	}
+	want := rates[len(rates)/2]
+	if len(rates)%2 == 0 {
+		want = (rates[len(rates)/2-1] + rates[len(rates)/2]) / 2
+	}
+	if math.Abs(s.SteadyBPS-want) > 1e-6*want || s.SteadyP10 > s.SteadyBPS || s.SteadyP90 < s.SteadyBPS || s.SteadyP10 < rates[0] || s.SteadyP90 > rates[len(rates)-1] {
+		t.Errorf("steady %.0f B/s (p10 %.0f, p90 %.0f), want the intervals' median %.0f within their range %.0f-%.0f", s.SteadyBPS, s.SteadyP10, s.SteadyP90, want, rates[0], rates[len(rates)-1])
+	}
+	if len(s.Classes) != 2 || s.Classes[0].Name != "d" || s.Classes[1].Name != "s" || s.Classes[0].Objects+s.Classes[1].Objects != s.Objects ||
+		s.Classes[0].Bytes+s.Classes[1].Bytes != s.Bytes {
+		t.Errorf("classes %+v, want d and s adding up to the summary's %d objects and %d bytes", s.Classes, s.Objects, s.Bytes)
+	}
+	if s.EmulatorCPU <= 0 || s.EmulatorPeakRSS <= 0 || s.Bottleneck == "work" {
+		t.Errorf("summary %+v: want the emulator's CPU and memory, and no 'too little work' verdict", s)
+	}
+
+	// The text summary opens with the steady figure and calls the objects
+	// cut at the end neither failed nor interrupted.
+	r = run(t, nil, "bench", "--duration", "1s", "--dataset", "d:4:1MiB", "--ttfb", "2ms", "--conn-rate", "2MB", "--max-concurrent-requests", "8")
+	if r.code != 0 || !regexp.MustCompile(`(?m)^steady: `).MatchString(r.stdout) || strings.Contains(r.stdout, "interrupted") || strings.Contains(r.stderr, "object failed") {
+		t.Errorf("exit %d, want a steady line and no interruption or failure:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
