@@ -168,6 +168,9 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		how.out.timed = how.clock != nil
 		if how.classes = sizeClasses(); ds != nil {
 			how.classes = datasetClasses(*ds)
+			if how.clock != nil {
+				how.clock.mix = how.classes // a steady mix of the groups
+			}
 		}
 		return runJob(ctx, f, spec, how)
 	}, out)

@@ -72,8 +72,11 @@ type benchClock struct {
 	limit  time.Duration
 	early  bool
 	warmup time.Duration
-	// pass names each pass's objects (nil: the same keys again).
+	// pass names each pass's objects (nil: the same keys again); mix,
+	// when set, reads the listing (the emulator's dataset, bounded) as a
+	// steady mix of its classes (job.Mixed) instead of in key order.
 	pass func(int, transfer.Object) transfer.Object
+	mix  *classTally
 
 	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
@@ -131,6 +134,9 @@ func (c *benchClock) ended(ctx context.Context) bool {
 
 // relist reads the listing again until the clock ends the round.
 func (c *benchClock) relist(l transfer.Lister) transfer.Lister {
+	if c.mix != nil {
+		return job.Mixed{Lister: l, Class: c.mix.class, Classes: len(c.mix.rows), Pass: c.pass}
+	}
 	return job.Repeat{Lister: l, Pass: c.pass}
 }
 

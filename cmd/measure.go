@@ -112,6 +112,9 @@ type measurement struct {
 	serverCPU0, serverCPU time.Duration
 	serverPeak            int64
 	timed                 bool
+	// machine0 and machine are every process's CPU time: at the start,
+	// and during the run (machineCPU).
+	machine0, machine time.Duration
 }
 
 func newMeasurement(f *runEnv, rep *reporter, lanes []string, s config.Settings, out runOutput) *measurement {
@@ -130,7 +133,7 @@ func newMeasurement(f *runEnv, rep *reporter, lanes []string, s config.Settings,
 // begin starts the measurement's clocks: when the measurement is made,
 // and again as the engine starts.
 func (m *measurement) begin() {
-	m.started, m.cpu0, m.tls0 = time.Now(), cpuTime(), m.f.handshakeCounts()
+	m.started, m.cpu0, m.tls0, m.machine0 = time.Now(), cpuTime(), m.f.handshakeCounts(), machineCPU()
 	if m.server != nil {
 		m.serverCPU0 = m.server.cpu()
 	}
@@ -149,6 +152,9 @@ func (m *measurement) ended(sum transfer.Summary) {
 	m.sum = sum
 	m.cpu = cpuTime() - m.cpu0
 	m.tls = m.f.handshakeCounts().Sub(m.tls0)
+	if m.machine0 > 0 {
+		m.machine = machineCPU() - m.machine0
+	}
 	if m.server != nil {
 		m.serverCPU, m.serverPeak = m.server.cpu()-m.serverCPU0, m.server.peakRSSKiB()
 	}
@@ -217,13 +223,17 @@ type runMeasures struct {
 	EmulatorCPUSeconds float64 `json:"emulator_cpu_seconds,omitempty"`
 	EmulatorCores      float64 `json:"emulator_cores,omitempty"`
 	EmulatorPeakRSS    int64   `json:"emulator_peak_rss_kib,omitempty"`
+	// MachineCores is the cores every process of the machine kept busy
+	// during the run, on average (0: not known).
+	MachineCores float64 `json:"machine_busy_cores"`
 	// Machine's cores, for the text summary.
 	cores int
 	// runS is the run's time, and timed says the clock ended it (the
 	// text summary's headline).
-	runS  float64
-	bytes int64
-	timed bool
+	runS     float64
+	bytes    int64
+	timed    bool
+	embedded bool
 
 	TTFB90ms     float64 `json:"ttfb_p90_ms"`
 	TTFB999ms    float64 `json:"ttfb_p999_ms"`
@@ -287,9 +297,9 @@ func (m *measurement) measures() runMeasures {
 	r.SteadyReached, r.SteadyIntervals, r.WarmupS = steady.OK, steady.Intervals, steady.Warmup.Seconds()
 	secs := s.Elapsed.Seconds()
 	r.Classes = m.classes.table(secs)
-	r.cores, r.runS, r.bytes, r.timed = runtime.NumCPU(), secs, s.Bytes, m.timed
+	r.cores, r.runS, r.bytes, r.timed, r.embedded = runtime.NumCPU(), secs, s.Bytes, m.timed, m.embedded
 	if secs > 0 {
-		r.CPUCores = m.cpu.Seconds() / secs
+		r.CPUCores, r.MachineCores = m.cpu.Seconds()/secs, m.machine.Seconds()/secs
 		if m.server != nil {
 			r.EmulatorCores = m.serverCPU.Seconds() / secs
 		}
@@ -316,8 +326,15 @@ func printSteady(w io.Writer, r runMeasures) {
 	if r.runS > 0 {
 		share = min(r.WarmupS/r.runS, 1)
 	}
-	fmt.Fprintf(w, "steady: not reached: the ramp took %s of the %s run (%.0f%%), leaving %d intervals (want %d); the dataset is too small for a steady figure: --duration 30s reads it again; %s\n",
-		humanSeconds(min(r.WarmupS, r.runS)), humanSeconds(r.runS), 100*share, r.SteadyIntervals, report.MinSteady, whole)
+	what, fix := "the prefix is", "--duration 30s reads it again"
+	if r.embedded {
+		what = "the dataset is"
+	}
+	if r.timed {
+		what, fix = "the run is", "give a longer --duration"
+	}
+	fmt.Fprintf(w, "steady: not reached: the ramp took %s of the %s run (%.0f%%), leaving %d intervals (want %d): %s too short for a steady figure; %s; %s\n",
+		humanSeconds(min(r.WarmupS, r.runS)), humanSeconds(r.runS), 100*share, r.SteadyIntervals, report.MinSteady, what, fix, whole)
 }
 
 // printMeasures writes the text summary's lines for r.
@@ -358,7 +375,7 @@ func (m *measurement) run(status string, runErr error) report.Run {
 		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
 		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
 		ServerInProcess: m.embedded && m.server == nil, Transport: m.transport(), TLS: m.reportTLS(),
-		Warmup: m.warmup, Classes: m.reportClasses(),
+		Warmup: m.warmup, Classes: m.reportClasses(), MachineCPU: m.machine,
 	}
 	if m.server != nil {
 		r.Server = &report.Process{CPU: m.serverCPU, PeakRSSKiB: m.serverPeak}

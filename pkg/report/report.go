@@ -58,6 +58,10 @@ type Run struct {
 	Warmup time.Duration
 	// Classes are the run's objects by class (bench).
 	Classes []Class
+	// MachineCPU is the CPU time every process of the machine used
+	// during the run (0: not known): beside CPU and Server's, what other
+	// processes of a shared machine took.
+	MachineCPU time.Duration
 }
 
 // Process is what a process beside the client used.

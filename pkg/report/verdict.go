@@ -20,6 +20,7 @@ const (
 	BottleneckKnee        = "knee"        // more requests in flight bought no throughput
 	BottleneckEmulator    = "emulator"    // the S3 server beside the client took the cores
 	BottleneckRamp        = "ramp"        // the run was its ramp: no steady state to judge
+	BottleneckMachine     = "machine"     // other processes of a shared machine took the cores
 )
 
 // Thresholds of the verdict: what share of a resource counts as its limit.
@@ -134,7 +135,15 @@ func cpuVerdict(r Run) (Verdict, bool) {
 	}
 	perGiB := r.CPU.Seconds() / (float64(s.Bytes) / gib)
 	busy := (client + server) / cores
+	others := 0.0
+	if r.MachineCPU > 0 {
+		others = max(r.MachineCPU.Seconds()/secs-client-server, 0)
+	}
 	switch {
+	case others >= max(client, server) && busy+others/cores >= cpuShare:
+		return Verdict{BottleneckMachine, fmt.Sprintf(
+			"the shared machine: its %d cores were %.0f%% busy, and other processes took %.1f of them beside the client's %.1f and the emulator's %.1f: this figure is a floor; run it on a quiet machine",
+			r.Machine.CPUs, 100*(busy+others/cores), others, client, server)}, true
 	case r.Server != nil && server >= client && (busy >= cpuShare || server/cores >= serverShare):
 		return Verdict{BottleneckEmulator, fmt.Sprintf(
 			"the emulator and the shared machine: the emulator used %.1f of %d cores and the client %.1f (%.2f CPU-seconds per GiB), %.0f%% of the machine together: this figure is a floor; against S3 the client has the cores to itself",
