@@ -169,7 +169,7 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		if how.classes = sizeClasses(); ds != nil {
 			how.classes = datasetClasses(*ds)
 			if how.clock != nil {
-				how.clock.mix = how.classes // a steady mix of the groups
+				how.clock.mix = true // a steady mix of the groups
 			}
 		}
 		return runJob(ctx, f, spec, how)

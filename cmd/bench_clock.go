@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -76,7 +75,7 @@ type benchClock struct {
 	// when set, reads the listing (the emulator's dataset, bounded) as a
 	// steady mix of its classes (job.Mixed) instead of in key order.
 	pass func(int, transfer.Object) transfer.Object
-	mix  *classTally
+	mix  bool
 
 	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
@@ -130,14 +129,6 @@ func (c *benchClock) sample(s transfer.Sample) {
 func (c *benchClock) ended(ctx context.Context) bool {
 	cause := context.Cause(ctx)
 	return errors.Is(cause, errBenchTime) || errors.Is(cause, errBenchSteady)
-}
-
-// relist reads the listing again until the clock ends the round.
-func (c *benchClock) relist(l transfer.Lister) transfer.Lister {
-	if c.mix != nil {
-		return job.Mixed{Lister: l, Class: c.mix.class, Classes: len(c.mix.rows), Pass: c.pass}
-	}
-	return job.Repeat{Lister: l, Pass: c.pass}
 }
 
 // emulatorPass names an object of the emulator's dataset as pass n

@@ -105,7 +105,7 @@ type measurement struct {
 	// warmup is left out of the steady figure (<0: auto).
 	warmup time.Duration
 	// classes, when set, counts the objects by class (bench).
-	classes *classTally
+	classes *job.Classes
 	// server, when set, is the emulator's process; serverCPU its CPU
 	// time during the run (from serverCPU0), serverPeak its peak memory.
 	server                serverProcess
@@ -296,7 +296,7 @@ func (m *measurement) measures() runMeasures {
 	r.SteadyBPS, r.SteadyP10, r.SteadyP90 = steady.Median, steady.P10, steady.P90
 	r.SteadyReached, r.SteadyIntervals, r.WarmupS = steady.OK, steady.Intervals, steady.Warmup.Seconds()
 	secs := s.Elapsed.Seconds()
-	r.Classes = m.classes.table(secs)
+	r.Classes = classTable(m.classes, secs)
 	r.cores, r.runS, r.bytes, r.timed, r.embedded = runtime.NumCPU(), secs, s.Bytes, m.timed, m.embedded
 	if secs > 0 {
 		r.CPUCores, r.MachineCores = m.cpu.Seconds()/secs, m.machine.Seconds()/secs
@@ -375,7 +375,7 @@ func (m *measurement) run(status string, runErr error) report.Run {
 		Machine:  machine(m.settings), Summary: m.sum, Samples: m.series.Samples(),
 		CPU: m.cpu, PeakRSSKiB: peakRSS(), MaxRequests: m.settings.MaxConcurrentRequests,
 		ServerInProcess: m.embedded && m.server == nil, Transport: m.transport(), TLS: m.reportTLS(),
-		Warmup: m.warmup, Classes: m.reportClasses(), MachineCPU: m.machine,
+		Warmup: m.warmup, Classes: reportClasses(m.classes), MachineCPU: m.machine,
 	}
 	if m.server != nil {
 		r.Server = &report.Process{CPU: m.serverCPU, PeakRSSKiB: m.serverPeak}
@@ -447,17 +447,6 @@ func (m *measurement) transport() string {
 		t += " (" + where + ")"
 	}
 	return t
-}
-
-// reportClasses are the classes' rows as the report reads them.
-func (m *measurement) reportClasses() []report.Class {
-	var out []report.Class
-	for _, c := range m.classes.table(m.sum.Elapsed.Seconds()) {
-		out = append(out, report.Class{Name: c.Name, Size: c.SizeBytes, Objects: c.Objects, Bytes: c.Bytes,
-			TTFB50: time.Duration(c.TTFB50ms * float64(time.Millisecond)), TTFB90: time.Duration(c.TTFB90ms * float64(time.Millisecond)),
-			TTFB99: time.Duration(c.TTFB99ms * float64(time.Millisecond))})
-	}
-	return out
 }
 
 // reportTLS is the run's handshakes as the report reads them.

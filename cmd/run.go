@@ -28,7 +28,7 @@ type jobRun struct {
 	// reading the listing again until then; classes, when set, counts
 	// the objects by class (bench).
 	clock   *benchClock
-	classes *classTally
+	classes *job.Classes
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -85,14 +85,12 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	meas := newMeasurement(f, rep, run.Lanes, settings, out)
 	meas.classes = how.classes
 	h.OnSample, h.SampleEvery = meas.sample, meas.flags.interval
-	if how.classes != nil {
-		h.Observer, h.Source = transfer.Observers{rep, how.classes}, how.classes.source
-	}
+	h.Classes = how.classes
 	tctx := ctx
 	if c := how.clock; c != nil {
 		tctx = c.context(ctx)
 		defer c.stop()
-		h.Lister = c.relist
+		h.Again = &job.Again{Pass: c.pass, Mix: c.mix}
 		h.OnSample = func(s transfer.Sample) { meas.sample(s); c.sample(s) }
 	}
 	started := false

@@ -201,11 +201,11 @@ type Hooks struct {
 	SampleEvery time.Duration
 	// Start is called once the engine is built, before the first request.
 	Start func()
-	// Lister, when set, decorates the run's lister (bench reads a
-	// listing again for --duration); Source decorates each lane's
-	// source (bench times each class of objects). Nil: as they are.
-	Lister func(transfer.Lister) transfer.Lister
-	Source func(transfer.Source) transfer.Source
+	// Again, when set, reads the listing again until the context ends
+	// (bench --duration); Classes, when set, counts the objects by class,
+	// observing them and timing each lane's requests.
+	Again   *Again
+	Classes *Classes
 }
 
 // ShardReport is the shard's report, complete once the listing is (nil
@@ -257,6 +257,9 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, context.CancelCauseFunc, transfer.Options, error) {
 	o := r.Options
 	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
+	if h.Classes != nil {
+		o.Observer = transfer.Observers{cmp.Or[transfer.Observer](h.Observer, transfer.NopObserver{}), h.Classes}
+	}
 	o.Listing = h.Listing
 	switch {
 	case r.listing != nil && h.Listing != nil:
@@ -266,8 +269,8 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 	}
 	o.Lister = r.scaled.Lister
 	lister := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
-	if h.Lister != nil {
-		lister = h.Lister(lister)
+	if h.Again != nil {
+		lister = h.again(lister)
 		o.Lister = lister
 	}
 	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, o.Filter)
@@ -288,16 +291,24 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 	return rctx, stop, o, nil
 }
 
-// lanes are the run's lanes with h's Source around each source.
+// lanes are the run's lanes, each source timed by h's Classes.
 func (h Hooks) lanes(ls []transfer.Lane) []transfer.Lane {
-	if h.Source == nil {
+	if h.Classes == nil {
 		return ls
 	}
 	out := make([]transfer.Lane, len(ls))
 	for i, l := range ls {
-		out[i] = transfer.Lane{Name: l.Name, Source: h.Source(l.Source)}
+		out[i] = transfer.Lane{Name: l.Name, Source: classSource{l.Source, h.Classes}}
 	}
 	return out
+}
+
+// again is l read again as h.Again says.
+func (h Hooks) again(l transfer.Lister) transfer.Lister {
+	if h.Again.Mix && h.Classes != nil {
+		return Mixed{Lister: l, Class: h.Classes.class, Classes: len(h.Classes.rows), Pass: h.Again.Pass}
+	}
+	return Repeat{Lister: l, Pass: h.Again.Pass}
 }
 
 // start calls Start, when set.
