@@ -26,6 +26,11 @@ type emulatorProcess struct {
 	// stderr keeps what the child said, for the error of a failed start.
 	stderr *capped
 	done   chan struct{}
+	// last is the latest reading of the child's CPU time and peak
+	// memory, kept for when the child is gone (an interrupted run).
+	mu      sync.Mutex
+	lastCPU time.Duration
+	lastRSS int64
 }
 
 // emulatorStartTimeout bounds the child's start, its dataset's digests
@@ -105,13 +110,21 @@ func (p *emulatorProcess) read(out io.Reader, found chan<- string) {
 	}
 }
 
-// cpu is the child's CPU time (user and system) so far, 0 where /proc
-// does not tell.
-func (p *emulatorProcess) cpu() time.Duration { return procCPU(p.cmd.Process.Pid) }
+// cpu is the child's CPU time (user and system) so far: the latest
+// reading when /proc no longer tells (0 where it never did).
+func (p *emulatorProcess) cpu() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastCPU = max(p.lastCPU, procCPU(p.cmd.Process.Pid))
+	return p.lastCPU
+}
 
 // peakRSSKiB is the child's peak resident memory so far (VmHWM).
 func (p *emulatorProcess) peakRSSKiB() int64 {
-	return peakRSSOf(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastRSS = max(p.lastRSS, peakRSSOf(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)))
+	return p.lastRSS
 }
 
 // stop interrupts the child, as a user's Ctrl-C would, waits for it

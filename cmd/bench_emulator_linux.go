@@ -2,6 +2,10 @@ package cmd
 
 import "syscall"
 
-// childAttr makes the kernel end the emulator's process with bench's,
-// however bench ends.
-func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
+// childAttr puts the emulator's process in a group of its own, so that a
+// Ctrl-C at the terminal reaches bench alone (which then stops the
+// emulator after its last request), and makes the kernel end it with
+// bench's, however bench ends.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

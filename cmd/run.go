@@ -109,11 +109,14 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	}()
 	sum, err := run.Transfer(tctx, h)
 	var cut int64 // objects in flight when the clock ended the run
-	if how.clock != nil && how.clock.ended(tctx) && ctx.Err() == nil {
+	switch {
+	case how.clock != nil && how.clock.ended(tctx) && ctx.Err() == nil:
 		if errors.Is(err, context.Canceled) {
 			err = nil
 		}
 		cut = rep.interrupted()
+	case how.clock != nil:
+		out.timed = false // the user, not the clock, ended it
 	}
 	if !started {
 		var se *job.SpecError
