@@ -118,8 +118,25 @@ func TestBenchURL(t *testing.T) {
 	}
 	var sum benchSummary
 	lastJSON(t, r.stdout, &sum)
-	if sum.Objects != 5 || sum.Bytes != 5*3<<20 || sum.EmulatorInProcess {
-		t.Fatalf("summary %+v, want 5 objects of 3 MiB and no embedded emulator", sum)
+	if sum.Objects != 5 || sum.Bytes != 5*3<<20 || sum.EmulatorInProcess || sum.EmulatorCPU != 0 {
+		t.Fatalf("summary %+v, want 5 objects of 3 MiB and no emulator of bench's own", sum)
+	}
+	// Too small a prefix for a steady figure says so, and how to get one.
+	r = run(t, nil, s.cmd("bench", s.url("d/"))...)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^steady: not reached: the ramp took .* of the .* run \(\d+%\).*the prefix is too short for a steady figure; --duration 30s reads it again`).MatchString(r.stdout) {
+		t.Errorf("exit %d, want the steady line to say the prefix is too small:\n%s", r.code, r.stdout)
+	}
+
+	// --duration reads the prefix again, the same keys, for its time (8
+	// requests at 2 MiB/s: about 16 MiB a second).
+	paced := emuStore(t, s3emu.Options{Dataset: "d:5:1MiB", ConnRate: 2 << 20})
+	r = run(t, nil, paced.cmd("bench", "--json", "--duration", "1s", "--max-concurrent-requests", "8", paced.url("d/"))...)
+	if r.code != 0 {
+		t.Fatalf("bench --duration 1s URL: exit %d\n%s", r.code, r.stderr)
+	}
+	lastJSON(t, r.stdout, &sum)
+	if sum.Objects <= 5 || sum.Failed != 0 || sum.Seconds < 0.9 || sum.Seconds > 5 {
+		t.Errorf("bench --duration 1s of a 5-object prefix: %d objects, %d failed in %.2f s; want it read again for about 1 s", sum.Objects, sum.Failed, sum.Seconds)
 	}
 }
 
