@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio bench-steady release-check soak clean
 
 all: build
 
@@ -103,6 +103,12 @@ bench-directio:
 ## model, one listing stream against fan-out, COUNT (5) rounds side by side
 bench-list:
 	bash bench/list.sh
+
+## bench-steady: bench's steady figure beside get --benchmark of the same
+## mix against the same emulator, and the loopback ceilings, ROUNDS (5)
+## interleaved rounds of DURATION (30s) each
+bench-steady:
+	bash bench/steady.sh
 
 ## release-check: validate .goreleaser.yaml with goreleaser itself (not
 ## part of check: building goreleaser fetches hundreds of modules)
