@@ -110,6 +110,9 @@ func Diagnose(r Run) Verdict {
 			"per-connection rate x requests in flight: %.1f MiB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %s%s",
 			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
 	}
+	if v, ok := machineVerdict(r); ok {
+		return v
+	}
 	if s.WindowStop == transfer.WindowKnee {
 		return Verdict{BottleneckKnee, fmt.Sprintf(
 			"beyond the requests in flight: the window stopped at %d of the %d allowed, where a step up bought no more throughput (%.1f MB/s per request); the server's share, a link or the destination sets the pace",
@@ -135,15 +138,7 @@ func cpuVerdict(r Run) (Verdict, bool) {
 	}
 	perGiB := r.CPU.Seconds() / (float64(s.Bytes) / gib)
 	busy := (client + server) / cores
-	others := 0.0
-	if r.MachineCPU > 0 {
-		others = max(r.MachineCPU.Seconds()/secs-client-server, 0)
-	}
 	switch {
-	case others >= max(client, server) && busy+others/cores >= cpuShare:
-		return Verdict{BottleneckMachine, fmt.Sprintf(
-			"the shared machine: its %d cores were %.0f%% busy, and other processes took %.1f of them beside the client's %.1f and the emulator's %.1f: this figure is a floor; run it on a quiet machine",
-			r.Machine.CPUs, 100*(busy+others/cores), others, client, server)}, true
 	case r.Server != nil && server >= client && (busy >= cpuShare || server/cores >= serverShare):
 		return Verdict{BottleneckEmulator, fmt.Sprintf(
 			"the emulator and the shared machine: the emulator used %.1f of %d cores and the client %.1f (%.2f CPU-seconds per GiB), %.0f%% of the machine together: this figure is a floor; against S3 the client has the cores to itself",
@@ -161,6 +156,29 @@ func cpuVerdict(r Run) (Verdict, bool) {
 	return Verdict{BottleneckCPU, fmt.Sprintf(
 		"CPU: %.1f CPU-seconds in %.1f s on %d cores is %.0f%% of the machine%s, %.2f CPU-seconds per GiB",
 		r.CPU.Seconds(), secs, r.Machine.CPUs, 100*busy, where, perGiB)}, true
+}
+
+// machineVerdict names a machine that other processes kept busy (a
+// shared machine) beside the client and the emulator: when they took at
+// least as many cores as either and the machine was busy, the client had
+// less than the cores it would have alone.
+func machineVerdict(r Run) (Verdict, bool) {
+	secs, cores := r.Summary.Elapsed.Seconds(), float64(r.Machine.CPUs)
+	if r.MachineCPU <= 0 || cores <= 0 || secs <= 0 {
+		return Verdict{}, false
+	}
+	client, server := r.CPU.Seconds()/secs, 0.0
+	if r.Server != nil {
+		server = r.Server.CPU.Seconds() / secs
+	}
+	all := r.MachineCPU.Seconds() / secs
+	others := max(all-client-server, 0)
+	if others < max(client, server) || all/cores < cpuShare {
+		return Verdict{}, false
+	}
+	return Verdict{BottleneckMachine, fmt.Sprintf(
+		"the shared machine: its %d cores were %.0f%% busy, and other processes took %.1f of them beside the client's %.1f and the emulator's %.1f: this figure is a floor; run it on a quiet machine",
+		r.Machine.CPUs, 100*all/cores, others, client, server)}, true
 }
 
 // steadySamples are the samples that began at or after warmup, and the
