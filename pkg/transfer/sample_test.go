@@ -136,4 +136,10 @@ func TestEngineSamplesAddUpToTheSummary(t *testing.T) {
 	if last := samples[len(samples)-1].InFlight; last != 0 {
 		t.Errorf("%d requests in flight at the end of the run, want 0", last)
 	}
+	// Each sample carries the window at its end, within the budget.
+	for i, s := range samples {
+		if s.Window < 1 || s.Window > 256 {
+			t.Errorf("sample %d: window %d, want 1..256", i, s.Window)
+		}
+	}
 }
