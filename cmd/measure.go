@@ -318,8 +318,12 @@ func (m *measurement) measures() runMeasures {
 func printSteady(w io.Writer, r runMeasures) {
 	whole := fmt.Sprintf("whole run: %s in %s", humanBytes(r.bytes), humanSeconds(r.runS))
 	if r.SteadyReached {
-		fmt.Fprintf(w, "steady: %s (p10 %s, p90 %s) over %d intervals after a warm-up of %s; %s\n",
-			humanRate(r.SteadyBPS), humanRate(r.SteadyP10), humanRate(r.SteadyP90), r.SteadyIntervals, humanSeconds(r.WarmupS), whole)
+		div, unit := float64(1<<20), "MiB/s" // the spread in the median's unit
+		if r.SteadyBPS >= 1<<30 {
+			div, unit = 1<<30, "GiB/s"
+		}
+		fmt.Fprintf(w, "steady: %s, p10 %s, p90 %s %s, over %d intervals after a warm-up of %s; %s\n",
+			humanRate(r.SteadyBPS), threeDigits(r.SteadyP10/div), threeDigits(r.SteadyP90/div), unit, r.SteadyIntervals, humanSeconds(r.WarmupS), whole)
 		return
 	}
 	share := 0.0
