@@ -160,9 +160,9 @@ type Summary struct {
 	// Listed counts the objects the lister gave, Excluded those of them
 	// the filter took out: Listed = Objects + Skipped + Excluded + Failed
 	// in every run that was not interrupted (conservation.go).
-	Listed, Excluded int64
-	Bytes                    int64
-	Requests, Retries        int64
+	Listed, Excluded  int64
+	Bytes             int64
+	Requests, Retries int64
 	// SlowDowns are the retries the server asked for by throttling
 	// (SlowDown, 503); they are counted in Retries too.
 	SlowDowns int64
