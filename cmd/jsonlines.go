@@ -127,7 +127,7 @@ func errorCode(err error) (string, int) {
 		return codeModified, 0
 	case errors.Is(err, context.Canceled):
 		return codeInterrupted, 0
-	case errors.Is(err, transfer.ErrUnaccounted):
+	case errors.Is(err, job.ErrUnaccounted):
 		return codeUnaccounted, 0
 	case job.NoCredentials(err):
 		return codeCredentials, 0

@@ -362,3 +362,15 @@ func TestShardsCheckAccounts(t *testing.T) {
 		}
 	}
 }
+
+// TestUnaccountedIsItsOwnError: a run whose counts disagree is reported
+// with its own error code, wrapped or not.
+func TestUnaccountedIsItsOwnError(t *testing.T) {
+	err := fmt.Errorf("get: %w", &transfer.UnaccountedError{Where: "the job's listing", Listed: 2, Transferred: 1})
+	if code, _ := errorCode(err); code != codeUnaccounted {
+		t.Errorf("error code %q, want %q", code, codeUnaccounted)
+	}
+	if !strings.Contains(err.Error(), "internal error in the job's listing: 1 listed object without a verdict") {
+		t.Errorf("message %q does not name the difference", err)
+	}
+}
