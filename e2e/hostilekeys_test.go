@@ -433,3 +433,22 @@ func checkRun(t *testing.T, what string, r result, listed map[string][]byte, wan
 	}
 	return jr
 }
+
+// TestLeadingSlashKeyRefusedOnBothServers: "/abs-x" beside "ok/plain" is
+// refused and named, exit 1, two objects listed, whether the server
+// encodes its listings (the emulator) or not (gofakes3, whose delimited
+// listing rolls "/abs-x" up into a prefix "abs-x" that holds nothing: the
+// key was dropped without a word, exit 0, before).
+func TestLeadingSlashKeyRefusedOnBothServers(t *testing.T) {
+	for _, s := range []*store{emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory}), fakeStore(t)} {
+		s.put(t, "/abs-x", []byte("abs"))
+		s.put(t, "ok/plain", []byte("plain"))
+		dest := t.TempDir()
+		r := run(t, nil, s.cmd("get", s.url(""), dest)...)
+		if r.code != 1 || !strings.Contains(r.stdout, "/abs-x: unsafe key \"/abs-x\": absolute path") ||
+			!strings.Contains(r.stdout, "objects: 1 transferred, 0 skipped, 1 failed; 2 listed") {
+			t.Errorf("%s: exit %d, want 1 with /abs-x refused and 2 listed\n%s%s", s.name, r.code, r.stdout, r.stderr)
+		}
+		sameTree(t, dest, map[string][]byte{"ok/plain": []byte("plain")})
+	}
+}
