@@ -438,7 +438,8 @@ func checkRun(t *testing.T, what string, r result, listed map[string][]byte, wan
 // refused and named, exit 1, two objects listed, whether the server
 // encodes its listings (the emulator) or not (gofakes3, whose delimited
 // listing rolls "/abs-x" up into a prefix "abs-x" that holds nothing: the
-// key was dropped without a word, exit 0, before).
+// key was dropped without a word, exit 0, before); ls shows "PRE /" from
+// both (it showed "PRE abs-x" from gofakes3 before).
 func TestLeadingSlashKeyRefusedOnBothServers(t *testing.T) {
 	for _, s := range []*store{emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory}), fakeStore(t)} {
 		s.put(t, "/abs-x", []byte("abs"))
@@ -450,5 +451,9 @@ func TestLeadingSlashKeyRefusedOnBothServers(t *testing.T) {
 			t.Errorf("%s: exit %d, want 1 with /abs-x refused and 2 listed\n%s%s", s.name, r.code, r.stdout, r.stderr)
 		}
 		sameTree(t, dest, map[string][]byte{"ok/plain": []byte("plain")})
+		ls := run(t, nil, s.cmd("ls", s.url(""))...)
+		if ls.code != 0 || !strings.Contains(ls.stdout, "PRE /\n") || !strings.Contains(ls.stdout, "PRE ok/\n") || strings.Contains(ls.stdout, "abs-x") {
+			t.Errorf("%s: ls: exit %d, want PRE / and PRE ok/\n%s%s", s.name, ls.code, ls.stdout, ls.stderr)
+		}
 	}
 }

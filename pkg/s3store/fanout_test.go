@@ -121,3 +121,42 @@ func TestBadPrefix(t *testing.T) {
 		}
 	}
 }
+
+// ls by directory shows the same entries from a server that ignores
+// encoding-type=url (gofakes3, rolling "/abs-x" up into "abs-x") as S3
+// would: "/" for the keys that start with "/", every object once.
+func TestListDirRollsUpWhatTheServerRollsUpWrongly(t *testing.T) {
+	faker := gofakes3.New(s3mem.New())
+	srv := httptest.NewServer(faker.Server())
+	t.Cleanup(srv.Close)
+	client := testClient(srv.URL)
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(testBucket)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"/abs-x", "//x", "a.txt", "a/b", "a/c/d", "ok/plain", "z"} {
+		if _, err := client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k), Body: bytes.NewReader([]byte(k))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := NewSource(client, Target{Bucket: testBucket})
+	for _, tc := range []struct {
+		prefix string
+		want   []string // a Dir ends in "/"
+	}{
+		{"", []string{"/", "a.txt", "a/", "ok/", "z"}},
+		{"/", []string{"//", "/abs-x"}},
+		{"a/", []string{"a/b", "a/c/"}},
+		{"a", []string{"a.txt", "a/"}},
+	} {
+		var got []string
+		if err := src.ListDir(context.Background(), tc.prefix, false, func(e Entry) error {
+			got = append(got, e.Key)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ls %q: got %q, want %q", tc.prefix, got, tc.want)
+		}
+	}
+}
