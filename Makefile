@@ -60,7 +60,7 @@ soak:
 
 ## fuzz: a short run of each fuzz target (seed corpora are committed);
 ## KEYFUZZ=N also runs N rounds of the differential fuzz of hostile keys
-## (TestHostileKeys; make test runs its default 24 rounds), KEYFUZZ_SEED
+## (TestHostileKeys; make test runs its default 18 rounds), KEYFUZZ_SEED
 ## replays from a seed
 KEYFUZZ ?=
 KEYFUZZ_SEED ?=
