@@ -58,11 +58,18 @@ SOAK ?= 5m
 soak:
 	S3PD_SOAK=$(SOAK) S3PD_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e/
 
-## fuzz: a short run of each fuzz target (seed corpora are committed)
+## fuzz: a short run of each fuzz target (seed corpora are committed);
+## KEYFUZZ=N also runs N rounds of the differential fuzz of hostile keys
+## (TestHostileKeys; make test runs its default 18 rounds), KEYFUZZ_SEED
+## replays from a seed
+KEYFUZZ ?=
+KEYFUZZ_SEED ?=
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRelPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/local
 	@if grep -qs 'func FuzzCombine' pkg/checksum/*_test.go; then \
 		$(GO) test -run '^$$' -fuzz '^FuzzCombine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/checksum; fi
+	@if [ -n "$(KEYFUZZ)" ]; then \
+		S3PD_KEYFUZZ_ROUNDS=$(KEYFUZZ) S3PD_KEYFUZZ_SEED=$(KEYFUZZ_SEED) $(GO) test -count=1 -timeout 0 -run '^TestHostileKeys$$' ./e2e/; fi
 
 ## tidy: fail if go.mod or go.sum are not tidy
 tidy:

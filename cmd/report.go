@@ -362,7 +362,7 @@ func (r *reporter) printDryRun(w io.Writer) {
 	}
 	var why []string
 	for _, reason := range slices.Sorted(maps.Keys(r.skipsBy)) {
-		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printable(reason)))
+		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printableText(reason)))
 	}
 	fmt.Fprintf(w, "would skip: %s: %s\n", plural(r.wouldSkip, "object"), strings.Join(why, ", "))
 }
@@ -398,7 +398,7 @@ func (r *reporter) line(res transfer.Result, status string) {
 	}
 	why := ""
 	if status == statusSkipped {
-		why = ": " + printable(res.Skipped)
+		why = ": " + printableText(res.Skipped)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

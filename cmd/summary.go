@@ -20,9 +20,14 @@ type summaryLine struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Objects counts those transferred whole; WouldTransfer those a dry
 	// run would transfer.
-	Objects            int64   `json:"objects"`
-	Failed             int64   `json:"failed"`
-	Skipped            int64   `json:"skipped"`
+	Objects int64 `json:"objects"`
+	Failed  int64 `json:"failed"`
+	Skipped int64 `json:"skipped"`
+	// Listed counts the objects listed, Excluded those the rules took
+	// out: Listed = Objects (or WouldTransfer) + Skipped + Excluded +
+	// Failed + Interrupted in every run that was not interrupted.
+	Listed             int64   `json:"listed"`
+	Excluded           int64   `json:"excluded"`
 	Interrupted        int64   `json:"interrupted"`
 	KeptForResume      int64   `json:"kept_for_resume"`
 	WouldTransfer      int64   `json:"would_transfer,omitempty"`
@@ -84,6 +89,7 @@ func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 	t := r.tally
 	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
 		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted, KeptForResume: t.kept,
+		Listed: s.Listed, Excluded: s.Excluded,
 		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
 		ObjectsPerSecond: perSecond(s.Objects, secs),
 		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30), Gbps: gbps(s.Bytes, secs),
@@ -183,6 +189,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	if line.Interrupted > 0 {
 		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
 	}
+	objects += "; " + listedText(line)
 	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
 	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
 	if r.directory != "" {
@@ -229,6 +236,16 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
 	r.printFailures(w)
+}
+
+// listedText says how many objects were listed: "2 listed", "5 listed,
+// 3 excluded by --include/--exclude".
+func listedText(line summaryLine) string {
+	t := fmt.Sprintf("%d listed", line.Listed)
+	if line.Excluded > 0 {
+		t += fmt.Sprintf(", %d excluded by --include/--exclude", line.Excluded)
+	}
+	return t
 }
 
 // intact is how many skipped objects were read and found intact.

@@ -55,11 +55,11 @@ func TestHumanSummary(t *testing.T) {
 		r.ObjectDone(res)
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
+	r.printSummary(&b, transfer.Summary{Listed: 4, Excluded: 1, Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
 		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, runOutput{}, false, nil, nil)
 	out := b.String()
 	for _, want := range []string{
-		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
+		"objects: 2 transferred, 0 skipped, 1 failed; 4 listed, 1 excluded by --include/--exclude (1.00 objects/s)",
 		"bytes: 2.00 MiB in 2.00 s, 1.00 MiB/s (0.01 Gbit/s)",
 		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
@@ -330,5 +330,47 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "6/157 obj,  34 open") {
 		t.Errorf("the bar does not count the objects open: %q", errOut.String())
+	}
+}
+
+// TestShardsCheckAccounts: shards check refuses a shard whose summary
+// lists more objects than it has verdicts for, or other than its share,
+// as an internal error, and takes one whose counts agree.
+func TestShardsCheckAccounts(t *testing.T) {
+	dir := t.TempDir()
+	shard := func(name, counts string) string {
+		p := filepath.Join(dir, name)
+		line := `{"schema":"s3pd/1","type":"summary",` + counts + `,"shard":{"version":2,"id":"0/1","objects":2,"bytes":2,"hash":"00000000000000000000000000000000","listing_objects":2,"listing_bytes":2,"listing_hash":"00000000000000000000000000000000","share":1}}`
+		if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		counts, want string
+		code         int
+	}{
+		{`"objects":1,"skipped":1,"listed":2`, "ok: 1 shard cover listing", ExitOK},
+		{`"objects":1,"skipped":1`, "ok: 1 shard cover listing", ExitOK}, // an older s3pd: no listed count
+		{`"objects":1,"skipped":0,"listed":2`, "internal error: 2 listed, 1 transferred + 0 skipped + 0 excluded + 0 failed + 0 interrupted = 1", ExitFailed},
+		{`"objects":1,"skipped":0,"listed":1`, "internal error: 1 listed, but its share of the split holds 2", ExitFailed},
+	} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", []string{"shards", "check", shard("s.json", tt.counts)})
+		if code != tt.code || !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", tt.counts, code, out.String()+errOut.String(), tt.code, tt.want)
+		}
+	}
+}
+
+// TestUnaccountedIsItsOwnError: a run whose counts disagree is reported
+// with its own error code, wrapped or not.
+func TestUnaccountedIsItsOwnError(t *testing.T) {
+	err := fmt.Errorf("get: %w", &transfer.UnaccountedError{Where: "the job's listing", Listed: 2, Transferred: 1})
+	if code, _ := errorCode(err); code != codeUnaccounted {
+		t.Errorf("error code %q, want %q", code, codeUnaccounted)
+	}
+	if !strings.Contains(err.Error(), "internal error in the job's listing: 1 listed object without a verdict") {
+		t.Errorf("message %q does not name the difference", err)
 	}
 }
