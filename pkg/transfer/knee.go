@@ -66,7 +66,7 @@ type knee struct {
 	// now, from from, when the run had moved bytes and the gate's
 	// in-flight integral was area (win 0: none).
 	win   int
-	from  time.Time
+	from  time.Duration
 	bytes int64
 	area  time.Duration
 	// prev is the level measured before (w 0: none).
@@ -75,14 +75,13 @@ type knee struct {
 	// window streams; closing: no step follows, and the window measured
 	// now closes kneeSpan after it began.
 	on, closing bool
-	// at is the knee, the window the climb stopped at (0: none); probe
-	// says a step above it is out; nextProbe is when the next may go.
+	// at is the knee, the window the climb stopped at (0: none; a step
+	// above it is out in PhaseProbe); nextProbe is when the next may go.
 	at        int
-	probe     bool
-	nextProbe time.Time
+	nextProbe time.Duration
 	// calm is when the window held no longer drains a wider one: its
 	// samples begin then.
-	calm time.Time
+	calm time.Duration
 	// perReq is the knee's throughput per request in flight.
 	perReq float64
 	// down: the window is a step below the knee at, measured against
@@ -180,24 +179,24 @@ const kneeHoldSpan = kneeDownSpan
 // above it.
 const kneeProbeEvery = 2 * time.Second
 
-// start begins the measure of window w from now; under the gate's lock.
-func (k *knee) start(g *gate, now time.Time, w int) {
-	g.account(now)
-	k.win, k.from, k.bytes, k.area = w, now, g.moved(), g.area
+// start begins the measure of window w from now.
+func (t *turn) startMeasure(w int) {
+	k := &t.s.kn
+	k.win, k.from, k.bytes, k.area = w, t.o.Now, t.o.Moved, t.o.Area
 }
 
-// measure returns the level measured since start; false if none.
-func (k *knee) measure(g *gate, now time.Time) (level, bool) {
-	d := now.Sub(k.from)
+// measure returns the level measured since startMeasure; false if none.
+func (t *turn) measure() (level, bool) {
+	k := &t.s.kn
+	d := t.o.Now - k.from
 	if k.win == 0 || d <= 0 {
 		return level{}, false
 	}
-	g.account(now)
-	n := g.moved() - k.bytes
+	n := t.o.Moved - k.bytes
 	return level{
 		w:        k.win,
 		rate:     float64(n) / d.Seconds(),
-		inFlight: float64(g.area-k.area) / float64(d),
+		inFlight: float64(t.o.Area-k.area) / float64(d),
 		bytes:    n,
 		span:     d,
 	}, true
@@ -216,23 +215,22 @@ func (l level) perRequest() float64 {
 }
 
 // climb measures what the steps of the window bought and says whether
-// the window may step up now: called while the window is full. Under
-// the gate's lock.
-func (g *gate) climb(now time.Time) bool {
-	k := &g.kn
-	if cur, ok := k.measure(g, now); k.closing && ok && cur.enough() && !g.judgeLast(now, cur) {
+// the window may step up now: called while the window is full.
+func (t *turn) climb() bool {
+	s, o, k := &t.s, &t.o, &t.s.kn
+	if cur, ok := t.measure(); k.closing && ok && cur.enough() && !t.judgeLast(cur) {
 		return false // settled
 	}
-	if k.at > 0 && !k.probe {
-		g.hold(now)
+	if s.Phase == PhaseHold {
+		t.hold()
 		return false
 	}
-	if g.stepOut > 0 && now.Before(g.stepLate) {
+	if o.StepOut > 0 && o.Now < t.stepLate() {
 		return false // the last step is not answered yet
 	}
 	if !k.on {
 		k.on = true
-		if !g.turnOn(now) {
+		if !t.turnOn() {
 			return false
 		}
 	}
@@ -242,9 +240,10 @@ func (g *gate) climb(now time.Time) bool {
 	// there), and always above the knee, at the budget, and at the start
 	// window when its requests queue; elsewhere it goes at once, and a
 	// knee found then steps back from one step further up.
-	queued := !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued()
-	blind := g.growInterval() >= kneeSpan && (g.unmeasured || g.leastTTFB >= kneeSpan && !queued)
-	step := !k.closing || !k.probe && g.allowed < g.max && (blind || now.Sub(k.from) >= kneeWait)
+	probe := s.Phase == PhaseProbe
+	queued := !probe && s.Window <= min(startWindow, t.r.max) && s.Window < t.r.max && t.queued()
+	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued)
+	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
 	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
@@ -252,12 +251,12 @@ func (g *gate) climb(now time.Time) bool {
 		// up, a queue for a CPU that the steps below filled may still
 		// stand beside more throughput: the measures judge there.
 		cur := k.prev
-		if cur.w != g.allowed {
-			cur, _ = k.measure(g, now)
-			cur.w = g.allowed
+		if cur.w != s.Window {
+			cur, _ = t.measure()
+			cur.w = s.Window
 		}
 		if cur.enough() {
-			g.settle(now, level{w: max(kneeFloor, cur.w/2)})
+			t.settle(level{w: max(kneeFloor, cur.w/2)})
 		}
 		return false
 	}
@@ -267,40 +266,33 @@ func (g *gate) climb(now time.Time) bool {
 // turnOn starts the measure of the window of the last step, whose
 // requests were answered and now stream, judging first the window
 // before it if its measure is still open; false if the window settled.
-// Under the gate's lock.
-func (g *gate) turnOn(now time.Time) bool {
-	k := &g.kn
+func (t *turn) turnOn() bool {
+	k := &t.s.kn
 	if k.closing {
 		// The step went out before the window before it was measured
 		// enough: judged now if it moved enough, else not at all.
-		cur, ok := k.measure(g, now)
-		switch {
-		case ok && cur.enough():
-			if !g.judge(now, cur) {
-				return false
-			}
-		default:
+		if cur, ok := t.measure(); ok && cur.enough() && !t.judge(cur) {
+			return false
 		}
 	}
-	k.start(g, now, g.allowed)
+	t.startMeasure(t.s.Window)
 	k.closing = true
-	if g.growInterval() < kneeSpan {
-		g.nextGrow = later(g.nextGrow, now.Add(kneeSpan))
+	if t.o.TTFB < kneeSpan {
+		t.s.NextGrow = max(t.s.NextGrow, t.o.Now+kneeSpan)
 	}
 	return true
 }
 
 // judgeLast closes the measure cur of the window of the last step, once
-// it moved enough, and judges it; false if the window settled. Under the
-// gate's lock.
-func (g *gate) judgeLast(now time.Time, cur level) bool {
-	k := &g.kn
+// it moved enough, and judges it; false if the window settled.
+func (t *turn) judgeLast(cur level) bool {
+	k := &t.s.kn
 	k.closing = false
-	if !g.judge(now, cur) {
+	if !t.judge(cur) {
 		return false
 	}
-	k.probe, k.at = false, 0 // climbing, again after a probe that paid
-	if cur.w >= g.max {
+	t.s.Phase, k.at = PhaseClimb, 0 // climbing, again after a probe that paid
+	if cur.w >= t.r.max {
 		k.win = 0 // the budget paid too: nothing left to measure
 	}
 	return true
@@ -308,104 +300,97 @@ func (g *gate) judgeLast(now time.Time, cur level) bool {
 
 // judge compares window cur with the one measured before it and settles
 // the window when the step between them did not pay; false if it did
-// settle. Under the gate's lock.
-func (g *gate) judge(now time.Time, cur level) bool {
-	k := &g.kn
+// settle.
+func (t *turn) judge(cur level) bool {
+	k := &t.s.kn
 	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
 		k.prev = cur
 		return true
 	}
-	if prev := k.prev; k.probe || cur.rate < prev.rate*(1+kneeHold) {
-		probe := k.probe
-		g.settle(now, prev) // it bought nothing: a step back
-		if !probe && prev.w <= min(startWindow, g.max) {
-			g.stepDown(prev) // the climb's first window may hold more than it needs
+	probe := t.s.Phase == PhaseProbe
+	if prev := k.prev; probe || cur.rate < prev.rate*(1+kneeHold) {
+		t.settle(prev) // it bought nothing: a step back
+		if !probe && prev.w <= min(startWindow, t.r.max) {
+			t.stepDown(prev) // the climb's first window may hold more than it needs
 		}
 	} else {
-		g.settle(now, cur) // it bought a little: hold
+		t.settle(cur) // it bought a little: hold
 	}
 	return false
 }
 
 // queued says whether the requests queue where they are served: the
 // median time to first byte is kneeQueue times the least one seen, over
-// at least the start window's answers. Under the gate's lock.
-func (g *gate) queued() bool {
-	return !g.unmeasured && g.heardAll >= g.start && g.leastTTFB > 0 &&
-		g.growInterval() >= kneeQueue*g.leastTTFB
+// at least the start window's answers.
+func (t *turn) queued() bool {
+	o := &t.o
+	return !t.r.unmeasured && o.Answered >= int64(t.r.start) && o.LeastTTFB > 0 &&
+		o.TTFB >= kneeQueue*o.LeastTTFB
 }
 
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// settle holds the window at the knee l; under the gate's lock.
-func (g *gate) settle(now time.Time, l level) {
-	k := &g.kn
-	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
-	k.nextProbe = now.Add(kneeProbeEvery)
-	g.allowed = min(g.max, l.w)
-	g.newStep()
+// settle holds the window at the knee l.
+func (t *turn) settle(l level) {
+	s, k := &t.s, &t.s.kn
+	s.Phase = PhaseHold
+	k.at, k.down, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
+	k.nextProbe = t.o.Now + kneeProbeEvery
+	s.Window = min(t.r.max, l.w)
+	t.newStep()
 	k.on = true // nothing to wait for: the window held streams
-	k.start(g, now, g.allowed)
+	t.startMeasure(s.Window)
 	k.closing = false
 }
 
 // stepDown halves the window below the knee l, to be measured against
-// it (down); under the gate's lock.
-func (g *gate) stepDown(l level) {
-	k := &g.kn
+// it (down).
+func (t *turn) stepDown(l level) {
+	k := &t.s.kn
 	if l.w/2 < kneeFloor {
 		k.down = false
 		return
 	}
 	k.down, k.best = true, l
-	g.allowed = l.w / 2
+	t.s.Window = l.w / 2
 }
 
 // hold samples the throughput of a window held at its knee every
 // kneeSpan, and sends a probe a step above it when one is due or the
-// throughput per request rose. Under the gate's lock.
-func (g *gate) hold(now time.Time) {
-	k := &g.kn
-	cur, ok := k.measure(g, now)
-	if g.inFlight > g.allowed || ok && cur.inFlight > float64(g.allowed) {
+// throughput per request rose.
+func (t *turn) hold() {
+	s, o, k := &t.s, &t.o, &t.s.kn
+	cur, ok := t.measure()
+	if o.InFlight > s.Window || ok && cur.inFlight > float64(s.Window) {
 		// What a wider window left in flight drains first, and the
 		// requests sent once it drained wait a time to first byte.
-		k.start(g, now, g.allowed)
-		k.calm = now.Add(g.growInterval())
+		t.startMeasure(s.Window)
+		k.calm = o.Now + o.TTFB
 		return
 	}
-	if now.Before(k.calm) {
-		k.start(g, now, g.allowed)
+	if o.Now < k.calm {
+		t.startMeasure(s.Window)
 		return
 	}
 	if !ok || !cur.enough() || cur.span < kneeHoldSpan {
 		return
 	}
-	k.start(g, now, g.allowed)
+	t.startMeasure(s.Window)
 	k.closing = false
 	if k.down {
 		// A step below the knee: kept, and the next one tried, when it
 		// moves as much as the best of the knee and the halves kept, less
 		// kneeHold; else back.
 		if cur.rate >= k.best.rate*(1-kneeHold) {
-			k.at, k.perReq = g.allowed, cur.perRequest()
-			g.stepDown(level{w: g.allowed, rate: max(k.best.rate, cur.rate)})
+			k.at, k.perReq = s.Window, cur.perRequest()
+			t.stepDown(level{w: s.Window, rate: max(k.best.rate, cur.rate)})
 		} else {
-			k.down, g.allowed = false, k.at
-			g.cond.Broadcast()
+			k.down, s.Window = false, k.at
 		}
-		k.start(g, now, g.allowed) // the next sample is of the window now
+		t.startMeasure(s.Window) // the next sample is of the window now
 		return
 	}
 	// A sample taken while the window filled after a change says
 	// nothing of the throughput per request: only a full one counts.
-	full := cur.inFlight >= kneeFull*float64(g.allowed)
+	full := cur.inFlight >= kneeFull*float64(s.Window)
 	if k.perReq == 0 {
 		// Settled without a measure of its own (the start window
 		// queued): the first full sample is the knee's.
@@ -421,9 +406,10 @@ func (g *gate) hold(now time.Time) {
 		// being made, and a rise over it alone says little.
 		k.perReq = max(k.perReq, cur.perRequest())
 	}
-	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
+	if s.Window >= t.r.max || o.Now < k.nextProbe && !rose {
 		return
 	}
-	k.prev, k.probe, k.nextProbe = cur, true, now.Add(kneeProbeEvery)
-	g.stepUp(now)
+	k.prev, k.nextProbe = cur, o.Now+kneeProbeEvery
+	s.Phase = PhaseProbe
+	t.stepUp()
 }

@@ -186,8 +186,8 @@ func TestGateLeastTimeToFirstByteLeavesOutTheConnection(t *testing.T) {
 		s.connect = 25 * time.Millisecond
 		g.answered(&s)
 		g.release(s, false)
-		if g.leastTTFB != 5*time.Millisecond {
-			t.Fatalf("least time to first byte %v, want 5ms", g.leastTTFB)
+		if got := time.Duration(g.least.Load()); got != 5*time.Millisecond {
+			t.Fatalf("least time to first byte %v, want 5ms", got)
 		}
 	})
 }
@@ -298,42 +298,39 @@ func TestPays(t *testing.T) {
 // TestKneeLevelIsItsBestSample: a window held at its knee probes when
 // its throughput per request rises kneeRise over the best of its full
 // samples, not over the first one alone, which may have been taken
-// while its connections were still being made.
+// while its connections were still being made. The rule alone, fed one
+// observation per sample.
 func TestKneeLevelIsItsBestSample(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var moved atomic.Int64
-		g := newGate(256, true, func() time.Duration { return time.Millisecond }, moved.Load)
-		const w = 16
-		// One sample: w requests in flight over kneeHoldSpan, moving
-		// rate x (kneeCounts x sqrt(w) x countEvery per kneeSpan) bytes.
-		unit := float64(kneeCounts * 4 * countEvery)
-		sample := func(rate float64) (probed bool) {
-			time.Sleep(kneeHoldSpan)
-			moved.Add(int64(float64(kneeHoldSpan/kneeSpan) * rate * unit))
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			g.hold(time.Now())
-			return g.kn.probe
+	r := windowRule{max: 256, start: startWindow}
+	const w = 16
+	o := observation{TTFB: time.Millisecond, InFlight: w, Full: true}
+	settled := turn{r: r, o: o, s: r.initial()}
+	settled.settle(level{w: w})
+	s := settled.s
+	// One sample: w requests in flight over kneeHoldSpan, moving
+	// rate x (kneeCounts x sqrt(w) x countEvery per kneeSpan) bytes.
+	unit := float64(kneeCounts * 4 * countEvery)
+	sample := func(rate float64) (probed bool) {
+		o.Now += kneeHoldSpan
+		o.Area += w * kneeHoldSpan
+		o.Moved += int64(float64(kneeHoldSpan/kneeSpan) * rate * unit)
+		s = r.next(s, o)
+		return s.Phase == PhaseProbe
+	}
+	for i, c := range []struct {
+		rate  float64
+		probe bool
+	}{
+		{1.0, false}, // the knee's first full sample: its level
+		{1.2, false}, // a rise short of kneeRise: the new best
+		{1.4, false}, // kneeRise over the first, not over the best
+		{1.8, true},  // kneeRise over the best
+	} {
+		if got := sample(c.rate); got != c.probe {
+			t.Fatalf("sample %d at %.1fx: probe %v, want %v (phase %v)", i, c.rate, got, c.probe, s.Phase)
 		}
-		g.mu.Lock()
-		g.inFlight, g.allowed = w, w
-		g.settle(time.Now(), level{w: w})
-		g.mu.Unlock()
-		for i, c := range []struct {
-			rate  float64
-			probe bool
-		}{
-			{1.0, false}, // the knee's first full sample: its level
-			{1.2, false}, // a rise short of kneeRise: the new best
-			{1.4, false}, // kneeRise over the first, not over the best
-			{1.8, true},  // kneeRise over the best
-		} {
-			if got := sample(c.rate); got != c.probe {
-				t.Fatalf("sample %d at %.1fx: probe %v, want %v", i, c.rate, got, c.probe)
-			}
-		}
-		if g.allowed != 2*w {
-			t.Fatalf("window %d after the probe, want %d", g.allowed, 2*w)
-		}
-	})
+	}
+	if s.Window != 2*w {
+		t.Fatalf("window %d after the probe, want %d", s.Window, 2*w)
+	}
 }
