@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -376,6 +377,34 @@ func TestGateWindowNeverDropsBelowOne(t *testing.T) {
 		}
 		if got := g.bound(); got != 1 {
 			t.Fatalf("window %d after later cuts, want 1", got)
+		}
+	})
+}
+
+// BenchmarkGateAtTheBudget is the gate's cost per request under
+// contention: every goroutine takes a slot, is answered and gives it
+// back, the window at the budget with room to spare, as in a run whose
+// window climbed there. Run it at several GOMAXPROCS
+// (go test -run '^$' -bench BenchmarkGateAtTheBudget -cpu 2,16,64): the
+// target is at most 1 µs per request.
+func BenchmarkGateAtTheBudget(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const budget = 1024
+	var moved atomic.Int64
+	g := newGate(budget, true, ttfb30ms, moved.Load)
+	go g.run(ctx)
+	g.allowed.Store(budget) // at the budget: the climb is not measured here
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			g.answered(&s)
+			g.release(s, false)
 		}
 	})
 }
