@@ -205,9 +205,9 @@ type runMeasures struct {
 	WindowKnee     int     `json:"window_knee"`
 	// WindowPhases are the window's transitions (transfer.WindowChange).
 	WindowPhases []windowPhase `json:"window_phases"`
-	Bottleneck     string  `json:"bottleneck"`
-	Verdict        string  `json:"verdict"`
-	Round          int     `json:"round,omitempty"`
+	Bottleneck   string        `json:"bottleneck"`
+	Verdict      string        `json:"verdict"`
+	Round        int           `json:"round,omitempty"`
 }
 
 // windowPhase is one transition of the window in --json.
@@ -242,7 +242,7 @@ func (m *measurement) measures() runMeasures {
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
 		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
 		WindowPhases: windowPhases(s.WindowPhases),
-		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.about.round,
+		Bottleneck:   v.Bottleneck, Verdict: v.Line, Round: m.about.round,
 		Scheme: m.scheme(), Transport: m.transport(),
 		TLSHandshakes: m.tls.Total, TLSResumed: m.tls.Resumed, TLSHandshakeMS: ms(m.tls.Time),
 		TLSShare: m.reportTLS().Share(s.RequestTime),

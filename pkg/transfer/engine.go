@@ -192,7 +192,7 @@ type Summary struct {
 	// phase it entered, when, and the window then (its first is the
 	// start; none with AdaptiveOff).
 	WindowPhases []WindowChange
-	Elapsed    time.Duration
+	Elapsed      time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
