@@ -47,6 +47,9 @@ type gate struct {
 	adaptive bool
 	rule     windowRule
 	since    time.Time
+	// clock is the time since the gate's start (a test's simulated
+	// network sets its own).
+	clock func() time.Duration
 	// ttfb is the median time to first byte (0: none yet), read once
 	// per sample; moved the bytes the run moved so far.
 	ttfb  func() time.Duration
@@ -154,6 +157,7 @@ func newGate(max int, adaptive bool, ttfb func() time.Duration, moved func() int
 // (0: startWindow), at most the budget.
 func newGateAt(max, start int, adaptive bool, ttfb func() time.Duration, moved func() int64) *gate {
 	g := &gate{adaptive: adaptive, since: time.Now(), ttfb: ttfb, moved: moved, wake: make(chan struct{}, 1)}
+	g.clock = func() time.Duration { return time.Since(g.since) }
 	g.rule = windowRule{max: max, start: min(cmp.Or(start, startWindow), max), unmeasured: moved == nil}
 	if moved == nil {
 		g.moved = func() int64 { return 0 }
@@ -179,7 +183,7 @@ func newGateAt(max, start int, adaptive bool, ttfb func() time.Duration, moved f
 const noLoad = 1 << 62
 
 // now is the time since the gate's start.
-func (g *gate) now() time.Duration { return time.Since(g.since) }
+func (g *gate) now() time.Duration { return g.clock() }
 
 // acquire waits for room under the window, or for ctx to end.
 func (g *gate) acquire(ctx context.Context) (slot, error) {

@@ -88,6 +88,14 @@ type knee struct {
 	// best, the knee's window when the climb stopped.
 	down bool
 	best level
+	// guess: the step down tests the reading that the start window's
+	// requests queue; unqueued: a step down refuted it, and the climb no
+	// longer reads the spread of the times to first byte as a queue.
+	guess, unqueued bool
+	// counted is when the requests of the last step streamed long enough
+	// to have added to the run's count (countLag): the window's measure
+	// begins then.
+	counted time.Duration
 }
 
 // level is what a window moved: its throughput in bytes per second and
@@ -218,6 +226,9 @@ func (l level) perRequest() float64 {
 // the window may step up now: called while the window is full.
 func (t *turn) climb() bool {
 	s, o, k := &t.s, &t.o, &t.s.kn
+	if k.closing && o.Now < k.counted {
+		t.startMeasure(k.win) // its new requests have not counted yet
+	}
 	if cur, ok := t.measure(); k.closing && ok && cur.enough() && !t.judgeLast(cur) {
 		return false // settled
 	}
@@ -255,8 +266,15 @@ func (t *turn) climb() bool {
 			cur, _ = t.measure()
 			cur.w = s.Window
 		}
-		if cur.enough() {
-			t.settle(level{w: max(kneeFloor, cur.w/2)})
+		if cur.enough() && cur.w/2 >= kneeFloor {
+			// Its half is measured against it: a spread of the times
+			// to first byte reads as a queue too, and where the half
+			// moves less the climb goes on.
+			t.settle(cur)
+			t.stepDown(cur)
+			k.guess = true
+		} else if cur.enough() {
+			t.settle(cur)
 		}
 		return false
 	}
@@ -277,6 +295,7 @@ func (t *turn) turnOn() bool {
 	}
 	t.startMeasure(t.s.Window)
 	k.closing = true
+	k.counted = t.o.Now + t.countLag()
 	if t.o.TTFB < kneeSpan {
 		t.s.NextGrow = max(t.s.NextGrow, t.o.Now+kneeSpan)
 	}
@@ -319,12 +338,28 @@ func (t *turn) judge(cur level) bool {
 	return false
 }
 
+// countLag is how long a new request streams before it adds to the
+// run's count (countEvery bytes, at the throughput per request of the
+// level measured before), at most kneeLagMost: a window measured
+// sooner misses its new requests' bytes and looks poorer than it is.
+func (t *turn) countLag() time.Duration {
+	p := t.s.kn.prev.perRequest()
+	if p <= 0 {
+		return 0
+	}
+	return min(kneeLagMost, time.Duration(countEvery/p*float64(time.Second)))
+}
+
+// kneeLagMost bounds the wait for a step's first counts: at 2 MB/s per
+// connection a request counts its first countEvery after 260 ms.
+const kneeLagMost = 300 * time.Millisecond
+
 // queued says whether the requests queue where they are served: the
 // median time to first byte is kneeQueue times the least one seen, over
 // at least the start window's answers.
 func (t *turn) queued() bool {
 	o := &t.o
-	return !t.r.unmeasured && o.Answered >= int64(t.r.start) && o.LeastTTFB > 0 &&
+	return !t.r.unmeasured && !t.s.kn.unqueued && o.Answered >= int64(t.r.start) && o.LeastTTFB > 0 &&
 		o.TTFB >= kneeQueue*o.LeastTTFB
 }
 
@@ -379,10 +414,19 @@ func (t *turn) hold() {
 		// A step below the knee: kept, and the next one tried, when it
 		// moves as much as the best of the knee and the halves kept, less
 		// kneeHold; else back.
-		if cur.rate >= k.best.rate*(1-kneeHold) {
-			k.at, k.perReq = s.Window, cur.perRequest()
+		switch {
+		case cur.rate >= k.best.rate*(1-kneeHold):
+			k.at, k.perReq, k.guess = s.Window, cur.perRequest(), false
 			t.stepDown(level{w: s.Window, rate: max(k.best.rate, cur.rate)})
-		} else {
+		case k.guess:
+			// The start window's requests did not queue: fewer moved
+			// less. The climb goes on from the start window.
+			best := k.best
+			s.Window, s.Phase = k.at, PhaseClimb
+			k.down, k.guess, k.unqueued, k.at, k.prev = false, false, true, 0, best
+			t.newStep()
+			return
+		default:
 			k.down, s.Window = false, k.at
 		}
 		t.startMeasure(s.Window) // the next sample is of the window now

@@ -149,24 +149,39 @@ func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
 
 // TestGateStopsWhereRequestsQueue: the median time to first byte is 8
 // times the least (the requests queue for what serves them), so the
-// climb sends no step at all, and the window settles at half the start
-// window as soon as the start window was measured, without a sample of
-// the half to judge it by (6 streaming at once move all there is).
+// climb sends no step at all: once the start window was measured the
+// window steps down to its half, which moves as much (6 streaming at
+// once move all there is), and holds it as its knee.
 func TestGateStopsWhereRequestsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 6 })
+		defer b.stop()
 		half := max(kneeFloor, startWindow/2)
 		time.Sleep(150 * time.Millisecond)
-		if w, _, knee := b.g.window(); w != half || knee != half {
-			t.Fatalf("window %d, knee %d 150 ms in, want it settled at %d already", w, knee, half)
+		if w := b.g.bound(); w != half {
+			t.Fatalf("window %d 150 ms in, want it down at %d already", w, half)
 		}
 		time.Sleep(time.Second)
 		w, stop, knee := b.g.window()
-		b.stop()
 		_, peak := b.g.load()
 		if w != half || stop != WindowKnee || knee != w || peak > startWindow {
 			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of %d and no step sent above %d",
 				w, stop, knee, peak, half, startWindow)
+		}
+	})
+}
+
+// TestGateClimbsWhereTheSpreadIsNoQueue: the times to first byte spread
+// as widely (the median 8 times the least) but every request streams at
+// its own pace with nothing shared: the half of the start window moves
+// half as much, so the climb goes on to the budget.
+func TestGateClimbsWhereTheSpreadIsNoQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 1 << 20 })
+		defer b.stop()
+		time.Sleep(2 * time.Second)
+		if w, stop, knee := b.g.window(); w != 256 || stop != WindowBudget || knee != 0 {
+			t.Fatalf("window %d, stop %q, knee %d: want the budget, no knee", w, stop, knee)
 		}
 	})
 }
