@@ -244,7 +244,22 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 		g.release(slots[0], false)
 		s := <-got
 		g.answered(&s)
-		// Full and unthrottled: the window probes up by one a second.
+		// Full and unthrottled: within a few round trips the window is
+		// back at the level the cut found, and probes up from it by one
+		// a second.
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
+		time.Sleep(recoverAfter*30*time.Millisecond + 50*time.Millisecond)
+		if b := g.bound(); b != 25 {
+			t.Errorf("window a few round trips after the cut %d, want 25", b)
+		}
+		<-got
+		acquireN(ctx, t, g, 25-g.inFlightNow()) // full again, one waiting
 		go func() {
 			s, err := g.acquire(ctx)
 			if err != nil {
@@ -253,8 +268,8 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 			got <- s
 		}()
 		time.Sleep(probeEvery + 50*time.Millisecond)
-		if b := g.bound(); b != 23 {
-			t.Errorf("window a second after the cut %d, want 23", b)
+		if b := g.bound(); b != 26 {
+			t.Errorf("window a second later %d, want 26", b)
 		}
 		<-got
 	})

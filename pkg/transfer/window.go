@@ -84,6 +84,12 @@ type windowState struct {
 	Floor int
 	// NextGrow is when a full window may grow next.
 	NextGrow time.Duration
+	// Level is what the server served before the back-off: the window
+	// the first cut set, lowered only by a cut while the window
+	// recovers to it (Recovering). CutAt is when the last cut came.
+	Level      int
+	Recovering bool
+	CutAt      time.Duration
 	kn       knee
 }
 
@@ -163,6 +169,10 @@ func (t *turn) slowDowns() {
 			s.Floor = max(1, s.Window-max(1, s.Window/8))
 		}
 		s.Window = max(s.Floor, min(s.Window-1, t.concurrent(o.ThrottledLoad)))
+		if s.Phase != PhaseBackOff || s.Recovering {
+			s.Level = s.Window // refused on the way back: the server's level is lower
+		}
+		s.Recovering, s.CutAt = false, o.Now
 		s.Epoch++
 		t.newStep()
 		s.Phase, s.NextGrow = PhaseBackOff, o.Now+probeEvery
@@ -239,6 +249,9 @@ func (t *turn) grow() {
 		return
 	}
 	if s.Phase == PhaseBackOff {
+		if t.recover() {
+			return
+		}
 		if s.Window < t.r.max && o.Now >= s.NextGrow {
 			s.Window++
 			s.NextGrow = o.Now + probeEvery
@@ -250,6 +263,31 @@ func (t *turn) grow() {
 		t.stepUp()
 	}
 }
+
+// recover doubles a window cut below the server's level back to it
+// once no SlowDown came for recoverAfter round trips (a storm ended),
+// a step at a time as the climb does; true if it stepped.
+func (t *turn) recover() bool {
+	s, o := &t.s, &t.o
+	calm := o.Now >= s.CutAt+recoverAfter*o.TTFB
+	answered := o.StepOut == 0 || o.Now >= t.stepLate()
+	if s.Window >= s.Level || !calm || !answered || s.Recovering && o.Now < s.NextGrow {
+		return false
+	}
+	s.Window = min(s.Level, stepUp(s.Window))
+	s.Recovering, s.NextGrow = true, o.Now+o.TTFB
+	if s.Window >= s.Level {
+		s.NextGrow = o.Now + probeEvery // back at the level: probing on from it
+	}
+	t.newStep()
+	return true
+}
+
+// recoverAfter is how many median times to first byte without a
+// SlowDown end a storm: the refusals of a burst come back within the
+// round trip of the requests sent under it, and a rate limiter's
+// refusals within the rateSpan its answers are counted over.
+const recoverAfter = rateSpan
 
 // stepUp is the window after one step up from w: twice w. A step that
 // crosses a server's limit overshoots it by less than the step: from 32
