@@ -90,7 +90,7 @@ type windowState struct {
 	Level      int
 	Recovering bool
 	CutAt      time.Duration
-	kn       knee
+	kn         knee
 }
 
 // observation is what the mechanism measured, sampled at Now (since the
