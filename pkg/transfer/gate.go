@@ -63,6 +63,7 @@ type gate struct {
 	// one read sees both (see areaWord).
 	area        pad64
 	streaming   pad64 // requests in flight answered successfully
+	released    pad64 // requests given back so far
 	heardAll    pad64 // successful answers so far
 	epoch, step pad64 // the rule's, as last applied
 	// filled is the step in which a request last waited for room (-1:
@@ -308,6 +309,7 @@ func (g *gate) answered(s *slot) {
 func (g *gate) release(s slot, throttled bool) {
 	g.area.Add(g.now().Microseconds()<<areaShift - 1)
 	n := g.inFlight.Add(-1)
+	g.released.Add(1)
 	if s.answered {
 		g.streaming.Add(-1)
 	} else {
@@ -384,6 +386,7 @@ func (g *gate) observe(s windowState) observation {
 	o.LeastTTFB = time.Duration(g.least.Load())
 	o.Answered = g.heardAll.Load()
 	o.Streaming = int(g.streaming.Load())
+	o.Released = g.released.Load()
 	o.Full = g.filled.Load() == s.Step
 	o.FilledAt = time.Duration(g.filledAt.Load())
 	o.StepOut = max(0, int(g.out[s.Step%stepRing].Load()))

@@ -106,6 +106,10 @@ type level struct {
 	inFlight float64
 	bytes    int64 // moved over the span
 	span     time.Duration
+	// unit is the most a range in flight may have moved and not counted
+	// yet: countEvery, or a request's mean size where requests are
+	// smaller (a small object counts its bytes once, when it ends).
+	unit float64
 }
 
 // enough says whether l moved enough to judge it by: kneeSpan, and
@@ -115,7 +119,7 @@ type level struct {
 // end of the span, and the sum of those errors grows with the root of
 // their number: so measured, a window's throughput is within about 5 %.
 func (l level) enough() bool {
-	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*countEvery
+	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*l.unit
 }
 
 // kneeSpan is the least time a window's throughput is measured over: at
@@ -207,6 +211,7 @@ func (t *turn) measure() (level, bool) {
 		inFlight: float64(t.o.Area-k.area) / float64(d),
 		bytes:    n,
 		span:     d,
+		unit:     t.unit(),
 	}, true
 }
 
@@ -253,7 +258,10 @@ func (t *turn) climb() bool {
 	// knee found then steps back from one step further up.
 	probe := s.Phase == PhaseProbe
 	queued := !probe && s.Window <= min(startWindow, t.r.max) && s.Window < t.r.max && t.queued()
-	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued)
+	// A step is blind too where a measure would take longer than
+	// kneeWait to count the step's new requests (slow connections).
+	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued) ||
+		!queued && t.slowCounts()
 	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
 	if step && queued {
 		// The start window's requests queue: it holds more than the
@@ -338,16 +346,39 @@ func (t *turn) judge(cur level) bool {
 	return false
 }
 
+// unit is the most a range in flight moved and did not count yet:
+// countEvery, or less where the requests so far moved less each.
+func (t *turn) unit() float64 {
+	if t.o.Released == 0 {
+		return countEvery
+	}
+	return min(countEvery, float64(t.o.Moved)/float64(t.o.Released))
+}
+
 // countLag is how long a new request streams before it adds to the
-// run's count (countEvery bytes, at the throughput per request of the
-// level measured before), at most kneeLagMost: a window measured
-// sooner misses its new requests' bytes and looks poorer than it is.
+// run's count (unit bytes, at the throughput per request of the level
+// measured before), at most kneeLagMost: a window measured sooner
+// misses its new requests' bytes and looks poorer than it is.
 func (t *turn) countLag() time.Duration {
-	p := t.s.kn.prev.perRequest()
-	if p <= 0 {
+	return lagAt(t.s.kn.prev.perRequest(), t.unit())
+}
+
+// slowCounts says whether the run's requests so far took kneeWait or
+// longer to count unit bytes each: a measure of a step would wait for
+// them longer than the step may. The run's mean says so only once it
+// ran kneeWait itself (before, its time to first byte weighs too much).
+func (t *turn) slowCounts() bool {
+	o := &t.o
+	return o.Now >= kneeWait && o.Moved > 0 && o.Area > 0 && lagAt(float64(o.Moved)/o.Area.Seconds(), t.unit()) >= kneeWait
+}
+
+// lagAt is how long a request moving perReq bytes a second takes to
+// count unit bytes, at most kneeLagMost (0 for an unknown rate).
+func lagAt(perReq, unit float64) time.Duration {
+	if perReq <= 0 {
 		return 0
 	}
-	return min(kneeLagMost, time.Duration(countEvery/p*float64(time.Second)))
+	return min(kneeLagMost, time.Duration(unit/perReq*float64(time.Second)))
 }
 
 // kneeLagMost bounds the wait for a step's first counts: at 2 MB/s per

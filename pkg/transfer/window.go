@@ -111,6 +111,9 @@ type observation struct {
 	// the requests in flight.
 	Answered  int64
 	Streaming int
+	// Released counts the requests given back so far (the mean bytes a
+	// request moves is Moved over it).
+	Released int64
 	// Full: a request waited for the window in the current step, which
 	// filled at FilledAt. StepOut counts the requests of the step taken
 	// before it filled that the server has not answered yet.
