@@ -26,7 +26,9 @@ type netModel struct {
 	cpuPerReq  float64
 	cpuPerConn float64
 	// slowAbove (requests per second, 0: none) is the server's rate
-	// limit: a request above it is answered SlowDown.
+	// limit: a token bucket that refills at that rate and holds a tenth
+	// of a second's; a request that finds it empty is answered SlowDown
+	// (and takes no token).
 	slowAbove float64
 	// stormFrom and stormTo: every request answered in between is
 	// answered SlowDown.
@@ -118,6 +120,8 @@ func (m netModel) run(budget, start int, adaptive bool) simResult {
 		parts    []int64         // sizes of the parts still to send
 		sentAt   []time.Duration // the last second's requests, for the rate limit
 		slows    int
+		tokens   = m.slowAbove / 10
+		refilled time.Duration
 	)
 	for range m.objects {
 		for off := int64(0); off < m.size; off += m.part {
@@ -216,7 +220,15 @@ func (m netModel) run(budget, start int, adaptive bool) simResult {
 			}
 			hist.add(now - q.s.sent)
 			storm := now >= m.stormFrom && now < m.stormTo
-			if storm || m.slowAbove > 0 && float64(len(sentAt)) > m.slowAbove {
+			limited := false
+			if m.slowAbove > 0 {
+				tokens = min(m.slowAbove/10, tokens+m.slowAbove*(now-refilled).Seconds())
+				refilled = now
+				if limited = tokens < 1; !limited {
+					tokens--
+				}
+			}
+			if storm || limited {
 				slows++
 				g.release(q.s, true)
 				heap.Push(&events, &simEvent{at: now + simRetryAfter, req: &simReq{size: q.size, retry: true}})
