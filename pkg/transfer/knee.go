@@ -241,7 +241,7 @@ func (t *turn) climb() bool {
 		t.hold()
 		return false
 	}
-	if o.StepOut > 0 && o.Now < t.stepLate() {
+	if o.StepOut > s.Window/stepStragglers && o.Now < t.stepLate() {
 		return false // the last step is not answered yet
 	}
 	if !k.on {
@@ -288,6 +288,14 @@ func (t *turn) climb() bool {
 	}
 	return step
 }
+
+// stepStragglers is the share of a step's requests (one in so many of
+// the window) that may still wait for their first byte when the next
+// step goes: where one request in fifty takes ten times as long, a step
+// of 128 waits for a straggler in nine climbs of ten, for up to
+// lateAnswers; a SlowDown comes back within the round trip, so the
+// few left unanswered hold no refusal the next step would cross.
+const stepStragglers = 128
 
 // turnOn starts the measure of the window of the last step, whose
 // requests were answered and now stream, judging first the window
