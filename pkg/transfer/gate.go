@@ -21,7 +21,8 @@ import (
 // otherwise) and, while it is full, doubles a step at a time up to the
 // budget. A step goes out only once the server answered (with data or
 // an error) every request sent under the step before, up to the moment
-// that step filled, and at least a median time to first byte after it:
+// that step filled (but one in stepStragglers of the window), and at
+// least a median time to first byte after it:
 // so the window never sends a step before the server had its say on the
 // last, and it crosses a server's limit once, by one step. A request
 // still waiting for its answer after max(250 ms, 4 median times to first
