@@ -95,7 +95,7 @@ func simGrid() []simCase {
 		{"2 cores, 100 MB/s, 5 ms", cpu(simNet(100*simMB, 5*ms, 0.5, 25*simGB, 64*simMiB), 2), 256,
 			&simShort{"the knee is found between two doublings (48-96) and held at the upper", simShare, 1.6, simRounds}},
 		{"2 cores, 12.5 MB/s, 30 ms", cpu(simNet(12.5*simMB, 30*ms, 0.5, 25*simGB, 64*simMiB), 2), 1024,
-			&simShort{"blind steps (30 ms to first byte) reach 1,024 before the first measure, and the step back lands at 128, two doublings below the knee of 384, for a probe period", 0.62, 2.5, simRounds}},
+			&simShort{"blind steps (30 ms to first byte) reach 1,024 before a measure closes (a request counts its first 512 KiB 42 ms in, later than the next step), 1,024 is judged against 128 and the window steps back there, two doublings below the knee of 384, until a probe", 0.62, 2.5, simRounds}},
 		{"16 cores, 4 MiB, 12.5 MB/s, 30 ms", cpu(simNet(12.5*simMB, 30*ms, 0.5, 25*simGB, 4*simMiB), 16), 256, nil},
 		{"16 cores, 16 MiB, 100 MB/s, 30 ms", cpu(simNet(100*simMB, 30*ms, 0.5, 25*simGB, 16*simMiB), 16), 512, nil},
 		{"aggregate 5 GB/s, 50 MB/s, 15 ms", cpu(simNet(50*simMB, 15*ms, 0.5, 5*simGB, 16*simMiB), 64), 512,
