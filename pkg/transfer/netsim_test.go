@@ -62,14 +62,13 @@ func (r simResult) rate() float64 { return float64(r.bytes) / r.elapsed.Seconds(
 
 // simEvent is a request's first byte, or a retry's due time.
 type simEvent struct {
-	at    time.Duration
-	req   *simReq
-	index int
+	at  time.Duration
+	req *simReq
 }
 
+// simReq is one request: its slot and size, and where its stream ends.
 type simReq struct {
 	s      slot
-	off    int64 // its part, by number
 	size   int64
 	target float64 // the stream's progress at which it ends
 	retry  bool    // a SlowDown's part, due again
