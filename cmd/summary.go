@@ -12,6 +12,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/transfer"
+	"go.uber.org/zap"
 )
 
 // summaryLine is the last --json line of a transfer.
@@ -149,6 +150,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // summary is written, so a quiet run without --json ends when its
 // transfer does.
 func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, measures func() runMeasures) {
+	for _, c := range s.WindowPhases {
+		r.log.Debug("window", zap.Duration("at", c.At), zap.Stringer("phase", c.Phase), zap.Int("window", c.Window))
+	}
 	if w == nil && r.json == nil {
 		return
 	}

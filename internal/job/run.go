@@ -168,20 +168,11 @@ func (r *Run) openCopy(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// tlsStartWindow is where the window of requests in flight starts over
-// HTTPS. Each connection the start opens costs a TLS handshake on both
-// ends before its first byte, so the start opens no more than the climb
-// can show are needed: on two cores over loopback, 32 connections at the
-// start held 256 x 1 MiB at 0.87x the speed of 16 while the window
-// settled back to 16, and the climb doubles from 16 where its steps pay,
-// one round trip later than from 32.
-const tlsStartWindow = 16
-
 // startOver sets where the window starts for a run whose requests go
 // to endpoint ("": AWS, over HTTPS), unless the options set it.
 func (r *Run) startOver(endpoint string) {
 	if r.Options.StartWindow == 0 && overTLS(endpoint) {
-		r.Options.StartWindow = tlsStartWindow
+		r.Options.StartWindow = transfer.TLSStartWindow
 	}
 }
 

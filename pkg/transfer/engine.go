@@ -192,7 +192,11 @@ type Summary struct {
 	Window     int
 	WindowStop string
 	WindowKnee int
-	Elapsed    time.Duration
+	// WindowPhases are the adaptive window's transitions, in order: the
+	// phase it entered, when, and the window then (its first is the
+	// start; none with AdaptiveOff).
+	WindowPhases []WindowChange
+	Elapsed      time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
@@ -310,6 +314,7 @@ func (e *Engine) summary() Summary {
 	}
 	s.InFlightMean, s.InFlightPeak = e.gate.load()
 	s.Window, s.WindowStop, s.WindowKnee = e.gate.window()
+	s.WindowPhases = e.gate.phases()
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}
