@@ -161,6 +161,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	}
 	out := f.output(opts.output)
 	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
+	out.upload = isS3(opts.dst) && !opts.benchmark
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
 	if spec.SrcURL.Bucket != "" {
 		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)

@@ -59,7 +59,7 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
 		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
 	out := f.output(opts.output)
-	out.localTo = "stdin" // the parts' checksums were checked on arrival
+	out.localTo, out.upload = "stdin", true
 	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts},
 		jobRun{settings: settings, out: out, verb: "upload", origin: func(transfer.Object) string { return "-" }})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -62,15 +61,11 @@ func (s *stream) transfer(ctx context.Context, obs transfer.Observer) (transfer.
 	result := transfer.Result{Object: transfer.Object{Key: s.key, Name: s.key, Size: res.Bytes},
 		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
 	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests}
-	switch {
-	case err != nil:
+	if err != nil {
 		sum.Failed = 1
-	case res.Verified:
+	} else {
 		sum.Objects = 1
-		result.Verification.Checksums = []string{strings.ToLower(s.alg)}
-	default:
-		sum.Objects = 1
-		result.Verification.Unverified = transfer.UnverifiedNoChecksum
+		result.Verification = res.Landed
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		result.Err = context.Canceled

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,9 +39,11 @@ type StreamResult struct {
 	Parts    int   // 0: one PutObject
 	PartSize int64 // the part size used
 	// Checksum is the object's full-object checksum, computed over the
-	// stream as it was read; Verified says the server's agreed.
+	// stream as it was read. Landed says how what the server stored was
+	// checked against it (verified: the server's checksum of the object
+	// agreed, and its size).
 	Checksum string
-	Verified bool
+	Landed   transfer.Verification
 	// Requests counts the upload's requests (a HEAD that checks the
 	// checksum is not one of them).
 	Requests int64
@@ -70,7 +71,7 @@ func (u *UploadSink) Stream(ctx context.Context, key string, r io.Reader, partSi
 	}
 	err := st.run(ctx, r, conc)
 	res.Bytes, res.Parts, res.Requests = st.bytes, len(st.parts), st.requests
-	res.Checksum, res.Verified, res.Elapsed = st.sum, st.verified, time.Since(start)
+	res.Checksum, res.Landed, res.Elapsed = st.sum, st.landed, time.Since(start)
 	return res, err
 }
 
@@ -89,7 +90,8 @@ type stream struct {
 	bytes    int64
 	requests int64
 	sum      string
-	verified bool
+	landed   transfer.Verification
+	echoed   int // parts whose answer carried their checksum
 }
 
 // read fills a buffer from r, once one is free: the part, and whether
@@ -224,11 +226,8 @@ func (st *stream) put(ctx context.Context, data []byte) error {
 	}
 	st.bytes, st.sum = int64(len(data)), sum
 	got := sumOf(o.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if got == "" {
-		got = st.headSum(ctx)
-	}
-	st.verified = got == sum
-	return nil
+	st.landed, err = st.sink.landed(ctx, sent{key: st.key, size: st.bytes, sum: sum, answered: true}, got)
+	return err
 }
 
 // create starts the multipart upload, with a full-object checksum.
@@ -282,8 +281,12 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("upload part %d of %s: %w", num, st.sink.url(st.key), classify(err))
 	}
-	if got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C); got != "" && got != sum {
+	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
+	if got != "" && got != sum {
 		return fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, st.sink.url(st.key), got, sum)
+	}
+	if got != "" {
+		st.echoed++
 	}
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
 	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, sum)
@@ -305,32 +308,11 @@ func (st *stream) complete(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", st.sink.url(st.key), statusError(err))
 	}
-	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if got == "" {
-		// Not in the answer: the object's own, as a HEAD gives it.
-		got = st.headSum(ctx)
-	}
-	switch {
-	case got == "" || strings.Contains(got, "-") || !wellFormed(alg, got):
-		// A server that keeps no full-object checksum (or one of another
-		// width, as moto's): the parts' were checked on arrival.
-	case got != st.sum:
-		return fmt.Errorf("complete %s: server checksum %s, the stream's %s", st.sink.url(st.key), got, st.sum)
-	default:
-		st.verified = true
-	}
-	return nil
-}
-
-// headSum is the object's checksum as a HEAD gives it, "" when none.
-func (st *stream) headSum(ctx context.Context) string {
-	in := &s3.HeadObjectInput{Bucket: aws.String(st.sink.bucket), Key: aws.String(st.key), ChecksumMode: types.ChecksumModeEnabled}
-	st.sink.opts.Req.applyHead(in)
-	out, err := st.sink.client.HeadObject(ctx, in)
-	if err != nil {
-		return ""
-	}
-	return sumOf(st.sink.opts.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
+	// The answer's full-object checksum is the server's, combined from
+	// the parts it stored.
+	s := sent{key: st.key, size: st.bytes, sum: st.sum, answered: true, headed: true, echoed: st.echoed == len(st.parts)}
+	st.landed, err = st.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
+	return err
 }
 
 // wellFormed says v is a checksum of alg's width: 8 bytes for CRC64NVME,

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -135,6 +137,7 @@ func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.
 			u.url(key), obj.Size, nparts, u.opts.PartSize, MaxParts))
 	}
 	f.parts = make([]types.CompletedPart, nparts)
+	f.sums = checksum.NewParts(algorithm(u.opts.ChecksumAlgorithm), obj.Size, u.opts.PartSize)
 	if err := f.startMultipart(ctx); err != nil {
 		return nil, err
 	}
@@ -194,7 +197,19 @@ type uploadFile struct {
 	parts    []types.CompletedPart // by part number - 1; nil for PutObject
 	previous map[int32]types.Part  // parts of a resumed upload
 	put      bool                  // the PutObject was sent
+
+	// sums are the CRCs of the parts as sent, combined at Commit into
+	// the object's, which the destination's must equal (nil for a
+	// PutObject, and for a server-side copy, which sends no bytes).
+	sums *checksum.Parts
+	// echoed counts the parts whose answer carried their checksum.
+	echoed atomic.Int64
+	// landing is how the destination was checked (Landed).
+	landing transfer.Verification
 }
+
+// Landed implements transfer.Lander.
+func (f *uploadFile) Landed() transfer.Verification { return f.landing }
 
 // WritePart implements transfer.PartWriter: one UploadPart per part, or
 // the PutObject of a small object, each with its checksum.
@@ -204,7 +219,8 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		if off != 0 || n != f.size {
 			return 0, transfer.Permanent(fmt.Errorf("put %s: part %d+%d of a %d-byte object", f.sink.url(f.key), off, n, f.size))
 		}
-		rd, sum, release, err := f.sink.prepare(body, n, progress)
+		run := checksum.Start(algorithm(alg))
+		rd, sum, release, err := f.sink.prepare(body, n, progress, &run)
 		if err != nil {
 			return 0, err
 		}
@@ -212,7 +228,15 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		if err := f.sameAsSource(body, sum); err != nil {
 			return 0, err
 		}
-		if err := f.putObject(ctx, rd, n, sum); err != nil {
+		got, err := f.putObject(ctx, rd, n, sum)
+		if err != nil {
+			return 0, err
+		}
+		if run.Len() != n {
+			return 0, fmt.Errorf("put %s: the request read %d of %d bytes", f.sink.url(f.key), run.Len(), n)
+		}
+		s := sent{key: f.key, size: n, sum: checksum.Encode(algorithm(alg), run.Sum()), answered: sum != "", headed: sum == ""}
+		if f.landing, err = f.sink.landed(ctx, s, got); err != nil {
 			return 0, err
 		}
 		return n, nil
@@ -222,7 +246,8 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		return 0, transfer.Permanent(fmt.Errorf("upload %s: part at %d+%d is not on a %d-byte boundary", f.sink.url(f.key), off, n, ps))
 	}
 	num := int32(off/ps + 1)
-	rd, sum, release, err := f.sink.prepare(body, n, progress)
+	run := checksum.Start(algorithm(alg))
+	rd, sum, release, err := f.sink.prepare(body, n, progress, &run)
 	if err != nil {
 		return 0, err
 	}
@@ -231,6 +256,8 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		// Uploaded by an interrupted run, and identical: keep it.
 		f.parts[num-1] = types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag,
 			ChecksumCRC64NVME: p.ChecksumCRC64NVME, ChecksumCRC32C: p.ChecksumCRC32C}
+		f.sums.Set(off, run)
+		f.echoed.Add(1)
 		progress(n)
 		return n, nil
 	}
@@ -247,16 +274,21 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 	if err != nil {
 		return 0, fmt.Errorf("upload part %d of %s: %w", num, f.sink.url(f.key), classify(err))
 	}
-	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if sum != "" && got != "" && got != sum {
-		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, sum)
+	if run.Len() != n {
+		return 0, fmt.Errorf("upload part %d of %s: the request read %d of %d bytes", num, f.sink.url(f.key), run.Len(), n)
 	}
-	if got == "" {
-		got = sum
+	mine := checksum.Encode(algorithm(alg), run.Sum())
+	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
+	if got != "" && got != mine {
+		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, mine)
+	}
+	if got != "" {
+		f.echoed.Add(1)
 	}
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
-	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, got)
+	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, mine)
 	f.parts[num-1] = c
+	f.sums.Set(off, run)
 	return n, nil
 }
 
@@ -279,12 +311,12 @@ func (f *uploadFile) sameAsSource(body *transfer.Body, sum string) error {
 // from its start; a stream goes out with a trailer (Trailer) or is first
 // read into a pooled buffer. The returned reader reports progress as the
 // request reads it; release returns the buffer.
-func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64)) (io.Reader, string, func(), error) {
+func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64), run *checksum.Running) (io.Reader, string, func(), error) {
 	nop := func() {}
+	alg := algorithm(u.opts.ChecksumAlgorithm)
 	if rs, ok := body.ReadCloser.(io.ReadSeeker); ok {
-		h := newHash(u.opts.ChecksumAlgorithm)
 		bp := copyBufs.Get().(*[]byte)
-		k, err := io.CopyBuffer(h, io.LimitReader(rs, n), *bp)
+		k, err := io.CopyBuffer(run, io.LimitReader(rs, n), *bp)
 		copyBufs.Put(bp)
 		if err == nil && k != n {
 			err = &transfer.ShortBodyError{Got: k, Want: n}
@@ -296,10 +328,12 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 		if _, err := rs.Seek(0, io.SeekStart); err != nil {
 			return nil, "", nop, fmt.Errorf("rewind part: %w", err)
 		}
-		return &progressReader{r: io.LimitReader(rs, n), progress: progress}, encodeSum(h), nop, nil
+		return &progressReader{r: io.LimitReader(rs, n), progress: progress}, checksum.Encode(alg, run.Sum()), nop, nil
 	}
 	if u.opts.Trailer {
-		return &progressReader{r: io.LimitReader(body, n), progress: progress}, "", nop, nil
+		// The SDK sums the body for the trailer as it sends it; run
+		// sums the same bytes, for the check of what landed.
+		return &progressReader{r: summingReader{io.LimitReader(body, n), run}, progress: progress}, "", nop, nil
 	}
 	bp := u.bufs.Get().(*[]byte)
 	if int64(cap(*bp)) < n {
@@ -307,7 +341,6 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 		bp = &b
 	}
 	buf := (*bp)[:n]
-	h := newHash(u.opts.ChecksumAlgorithm)
 	var got int64
 	for got < n {
 		k, err := body.Read(buf[got:min(got+1<<20, n)])
@@ -321,8 +354,8 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 			return nil, "", nop, err
 		}
 	}
-	h.Write(buf)
-	return &progressReader{r: bytes.NewReader(buf), progress: progress}, encodeSum(h), func() { u.bufs.Put(bp) }, nil
+	run.Update(buf)
+	return &progressReader{r: bytes.NewReader(buf), progress: progress}, checksum.Encode(alg, run.Sum()), func() { u.bufs.Put(bp) }, nil
 }
 
 // progressReader reports bytes as they are read.
@@ -339,8 +372,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// putObject sends a whole small object.
-func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum string) error {
+// putObject sends a whole small object and returns the checksum the
+// answer carried ("" when none).
+func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum string) (string, error) {
 	o := f.sink.opts
 	in := &s3.PutObjectInput{Bucket: aws.String(f.sink.bucket), Key: aws.String(f.key), Body: rd, ContentLength: aws.Int64(n)}
 	in.ChecksumCRC64NVME, in.ChecksumCRC32C = sumFields(o.ChecksumAlgorithm, sum)
@@ -353,11 +387,12 @@ func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum s
 	o.Metadata.applyPut(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyPut(in)
-	if _, err := f.sink.client.PutObject(ctx, in, uploadAPI); err != nil {
-		return fmt.Errorf("put %s: %w", f.sink.url(f.key), classify(err))
+	out, err := f.sink.client.PutObject(ctx, in, uploadAPI)
+	if err != nil {
+		return "", fmt.Errorf("put %s: %w", f.sink.url(f.key), classify(err))
 	}
 	f.put = true
-	return nil
+	return sumOf(o.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C), nil
 }
 
 // WriteAt implements transfer.File; the engine hands an upload whole
@@ -377,7 +412,13 @@ func (f *uploadFile) Commit() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return f.putObject(ctx, bytes.NewReader(nil), 0, encodeSum(newHash(f.sink.opts.ChecksumAlgorithm)))
+		empty := encodeSum(newHash(f.sink.opts.ChecksumAlgorithm))
+		got, err := f.putObject(ctx, bytes.NewReader(nil), 0, empty)
+		if err != nil {
+			return err
+		}
+		f.landing, err = f.sink.landed(ctx, sent{key: f.key, sum: empty, answered: true}, got)
+		return err
 	}
 	for i, p := range f.parts {
 		if p.PartNumber == nil {
@@ -392,10 +433,24 @@ func (f *uploadFile) Commit() error {
 	f.sink.opts.Req.applyComplete(in)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := f.sink.client.CompleteMultipartUpload(ctx, in, noRetry); err != nil {
+	out, err := f.sink.client.CompleteMultipartUpload(ctx, in, noRetry)
+	if err != nil {
 		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), statusError(err))
 	}
-	return nil
+	if f.sums == nil {
+		return nil // a server-side copy: no byte was sent
+	}
+	alg := f.sink.opts.ChecksumAlgorithm
+	whole, err := f.sums.Sum()
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), err)
+	}
+	// The answer's full-object checksum is the server's, combined from
+	// the parts it stored: it covers them, header or trailer.
+	s := sent{key: f.key, size: f.size, sum: checksum.Encode(algorithm(alg), whole),
+		answered: true, headed: true, echoed: f.echoed.Load() == int64(len(f.parts))}
+	f.landing, err = f.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
+	return err
 }
 
 // Abort aborts the multipart upload, even when the run was cancelled.

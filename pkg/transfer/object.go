@@ -132,6 +132,8 @@ func (t *object) wait() Result {
 	if err == nil {
 		if err = t.f.Commit(); err != nil {
 			err = fmt.Errorf("commit: %w", err)
+		} else if l, ok := t.f.(Lander); ok {
+			v = v.landed(l.Landed())
 		}
 	}
 	kept := false

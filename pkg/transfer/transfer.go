@@ -183,6 +183,18 @@ type Journal interface {
 	Suspend() (kept bool, err error)
 }
 
+// Lander is implemented by files whose Commit checks what the
+// destination stored against the bytes written: an upload compares the
+// size and checksum the store reports for the object with those of the
+// bytes it sent. Commit (or WritePart, for an object sent in one
+// request) fails with an error that wraps ErrChecksum when they differ.
+// After a Commit that returned nil, Landed says how the destination was
+// checked; it then decides the object's verification, since bytes read
+// right but stored wrong are not verified.
+type Lander interface {
+	Landed() Verification
+}
+
 // Dataless is implemented by body readers that carry no data, only a
 // reference that a PartWriter acts on (a server-side copy): the engine
 // neither reads nor sums them.
