@@ -45,8 +45,9 @@ type StreamResult struct {
 	Checksum string
 	Landed   transfer.Verification
 	// Requests counts the upload's requests (a HEAD that checks the
-	// checksum is not one of them).
-	Requests int64
+	// checksum is not one of them); Retries the parts sent again, and
+	// SlowDowns those among them the server asked for by throttling.
+	Requests, Retries, SlowDowns int64
 	Elapsed  time.Duration
 }
 
@@ -71,6 +72,7 @@ func (u *UploadSink) Stream(ctx context.Context, key string, r io.Reader, partSi
 	}
 	err := st.run(ctx, r, conc)
 	res.Bytes, res.Parts, res.Requests = st.bytes, len(st.parts), st.requests
+	res.Retries, res.SlowDowns = st.retries, st.slowdowns
 	res.Checksum, res.Landed, res.Elapsed = st.sum, st.landed, time.Since(start)
 	return res, err
 }
@@ -85,10 +87,14 @@ type stream struct {
 	free     chan []byte // buffers not in flight
 
 	uploadID string
+	journal  *uploadJournal // names the upload, for a run after a crash to abort
 	mu       sync.Mutex
 	parts    []types.CompletedPart
 	bytes    int64
 	requests int64
+	retries  int64
+	// slowdowns are the retries the server asked for by throttling
+	slowdowns int64
 	sum      string
 	landed   transfer.Verification
 	echoed   int // parts whose answer carried their checksum
@@ -153,6 +159,9 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			return chunk{}, context.Cause(ctx)
 		}
 	}
+	if err := st.clearStale(ctx); err != nil {
+		return err
+	}
 	first, err := next(ctx)
 	if err != nil {
 		return err
@@ -169,6 +178,8 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			defer cancel()
 			if aerr := st.sink.abort(actx, st.key, st.uploadID); aerr != nil {
 				err = fmt.Errorf("%w (and %v)", err, aerr)
+			} else {
+				st.journal.remove()
 			}
 		}
 	}()
@@ -244,6 +255,37 @@ func (st *stream) create(ctx context.Context) error {
 		return fmt.Errorf("create upload %s: %w", st.sink.url(st.key), statusError(err))
 	}
 	st.uploadID = aws.ToString(out.UploadId)
+	st.journal, err = st.sink.createJournal(journalHeader{Key: st.key, UploadID: st.uploadID, Stream: true,
+		PartSize: st.partSize, Algorithm: o.ChecksumAlgorithm, Size: -1})
+	return err
+}
+
+// clearStale aborts the incomplete uploads of the key that earlier runs
+// left (a stream's cannot be resumed: its bytes are gone), telling
+// Report of each, before this one starts.
+func (st *stream) clearStale(ctx context.Context) error {
+	u := st.sink
+	ups, err := u.pendingUploads(ctx, st.key)
+	if err != nil {
+		// Not a reason to refuse the upload (the permission to list
+		// uploads is often not given), but said.
+		u.report(fmt.Sprintf("could not look for incomplete uploads of %s that earlier runs left: %v", u.url(st.key), err))
+		return nil
+	}
+	h, _ := u.readJournal(st.key)
+	for _, up := range ups {
+		id := aws.ToString(up.UploadId)
+		if err := u.abort(ctx, st.key, id); err != nil {
+			return err
+		}
+		why := "an earlier upload of this key, which a stream cannot resume"
+		if h != nil && h.UploadID == id {
+			why = "left by an interrupted upload of a stream, which cannot be resumed"
+		}
+		u.report(fmt.Sprintf("aborted the incomplete upload %s of %s, begun %s: %s", id, u.url(st.key),
+			aws.ToTime(up.Initiated).UTC().Format(time.RFC3339), why))
+	}
+	u.removeJournal(st.key)
 	return nil
 }
 
@@ -261,13 +303,21 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	st.sink.opts.Req.applyUploadPart(in)
 	var out *s3.UploadPartOutput
 	var err error
+	prevThrottled := false // the attempt before this one was throttled
 	// The part is in memory: a failed attempt is sent again from it.
 	for attempt := 0; ; attempt++ {
 		in.Body = &progressReader{r: bytes.NewReader(data), progress: st.progress}
 		out, err = st.sink.client.UploadPart(ctx, in, uploadAPI)
 		st.mu.Lock()
 		st.requests++
+		if attempt > 0 {
+			st.retries++
+			if prevThrottled {
+				st.slowdowns++
+			}
+		}
 		st.mu.Unlock()
+		prevThrottled = throttled(err)
 		if err == nil || attempt == streamAttempts-1 || ctx.Err() != nil || !transfer.Retriable(classify(err)) {
 			break
 		}
@@ -310,6 +360,7 @@ func (st *stream) complete(ctx context.Context) error {
 	}
 	// The answer's full-object checksum is the server's, combined from
 	// the parts it stored.
+	st.journal.remove()
 	s := sent{key: st.key, size: st.bytes, sum: st.sum, answered: true, headed: true, echoed: st.echoed == len(st.parts)}
 	st.landed, err = st.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
 	return err
@@ -326,4 +377,10 @@ func wellFormed(alg, v string) bool {
 		return len(b) == 4
 	}
 	return len(b) == 8
+}
+
+// throttled says err asks the client to slow down (SlowDown, 503).
+func throttled(err error) bool {
+	var t interface{ Throttle() bool }
+	return err != nil && errors.As(classify(err), &t) && t.Throttle()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,18 @@ type UploadOptions struct {
 	Trailer bool
 	// Req carries requester-pays and bucket-owner settings.
 	Req Request
+	// JournalDir, when set, is where upload journals live (see
+	// journal.go): a multipart upload interrupted in any way is then
+	// resumed by the next run, its acknowledged parts kept.
+	JournalDir string
+	// SourceIdentity identifies an object's bytes at the source (a
+	// file's device, inode, size and modification time): an upload whose
+	// source changed since the run that started it is aborted, not
+	// resumed. Nil: objects resume by their parts' checksums alone.
+	SourceIdentity func(transfer.Object) string
+	// Report is told, in one line, of each incomplete upload of a key
+	// that the upload aborts.
+	Report func(msg string)
 }
 
 // ErrNotUTF8 reports a file name that is not valid UTF-8, which no S3 key
@@ -138,7 +151,8 @@ func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.
 	}
 	f.parts = make([]types.CompletedPart, nparts)
 	f.sums = checksum.NewParts(algorithm(u.opts.ChecksumAlgorithm), obj.Size, u.opts.PartSize)
-	if err := f.startMultipart(ctx); err != nil {
+	f.echo = make([]bool, nparts)
+	if err := f.startMultipart(ctx, obj); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -202,8 +216,15 @@ type uploadFile struct {
 	// the object's, which the destination's must equal (nil for a
 	// PutObject, and for a server-side copy, which sends no bytes).
 	sums *checksum.Parts
-	// echoed counts the parts whose answer carried their checksum.
-	echoed atomic.Int64
+	// echo says, by part number - 1, which parts' answers carried their
+	// checksum (each part's own slot: parts run in parallel).
+	echo []bool
+	// journal records the parts acknowledged, for a rerun; resumable are
+	// the parts of a resumed upload that its journal and its listing
+	// agree on.
+	journal   *uploadJournal
+	resumable map[int32]journalPart
+	reused    atomic.Int64 // bytes of the parts kept from an interrupted run
 	// landing is how the destination was checked (Landed).
 	landing transfer.Verification
 }
@@ -252,12 +273,14 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		return 0, err
 	}
 	defer release()
-	if p, ok := f.previous[num]; ok && sum != "" && aws.ToInt64(p.Size) == n && sumOf(alg, p.ChecksumCRC64NVME, p.ChecksumCRC32C) == sum {
+	if p, ok := f.kept(num, n, sum); ok {
 		// Uploaded by an interrupted run, and identical: keep it.
-		f.parts[num-1] = types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag,
-			ChecksumCRC64NVME: p.ChecksumCRC64NVME, ChecksumCRC32C: p.ChecksumCRC32C}
+		f.parts[num-1] = types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag}
+		f.parts[num-1].ChecksumCRC64NVME, f.parts[num-1].ChecksumCRC32C = sumFields(alg, sum)
 		f.sums.Set(off, run)
-		f.echoed.Add(1)
+		f.echo[num-1] = p.echoed
+		f.journal.add(journalPart{Part: num, Size: n, ETag: aws.ToString(p.ETag), Sum: sum, Echoed: p.echoed})
+		f.reused.Add(n)
 		progress(n)
 		return n, nil
 	}
@@ -282,14 +305,52 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 	if got != "" && got != mine {
 		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, mine)
 	}
-	if got != "" {
-		f.echoed.Add(1)
-	}
+	f.echo[num-1] = got != ""
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
 	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, mine)
 	f.parts[num-1] = c
 	f.sums.Set(off, run)
+	f.journal.add(journalPart{Part: num, Size: n, ETag: aws.ToString(out.ETag), Sum: mine, Echoed: got != ""})
 	return n, nil
+}
+
+// keptPart is a part an interrupted run uploaded that this one keeps.
+type keptPart struct {
+	ETag   *string
+	echoed bool
+}
+
+// kept returns part num of a resumed upload when it holds n bytes whose
+// checksum is sum: by the checksum the upload's listing gives it, or by
+// the journal's, for a part the listing and the journal agree on.
+func (f *uploadFile) kept(num int32, n int64, sum string) (keptPart, bool) {
+	p, ok := f.previous[num]
+	if !ok || sum == "" || aws.ToInt64(p.Size) != n {
+		return keptPart{}, false
+	}
+	if listed := sumOf(f.sink.opts.ChecksumAlgorithm, p.ChecksumCRC64NVME, p.ChecksumCRC32C); listed != "" {
+		return keptPart{p.ETag, true}, listed == sum
+	}
+	jp, ok := f.resumable[num]
+	return keptPart{p.ETag, jp.Echoed}, ok && jp.Sum == sum
+}
+
+// Reused implements transfer.Reuser: the bytes of the parts kept from
+// an interrupted run.
+func (f *uploadFile) Reused() int64 { return f.reused.Load() }
+
+// Suspend implements transfer.Suspender: an interrupted multipart upload
+// that S3 acknowledged parts of is kept, with its journal, for the next
+// run to resume; one with none is aborted.
+func (f *uploadFile) Suspend() (bool, error) {
+	if f.uploadID == "" {
+		return false, nil
+	}
+	if !slices.ContainsFunc(f.parts, func(p types.CompletedPart) bool { return p.PartNumber != nil }) {
+		return false, f.Abort()
+	}
+	f.journal.close()
+	return true, nil
 }
 
 // sameAsSource fails when sum, the checksum of the bytes about to be put
@@ -448,7 +509,8 @@ func (f *uploadFile) Commit() error {
 	// The answer's full-object checksum is the server's, combined from
 	// the parts it stored: it covers them, header or trailer.
 	s := sent{key: f.key, size: f.size, sum: checksum.Encode(algorithm(alg), whole),
-		answered: true, headed: true, echoed: f.echoed.Load() == int64(len(f.parts))}
+		answered: true, headed: true, echoed: !slices.Contains(f.echo, false)}
+	f.journal.remove()
 	f.landing, err = f.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
 	return err
 }
@@ -458,6 +520,7 @@ func (f *uploadFile) Abort() error {
 	if f.uploadID == "" {
 		return nil
 	}
+	f.journal.remove()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return f.sink.abort(ctx, f.key, f.uploadID)

@@ -136,6 +136,9 @@ func (t *object) wait() Result {
 			v = v.landed(l.Landed())
 		}
 	}
+	if ru, ok := t.f.(Reuser); ok && err == nil {
+		t.reused.Add(ru.Reused())
+	}
 	kept := false
 	if err != nil {
 		kept, err = t.discard(err)
@@ -147,7 +150,7 @@ func (t *object) wait() Result {
 // when the run was interrupted and the file has a journal, else removed.
 // It reports whether the file kept anything a rerun resumes.
 func (t *object) discard(err error) (bool, error) {
-	if j, ok := t.f.(Journal); ok && t.ctx.Err() != nil {
+	if j, ok := t.f.(Suspender); ok && t.ctx.Err() != nil {
 		kept, serr := j.Suspend()
 		if serr != nil {
 			err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))

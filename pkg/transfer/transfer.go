@@ -175,12 +175,27 @@ type Journal interface {
 	// interrupted in progress records the prefix it wrote the same way;
 	// a later PartDone at the same off (the whole part) replaces it.
 	PartDone(off, n int64, sum string) error
+	Suspender
+}
+
+// Suspender is implemented by files that can keep what was written for
+// a later run (a Journal; an upload whose parts stay in the store).
+type Suspender interface {
 	// Suspend keeps what was written for a later run, instead of
 	// Abort's removal; the engine calls it when the run is interrupted.
 	// It reports whether anything was kept: at least one durable part
 	// that the next run will look up (so "kept for resume" counts what
 	// a rerun resumes).
 	Suspend() (kept bool, err error)
+}
+
+// Reuser is implemented by part writers that keep, inside WritePart,
+// parts an earlier run wrote (an upload's parts the store already holds,
+// checked against the bytes read now) instead of writing them again.
+// Reused, after Commit, is how many bytes that kept: the object's
+// resumed bytes.
+type Reuser interface {
+	Reused() int64
 }
 
 // Lander is implemented by files whose Commit checks what the
