@@ -53,7 +53,7 @@ var cmdTransferNames = []string{
 	// Options.
 	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
 	// Summary.
-	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite",
+	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly",
 	"DryRunReason", "WindowKnee",
 	// Observer.
 	"Observer", "ListObserver", "Object",

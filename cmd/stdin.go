@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/s3pd/s3pd/internal/job"
@@ -56,6 +57,7 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	}
 	up := opts.upload
 	up.Req = opts.req
+	up.JournalDir, up.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
 		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
 	out := f.output(opts.output)
@@ -80,4 +82,24 @@ func streamJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) error {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("upload standard input: %w", err)}
 	}
 	return nil
+}
+
+// uploadJournalDir is where upload journals live: s3pd/uploads in the
+// user's cache directory ($XDG_CACHE_HOME, else ~/.cache); "" when there
+// is none, and an upload then resumes by its parts' listed checksums
+// alone.
+func uploadJournalDir(getenv func(string) string) string {
+	if d := getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "s3pd", "uploads")
+	}
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "s3pd", "uploads")
+	}
+	return ""
+}
+
+// uploadReport prints, one line each, the incomplete uploads a run
+// aborts.
+func uploadReport(f *runEnv) func(string) {
+	return func(msg string) { f.Logger.Warn(msg) }
 }

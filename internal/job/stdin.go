@@ -60,7 +60,7 @@ func (s *stream) transfer(ctx context.Context, obs transfer.Observer) (transfer.
 	res, err := s.sink.Stream(ctx, s.key, s.in, s.partSize, s.parts, obs.Bytes)
 	result := transfer.Result{Object: transfer.Object{Key: s.key, Name: s.key, Size: res.Bytes},
 		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
-	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests}
+	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests, Retries: res.Retries, SlowDowns: res.SlowDowns}
 	if err != nil {
 		sum.Failed = 1
 	} else {

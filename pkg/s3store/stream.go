@@ -48,7 +48,7 @@ type StreamResult struct {
 	// checksum is not one of them); Retries the parts sent again, and
 	// SlowDowns those among them the server asked for by throttling.
 	Requests, Retries, SlowDowns int64
-	Elapsed  time.Duration
+	Elapsed                      time.Duration
 }
 
 // Stream uploads r, a stream of unknown size (standard input), to key:
@@ -95,9 +95,9 @@ type stream struct {
 	retries  int64
 	// slowdowns are the retries the server asked for by throttling
 	slowdowns int64
-	sum      string
-	landed   transfer.Verification
-	echoed   int // parts whose answer carried their checksum
+	sum       string
+	landed    transfer.Verification
+	echoed    int // parts whose answer carried their checksum
 }
 
 // read fills a buffer from r, once one is free: the part, and whether
