@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -47,6 +49,9 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 // multipart_chunksize (larger when --expected-size says the stream would
 // need over 10,000 of them), --threads of them in flight at most.
 func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, expected int64) error {
+	if err := refuseClosedStdin(f.IO.In, opts.dst); err != nil {
+		return err
+	}
 	t, err := f.transport(ctx, settings)
 	if err != nil {
 		return err
@@ -102,4 +107,24 @@ func uploadJournalDir(getenv func(string) string) string {
 // aborts.
 func uploadReport(f *runEnv) func(string) {
 	return func(msg string) { f.Logger.Warn(msg) }
+}
+
+// refuseClosedStdin refuses a standard input that is closed (the Go
+// runtime opens /dev/null in its place) or /dev/null itself: almost
+// always a script's mistake, which would otherwise put an empty object
+// at the key. An empty object comes from an empty pipe.
+func refuseClosedStdin(in io.Reader, dst string) error {
+	file, ok := in.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := file.Stat()
+	if err != nil {
+		return nil // the read says what is wrong
+	}
+	null, err := os.Stat(os.DevNull)
+	if err == nil && os.SameFile(st, null) {
+		return usageErrorf("SRC -: standard input is closed or %s, so there is nothing to upload to %s; for an empty object, pipe nothing into it (: | s3pd copy - %s)", os.DevNull, dst, dst)
+	}
+	return nil
 }

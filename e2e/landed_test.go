@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
@@ -72,7 +74,7 @@ func gofakes3Store(t *testing.T) *store {
 func (s *store) absent(t *testing.T, key string) {
 	t.Helper()
 	if _, err := s.client.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}); err == nil {
-		t.Errorf("%s: an object that landed wrong is still there", s.url(key))
+		t.Errorf("%s: an object is there, want none", s.url(key))
 	}
 }
 
@@ -165,5 +167,64 @@ func TestUploadSummarySaysWhatTheServerChecked(t *testing.T) {
 				t.Errorf("copy -: summary %v, want verified %v", sum[0], wantVerified)
 			}
 		})
+	}
+}
+
+// TestVerifyRequire: --verify require fails, with the reason, every
+// object no checksum could verify: an upload to a store that returns
+// none (from files and from standard input), and a download of an
+// object uploaded in parts without checksums; what a checksum verified
+// passes.
+func TestVerifyRequire(t *testing.T) {
+	files := map[string][]byte{"a": randomBytes(4, 1000), "e": nil}
+	dir := writeFiles(t, t.TempDir(), files)
+	emu := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	if r := run(t, nil, emu.cmd("copy", "--verify", "require", dir+"/", emu.url("ok/"))...); r.code != 0 {
+		t.Errorf("to the emulator: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	fake := gofakes3Store(t)
+	r := run(t, nil, fake.cmd("copy", "--verify", "require", dir+"/", fake.url("up/"))...)
+	if r.code != 1 || !strings.Contains(r.stdout, "failed: 1 object\n") ||
+		!strings.Contains(r.stdout, "not verified, as --verify require asks: the server's answers carried no checksum") {
+		t.Errorf("files to gofakes3: exit %d, want 1 with the non-empty object failed and why\n%s", r.code, r.stdout)
+	}
+	in := runStdin(t, files["a"], fake.cmd("copy", "--verify", "require", "-", fake.url("in"))...)
+	if in.code != 1 || !strings.Contains(in.stderr, "not verified, as --verify require asks") {
+		t.Errorf("stdin to gofakes3: exit %d, want 1 naming why\n%s%s", in.code, in.stdout, in.stderr)
+	}
+	// An object in parts without checksums (moto: its ETag is no MD5,
+	// and it has no checksum).
+	moto := motoStore(t)
+	ctx := context.Background()
+	up, err := moto.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(moto.bucket), Key: aws.String("parts")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := randomBytes(5, 5<<20)
+	var done []types.CompletedPart
+	for i := range int32(2) {
+		out, err := moto.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(moto.bucket), Key: aws.String("parts"),
+			UploadId: up.UploadId, PartNumber: aws.Int32(i + 1), Body: bytes.NewReader(part)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = append(done, types.CompletedPart{PartNumber: aws.Int32(i + 1), ETag: out.ETag})
+	}
+	if _, err := moto.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(moto.bucket), Key: aws.String("parts"),
+		UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: done}}); err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	for _, tt := range []struct {
+		verify string
+		code   int
+	}{{"full", 0}, {"require", 1}} {
+		r := run(t, nil, moto.cmd("get", "--verify", tt.verify, moto.url("parts"), filepath.Join(dest, tt.verify))...)
+		if r.code != tt.code || tt.code == 1 && !strings.Contains(r.stdout, "not verified, as --verify require asks") {
+			t.Errorf("get --verify %s of a multipart object without checksums: exit %d, want %d\n%s", tt.verify, r.code, tt.code, r.stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "require")); err == nil {
+		t.Errorf("an object --verify require failed is at its final name")
 	}
 }

@@ -245,3 +245,26 @@ func runStdinEnv(t *testing.T, env []string, stdin []byte, args ...string) resul
 	}
 	return r
 }
+
+// TestStdinClosedIsRefused: `copy - s3://b/k <&-` (a closed standard
+// input, which the Go runtime reopens on /dev/null) is refused with one
+// line and exit 2, and no object is made; an empty pipe makes an empty
+// object.
+func TestStdinClosedIsRefused(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	c := exec.Command("sh", "-c", `exec "$0" "$@" <&-`, bin)
+	c.Args = append(c.Args, s.cmd("copy", "-", s.url("closed"))...)
+	c.Env = baseEnv(t)
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	err := c.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 ||
+		!strings.Contains(stderr.String(), "standard input is closed") {
+		t.Errorf("exit %v, stderr %q; want 2 and one line saying standard input is closed", err, stderr.String())
+	}
+	s.absent(t, "closed")
+	if r := runStdin(t, []byte{}, s.cmd("copy", "-", s.url("empty"))...); r.code != 0 || len(s.get(t, "empty")) != 0 {
+		t.Errorf("an empty pipe: exit %d, want 0 and an empty object\n%s", r.code, r.stderr)
+	}
+}

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -55,9 +56,15 @@ func (c *Copy) fromStdin(ctx context.Context, spec CopySpec) error {
 }
 
 // transfer uploads the stream, telling obs of its bytes and its one
-// object.
-func (s *stream) transfer(ctx context.Context, obs transfer.Observer) (transfer.Summary, error) {
+// object; require fails it when the destination's checksum did not
+// verify it (--verify require), though it is in place.
+func (s *stream) transfer(ctx context.Context, obs transfer.Observer, require bool) (transfer.Summary, error) {
 	res, err := s.sink.Stream(ctx, s.key, s.in, s.partSize, s.parts, obs.Bytes)
+	if err == nil && require {
+		if err = transfer.Required(res.Landed, res.Bytes); err != nil {
+			err = fmt.Errorf("%s: %w; the object is in place", s.sink.Destination(s.key), err)
+		}
+	}
 	result := transfer.Result{Object: transfer.Object{Key: s.key, Name: s.key, Size: res.Bytes},
 		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
 	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests, Retries: res.Retries, SlowDowns: res.SlowDowns}

@@ -129,11 +129,23 @@ func (t *object) wait() Result {
 	if err == nil {
 		v, err = t.verify.objectComplete(t.f, t.o.Size)
 	}
+	l, lands := t.f.(Lander)
+	require := t.e.opts.Verify == VerifyRequire
+	if err == nil && require && !lands {
+		err = Required(v, t.o.Size) // before Commit: nothing unverified at the final name
+	}
 	if err == nil {
 		if err = t.f.Commit(); err != nil {
 			err = fmt.Errorf("commit: %w", err)
-		} else if l, ok := t.f.(Lander); ok {
+		} else if lands {
 			v = v.landed(l.Landed())
+			if require {
+				// The destination's check comes with the object in
+				// place: it stays, named as failed.
+				if err = Required(v, t.o.Size); err != nil {
+					err = fmt.Errorf("%w; the object is in place", err)
+				}
+			}
 		}
 	}
 	if ru, ok := t.f.(Reuser); ok && err == nil {
