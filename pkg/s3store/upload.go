@@ -281,7 +281,7 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		f.echo[num-1] = p.echoed
 		f.journal.add(journalPart{Part: num, Size: n, ETag: aws.ToString(p.ETag), Sum: sum, Echoed: p.echoed})
 		f.reused.Add(n)
-		progress(n)
+		progress(0) // nothing sent: no bandwidth spent, none counted
 		return n, nil
 	}
 	in := &s3.UploadPartInput{
