@@ -205,7 +205,12 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	r.printInterrupted(w, line)
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
-	if line.Ranges > 0 {
+	switch {
+	case line.Ranges > 0 && r.upload && r.localTo != "":
+		// An upload of files: its ranges are the parts it sent or kept,
+		// read from disk, not GETs.
+		fmt.Fprintf(w, "parts: %d\n", line.Ranges)
+	case line.Ranges > 0:
 		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
 			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
 	}

@@ -244,7 +244,10 @@ func TestUploadSummarySaysWhatTheDestinationChecked(t *testing.T) {
 				r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: o.size}, Bytes: o.size, Verification: o.v})
 			}
 			var b strings.Builder
-			r.printSummary(&b, transfer.Summary{Objects: int64(len(tt.objects)), Bytes: total, Elapsed: time.Second}, out, false, nil, nil)
+			r.printSummary(&b, transfer.Summary{Objects: int64(len(tt.objects)), Bytes: total, Elapsed: time.Second, Ranges: 3}, out, false, nil, nil)
+			if !strings.Contains(b.String(), "parts: 3\n") || strings.Contains(b.String(), "GETs per range") {
+				t.Errorf("an upload's summary speaks of GETs, not parts:\n%s", b.String())
+			}
 			for _, w := range tt.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("summary lacks %q:\n%s", w, b.String())
