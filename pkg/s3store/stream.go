@@ -177,7 +177,8 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			if aerr := st.sink.abort(actx, st.key, st.uploadID); aerr != nil {
-				err = fmt.Errorf("%w (and %v)", err, aerr)
+				err = fmt.Errorf("%w; upload %s of %s is left incomplete, which the next copy to the key aborts (%v)",
+					err, st.uploadID, st.sink.url(st.key), aerr)
 			} else {
 				st.journal.remove()
 			}
