@@ -53,7 +53,7 @@ var cmdTransferNames = []string{
 	// Options.
 	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "VerifyRequire", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
 	// Summary.
-	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly",
+	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly", "UnverifiedLookupFailed",
 	"DryRunReason", "WindowKnee",
 	// Observer.
 	"Observer", "ListObserver", "Object",

@@ -274,7 +274,8 @@ var localHints = map[string]string{
 // uploadHints replace the advice for uploads, where it is the
 // destination's answers that lack a checksum.
 var uploadHints = map[string]string{
-	transfer.UnverifiedNoChecksum: "the server returned no checksum of what it stored (it may check none): only the size was checked",
+	transfer.UnverifiedNoChecksum:   "the server returned no checksum of what it stored (it may check none): only the size was checked",
+	transfer.UnverifiedLookupFailed: "the HEAD that checks what the server stored failed: --json says why",
 }
 
 // hint returns what would check the objects unverified for reason why.

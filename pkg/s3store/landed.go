@@ -54,7 +54,8 @@ func (u *UploadSink) landed(ctx context.Context, s sent, got string) (transfer.V
 	}
 	in := &s3.HeadObjectInput{Bucket: aws.String(u.bucket), Key: aws.String(s.key), ChecksumMode: types.ChecksumModeEnabled}
 	u.opts.Req.applyHead(in)
-	out, err := u.client.HeadObject(ctx, in)
+	var out *s3.HeadObjectOutput
+	err := again(ctx, func() (err error) { out, err = u.client.HeadObject(ctx, in); return err })
 	if err != nil {
 		if fullObject(alg, got) {
 			return u.compareLanded(ctx, s, got)
@@ -134,4 +135,42 @@ func (s summingReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
 	s.run.Update(p[:n])
 	return n, err
+}
+
+// completeAttempts bounds the tries of a request that checks or ends an
+// upload.
+const completeAttempts = 3
+
+// again runs fn until it succeeds, up to completeAttempts times, while
+// its error is one that got no answer (a connection that could not be
+// made, over a card that lost its way: the SDK does not retry those) or
+// a retriable one (500, 503). Each try goes over the transport's next
+// lane: once every part is in, the object must not fail for want of its
+// last requests.
+func again(ctx context.Context, fn func() error) error {
+	var err error
+	for range completeAttempts {
+		if err = fn(); err == nil || ctx.Err() != nil || !dialFailed(err) && !transfer.Retriable(statusError(err)) {
+			return err
+		}
+	}
+	return err
+}
+
+// complete completes a multipart upload, tried again as again does. A
+// later try answered NoSuchUpload means an earlier one completed it and
+// its answer was lost: what landed is checked next (landed), as after
+// any Complete.
+func (u *UploadSink) complete(ctx context.Context, in *s3.CompleteMultipartUploadInput) (*s3.CompleteMultipartUploadOutput, error) {
+	var out *s3.CompleteMultipartUploadOutput
+	tries := 0
+	err := again(ctx, func() (err error) {
+		tries++
+		out, err = u.client.CompleteMultipartUpload(ctx, in, noRetry)
+		if err != nil && tries > 1 && noUploads(err) {
+			out, err = &s3.CompleteMultipartUploadOutput{}, nil
+		}
+		return err
+	})
+	return out, err
 }

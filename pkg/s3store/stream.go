@@ -355,7 +355,7 @@ func (st *stream) complete(ctx context.Context) error {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: st.parts}, MpuObjectSize: aws.Int64(st.bytes)}
 	st.sink.opts.Req.applyComplete(in)
 	st.requests++
-	out, err := st.sink.client.CompleteMultipartUpload(ctx, in, noRetry)
+	out, err := st.sink.complete(ctx, in)
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", st.sink.url(st.key), statusError(err))
 	}

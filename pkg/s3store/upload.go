@@ -494,7 +494,7 @@ func (f *uploadFile) Commit() error {
 	f.sink.opts.Req.applyComplete(in)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out, err := f.sink.client.CompleteMultipartUpload(ctx, in, noRetry)
+	out, err := f.sink.complete(ctx, in)
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), statusError(err))
 	}
