@@ -48,13 +48,16 @@ func (f *uploadFile) startMultipart(ctx context.Context, obj transfer.Object) er
 		u.report(fmt.Sprintf("aborted the incomplete upload %s of %s, begun %s: %s", id, u.url(f.key),
 			aws.ToTime(up.Initiated).UTC().Format(time.RFC3339), cmp.Or(why[id], "an earlier upload of this key that this run does not resume")))
 	}
-	if f.uploadID != "" {
-		return nil
+	if f.uploadID == "" {
+		if f.uploadID, err = u.create(ctx, f.key, f.contentType); err != nil {
+			return err
+		}
 	}
-	if f.uploadID, err = u.create(ctx, f.key, f.contentType); err != nil {
-		return err
+	if f.journal == nil {
+		// A new upload, or one resumed by its listing: journaled from
+		// now on (the parts kept are journaled as WritePart keeps them).
+		f.journal, err = u.createJournal(f.header(obj))
 	}
-	f.journal, err = u.createJournal(f.header(obj))
 	return err
 }
 
