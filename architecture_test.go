@@ -51,9 +51,9 @@ var layers = map[string][]string{
 // running the engine (New, Lane, Sink, Lister) is the job's.
 var cmdTransferNames = []string{
 	// Options.
-	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
+	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "VerifyRequire", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
 	// Summary.
-	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite",
+	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly", "UnverifiedLookupFailed",
 	"DryRunReason", "WindowKnee",
 	// Observer.
 	"Observer", "ListObserver", "Object",

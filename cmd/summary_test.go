@@ -201,22 +201,64 @@ func TestQuietRunComputesNoMeasures(t *testing.T) {
 	}
 }
 
-// TestUploadSummaryIsNoWarning: an upload of local files says S3
-// checked every part's checksum, not "verified: 0", "unverified: N".
-func TestUploadSummaryIsNoWarning(t *testing.T) {
-	r := &reporter{log: zap.NewNop(), localTo: "s3"}
-	for _, k := range []string{"a", "b"} {
-		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 1 << 20}, Bytes: 1 << 20,
-			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
+// TestUploadSummarySaysWhatTheDestinationChecked: an upload's summary
+// says, per object, what the destination's answers showed it checked:
+// its checksum of the whole object ("verified"), each part's on arrival
+// ("checked by S3"), or nothing but the size ("unverified", never the
+// advice to upload with a checksum). An empty file, checked like any
+// other, changes none of it.
+func TestUploadSummarySaysWhatTheDestinationChecked(t *testing.T) {
+	const mib = 1 << 20
+	verified := transfer.Verification{Checksums: []string{"crc64nvme"}}
+	parts := transfer.Verification{Unverified: transfer.UnverifiedPartsOnly}
+	none := transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}
+	type object struct {
+		v    transfer.Verification
+		size int64
 	}
-	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, runOutput{localTo: "s3"}, false, nil, nil)
-	out := b.String()
-	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
-		t.Errorf("summary lacks %q:\n%s", want, out)
+	tests := []struct {
+		name    string
+		objects []object
+		want    []string
+		forbid  []string
+	}{
+		{"whole objects checked, an empty one among them", []object{{verified, mib}, {verified, mib}, {verified, 0}},
+			[]string{"verified: 3 objects (2.00 MiB) by crc64nvme 3, the destination's checksum of what it stored\n"},
+			[]string{"unverified", "checked by S3"}},
+		{"parts checked", []object{{parts, mib}, {parts, mib}},
+			[]string{"checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"},
+			[]string{"unverified", "verified: 0"}},
+		{"nothing echoed", []object{{none, mib}, {none, mib}},
+			[]string{"unverified: 2 objects (2.00 MiB)\n", "2 no-checksum: the server returned no checksum of what it stored"},
+			[]string{"checked by S3", "upload them with a checksum"}},
+		{"mixed", []object{{verified, mib}, {parts, mib}, {none, 0}},
+			[]string{"verified: 1 object (1.00 MiB)", "checked by S3: 1 object (1.00 MiB)", "unverified: 1 object (0 B)\n"}, nil},
 	}
-	if strings.Contains(out, "verified: 0") || strings.Contains(out, "unverified") {
-		t.Errorf("an upload's summary reads as a warning:\n%s", out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := runOutput{localTo: "s3", upload: true}
+			r := &reporter{log: zap.NewNop(), localTo: out.localTo, upload: out.upload}
+			var total int64
+			for i, o := range tt.objects {
+				total += o.size
+				r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: o.size}, Bytes: o.size, Verification: o.v})
+			}
+			var b strings.Builder
+			r.printSummary(&b, transfer.Summary{Objects: int64(len(tt.objects)), Bytes: total, Elapsed: time.Second, Ranges: 3}, out, false, nil, nil)
+			if !strings.Contains(b.String(), "parts: 3\n") || strings.Contains(b.String(), "GETs per range") {
+				t.Errorf("an upload's summary speaks of GETs, not parts:\n%s", b.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, f := range tt.forbid {
+				if strings.Contains(b.String(), f) {
+					t.Errorf("summary has %q:\n%s", f, b.String())
+				}
+			}
+		})
 	}
 }
 

@@ -217,7 +217,7 @@ func (r *Run) ShardReport() *ShardReport {
 func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if r.stream != nil {
 		h.start()
-		return r.stream.transfer(ctx, h.Observer)
+		return r.stream.transfer(ctx, h.Observer, r.Options.Verify == transfer.VerifyRequire)
 	}
 	rctx, stop, o, acct, err := r.engineOptions(ctx, h)
 	defer stop(nil)
