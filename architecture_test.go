@@ -54,7 +54,9 @@ var cmdTransferNames = []string{
 	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "VerifyRequire", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
 	// Summary.
 	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly", "UnverifiedLookupFailed",
-	"DryRunReason", "WindowKnee",
+	"DryRunReason", "WindowKnee", "WindowChange",
+	// The adaptive window's rule, in words (flag help).
+	"AdaptiveRule",
 	// Observer.
 	"Observer", "ListObserver", "Object",
 	// Error kinds.
