@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio bench-steady release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-sim test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio bench-steady release-check soak clean
 
 all: build
 
@@ -21,9 +21,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o s3pd .
 
-## check: gofmt, vet, staticcheck, the tests with -race, the
-## network-namespace tests, a short fuzz run, module tidiness
-check: fmt vet staticcheck tidy test test-netns fuzz
+## check: gofmt, vet, staticcheck, the tests with -race, the whole
+## simulated-network grid, the network-namespace tests, a short fuzz run,
+## module tidiness
+check: fmt vet staticcheck tidy test test-sim test-netns fuzz
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -42,6 +43,12 @@ staticcheck:
 test:
 	$(GO) test -race -timeout 20m $(PKGS)
 
+## test-sim: the window's rule over the whole simulated-network grid,
+## without -race (a -race run takes one case in five: the simulation is
+## one goroutine, and the detector makes it 30 times as slow)
+test-sim:
+	$(GO) test -count=1 -run 'TestSim' ./pkg/transfer/
+
 ## test-netns: multi-NIC transfers over capped veth pairs in network
 ## namespaces (root only; they skip otherwise). Without -race: they measure
 ## throughput against caps, and the emulator runs in the test process.
@@ -58,11 +65,18 @@ SOAK ?= 5m
 soak:
 	S3PD_SOAK=$(SOAK) S3PD_SOAK_SEED=$(SOAK_SEED) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e/
 
-## fuzz: a short run of each fuzz target (seed corpora are committed)
+## fuzz: a short run of each fuzz target (seed corpora are committed);
+## KEYFUZZ=N also runs N rounds of the differential fuzz of hostile keys
+## (TestHostileKeys; make test runs its default 18 rounds), KEYFUZZ_SEED
+## replays from a seed
+KEYFUZZ ?=
+KEYFUZZ_SEED ?=
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRelPath$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/local
 	@if grep -qs 'func FuzzCombine' pkg/checksum/*_test.go; then \
 		$(GO) test -run '^$$' -fuzz '^FuzzCombine$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./pkg/checksum; fi
+	@if [ -n "$(KEYFUZZ)" ]; then \
+		S3PD_KEYFUZZ_ROUNDS=$(KEYFUZZ) S3PD_KEYFUZZ_SEED=$(KEYFUZZ_SEED) $(GO) test -count=1 -timeout 0 -run '^TestHostileKeys$$' ./e2e/; fi
 
 ## tidy: fail if go.mod or go.sum are not tidy
 tidy:

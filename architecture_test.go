@@ -51,10 +51,12 @@ var layers = map[string][]string{
 // running the engine (New, Lane, Sink, Lister) is the job's.
 var cmdTransferNames = []string{
 	// Options.
-	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
+	"Options", "Verify", "VerifyAuto", "VerifyFull", "VerifyOff", "VerifyRequire", "Adaptive", "AdaptiveOn", "AdaptiveOff", "Rules", "Rule",
 	// Summary.
-	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite",
-	"DryRunReason", "WindowKnee",
+	"Summary", "Sample", "Result", "Verification", "UnverifiedNoChecksum", "UnverifiedMD5Only", "UnverifiedComposite", "UnverifiedPartsOnly", "UnverifiedLookupFailed",
+	"DryRunReason", "WindowKnee", "WindowChange",
+	// The adaptive window's rule, in words (flag help).
+	"AdaptiveRule",
 	// Observer.
 	"Observer", "ListObserver", "Object",
 	// Error kinds.

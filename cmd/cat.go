@@ -42,7 +42,7 @@ taken literally ("*" and "?" are not wildcards).`,
 	fs := c.Flags()
 	addSettingsFlags(fs)
 	acceptQuiet(fs)
-	fs.StringVar(&opts.output.verify, "verify", "auto", "what to verify: auto, full or off (as get)")
+	fs.StringVar(&opts.output.verify, "verify", "auto", "what to verify: auto, full, require or off (as get)")
 	fs.StringVar(&opts.versionID, "version-id", "", "version of the object")
 	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
 	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")

@@ -20,7 +20,7 @@ import (
 func enumFlags(f *Factory) map[string]func() []string {
 	fixed := func(v ...string) func() []string { return func() []string { return v } }
 	m := map[string]func() []string{
-		"verify":             fixed("auto", "full", "off"),
+		"verify":             fixed("auto", "full", "require", "off"),
 		"adaptive":           fixed("on", "off"),
 		"request-payer":      fixed("requester"),
 		"checksum-algorithm": fixed(job.CRC64NVME, job.CRC32C),

@@ -30,7 +30,7 @@ func TestEnumFlagsComplete(t *testing.T) {
 		"log-format":                {"console", "json"},
 		"addressing-style":          {"auto", "path", "virtual"},
 		"preferred-transfer-client": {"auto", "crt", "classic"},
-		"verify":                    {"auto", "full", "off"},
+		"verify":                    {"auto", "full", "require", "off"},
 		"adaptive":                  {"on", "off"},
 		"preset":                    {"default", "dl1.24xlarge", "m5n.24xlarge", "m6in.32xlarge", "p4d.24xlarge", "mine"},
 		"request-payer":             {"requester"},

@@ -161,6 +161,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	}
 	out := f.output(opts.output)
 	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
+	out.upload = isS3(opts.dst) && !opts.benchmark
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
 	if spec.SrcURL.Bucket != "" {
 		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
@@ -211,6 +212,7 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
 		Scale: opts.scale.scaleSpec(f, settings, t, shardSpec, opts.rules.rules)}
 	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.overwrite, opts.req, opts.sizeOnly
+	spec.Upload.JournalDir, spec.Upload.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
 			return spec, usageError(err)

@@ -66,8 +66,10 @@ func (o outputFlags) verifyMode() (transfer.Verify, error) {
 		return transfer.VerifyFull, nil
 	case "off":
 		return transfer.VerifyOff, nil
+	case "require":
+		return transfer.VerifyRequire, nil
 	}
-	return 0, usageErrorf("--verify %q: want auto, full or off", o.verify)
+	return 0, usageErrorf("--verify %q: want auto, full, require or off", o.verify)
 }
 
 // adaptiveMode parses --adaptive.
@@ -86,9 +88,9 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.jsonFile, "json-file", "", "write the same JSON lines to this file")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing on success: no progress bar, no lines and no summary (errors and warnings still go to stderr; --json and --json-file are unaffected)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list what would be transferred, skipped and deleted, and how many bytes; transfer nothing")
-	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "off" checks nothing`)
+	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "require" checks what "full" does and fails every object no checksum could check, with the reason; "off" checks nothing`)
 	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
-	fs.StringVar(&o.adaptive, "adaptive", "on", `"on": the requests in flight start at 32, grow to max_concurrent_requests and back off when the server answers SlowDown; "off": always max_concurrent_requests`)
+	fs.StringVar(&o.adaptive, "adaptive", "on", `"on": `+transfer.AdaptiveRule()+`; "off": always max_concurrent_requests`)
 	o.registerHabits(fs)
 }
 

@@ -96,6 +96,7 @@ const (
 	codeNetwork     = "NetworkError"
 	codeLocalIO     = "LocalIOError"
 	codeInterrupted = "Interrupted"
+	codeUnaccounted = "Unaccounted"
 	codeOther       = "Error"
 )
 
@@ -126,6 +127,8 @@ func errorCode(err error) (string, int) {
 		return codeModified, 0
 	case errors.Is(err, context.Canceled):
 		return codeInterrupted, 0
+	case errors.Is(err, job.ErrUnaccounted):
+		return codeUnaccounted, 0
 	case job.NoCredentials(err):
 		return codeCredentials, 0
 	case errors.As(err, &pe):

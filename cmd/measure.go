@@ -265,9 +265,28 @@ type runMeasures struct {
 	Window         int     `json:"window"`
 	WindowStop     string  `json:"window_stop"`
 	WindowKnee     int     `json:"window_knee"`
-	Bottleneck     string  `json:"bottleneck"`
-	Verdict        string  `json:"verdict"`
-	Round          int     `json:"round,omitempty"`
+	// WindowPhases are the window's transitions (transfer.WindowChange).
+	WindowPhases []windowPhase `json:"window_phases"`
+	Bottleneck   string        `json:"bottleneck"`
+	Verdict      string        `json:"verdict"`
+	Round        int           `json:"round,omitempty"`
+}
+
+// windowPhase is one transition of the window in --json.
+type windowPhase struct {
+	AtMS   float64 `json:"at_ms"`
+	Phase  string  `json:"phase"`
+	Window int     `json:"window"`
+}
+
+// windowPhases renders the window's transitions (an empty list, not
+// null, with none).
+func windowPhases(cs []transfer.WindowChange) []windowPhase {
+	out := make([]windowPhase, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, windowPhase{AtMS: ms(c.At), Phase: c.Phase.String(), Window: c.Window})
+	}
+	return out
 }
 
 // measures computes the summary's extra figures.
@@ -284,7 +303,8 @@ func (m *measurement) measures() runMeasures {
 		GibpsMin: st.MinGibps, GibpsMedian: st.MedianGibps, GibpsMax: st.MaxGibps,
 		InFlightMean: s.InFlightMean, InFlightPeak: s.InFlightPeak,
 		Window: s.Window, WindowStop: s.WindowStop, WindowKnee: s.WindowKnee,
-		Bottleneck: v.Bottleneck, Verdict: v.Line, Round: m.about.round,
+		WindowPhases: windowPhases(s.WindowPhases),
+		Bottleneck:   v.Bottleneck, Verdict: v.Line, Round: m.about.round,
 		Scheme: m.scheme(), Transport: m.transport(),
 		TLSHandshakes: m.tls.Total, TLSResumed: m.tls.Resumed, TLSHandshakeMS: ms(m.tls.Time),
 		TLSShare: m.reportTLS().Share(s.RequestTime),

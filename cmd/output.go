@@ -35,6 +35,8 @@ type runOutput struct {
 	// carry no checksum, so the summary's advice on unverified objects
 	// fits the direction.
 	localTo string
+	// upload says the destination is S3 (summary wording).
+	upload bool
 	// about names the run in its report.
 	about reportAbout
 	// server, when set, is the emulator's process (bench without a

@@ -9,16 +9,41 @@ import (
 	"go.uber.org/zap"
 )
 
-// printable returns s for a line of human output: control characters
-// (a newline, a carriage return, an escape sequence) and bytes that are
-// not UTF-8 are written as Go escapes (\n, \x1b, \xff), so a key cannot
-// print fake lines or drive the terminal; so are the bidirectional
-// controls (U+202A-U+202E, U+2066-U+2069, and the marks U+200E, U+200F,
-// U+061C), so a key cannot reorder what a terminal shows of a line
-// ("Trojan Source"). Other text is unchanged. JSON
-// output needs none of this: encoding/json escapes it.
-func printable(s string) string {
-	if !needsEscape(s) {
+// printable returns s for a line of human output, so that what a
+// terminal shows of a key tells it from every other key and cannot do
+// anything but show it. One rule, for every place a key or a name
+// reaches the terminal (ls, each object's line, errors, the failures'
+// recap, --dry-run): written as Go escapes are
+//
+//   - control characters (a newline, a carriage return, a tab, an
+//     escape sequence) and bytes that are not UTF-8: \n, \x1b, \xff, so
+//     a key cannot print fake lines or drive the terminal;
+//   - format characters (Unicode Cf: the zero-width space U+200B, the
+//     byte order mark U+FEFF, the soft hyphen, the bidirectional
+//     controls that reorder what a terminal shows of a line, "Trojan
+//     Source"), other default-ignorable code points, variation
+//     selectors, line and paragraph separators, spaces other than the
+//     ASCII one (U+00A0, U+3000, ...) and U+FFFD itself: \u200b, so two
+//     keys that differ in them do not look the same;
+//   - an ASCII space at the start or the end: \x20, so "sp " is not
+//     shown as "sp";
+//   - the backslash itself: \\, so an escape shown is never a key's own
+//     text ("a\x41" and "aA" print apart).
+//
+// Other text is unchanged. --json needs none of this: it carries the
+// exact key, which encoding/json escapes as JSON does.
+func printable(s string) string { return escape(s, true) }
+
+// printableText is printable for a message rather than a name: the
+// characters a terminal hides or acts on are escaped, but not a
+// backslash nor the blanks at the ends, so that a key a message quotes
+// (%q, escaped already) is not escaped twice.
+func printableText(s string) string { return escape(s, false) }
+
+// escape writes s as printable does; name adds the backslash and the
+// blanks at its ends.
+func escape(s string, name bool) string {
+	if !needsEscape(s, name) {
 		return s
 	}
 	var b strings.Builder
@@ -27,8 +52,12 @@ func printable(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || bidi(r):
-			q := fmt.Sprintf("%+q", string(r)) // "\n", "\x1b", "\u0085"
+		case name && r == '\\':
+			b.WriteString(`\\`)
+		case name && r == ' ' && (i == 0 || i+size == len(s)):
+			b.WriteString(`\x20`)
+		case hidden(r):
+			q := fmt.Sprintf("%+q", string(r)) // "\n", "\x1b", "\u0085", "\u200b"
 			b.WriteString(q[1 : len(q)-1])
 		default:
 			b.WriteString(s[i : i+size])
@@ -38,19 +67,31 @@ func printable(s string) string {
 	return b.String()
 }
 
-func needsEscape(s string) bool {
+func needsEscape(s string, name bool) bool {
+	if name && (strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ")) {
+		return true
+	}
 	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || bidi(r) {
+		if r == utf8.RuneError || name && r == '\\' || hidden(r) {
 			return true
 		}
 	}
 	return false
 }
 
-// bidi reports the Unicode controls that change the display order of
-// the text after them.
-func bidi(r rune) bool {
-	return 0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+// hidden reports the characters a terminal shows as nothing, as
+// something else, or acts on: control and format characters, default
+// ignorables, variation selectors, separators and spaces other than
+// U+0020, and U+FFFD.
+func hidden(r rune) bool {
+	switch {
+	case r < 0x80:
+		return r < 0x20 || r == 0x7f
+	case r == utf8.RuneError:
+		return true
+	}
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Zs,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
 // logKey is a key as a log field: as printable shows it, so a log line

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,9 @@ type refusal struct {
 	args []string
 	want string            // a regular expression the error line matches
 	env  map[string]string // set for the row
+	// devNull gives the row /dev/null as standard input, as a closed
+	// one is reopened.
+	devNull bool
 }
 
 // endpoint points a row at no server.
@@ -44,7 +48,7 @@ func refusals() []refusal {
 		{args: s3("get", "--manifest", "{file}", "s3://bkt/p", "-"), want: `DEST - takes a single object, not a --manifest`},
 		{args: s3("get", "--list-concurrency", "-1", "s3://bkt/p/", "{dir}"), want: `--list-concurrency -1: want 1 or more`},
 		{args: s3("get", "--request-payer", "me", "s3://bkt/k", "{dir}"), want: `--request-payer "me": the only value is requester`},
-		{args: s3("get", "--verify", "sometimes", "s3://bkt/k", "{dir}"), want: `--verify "sometimes": want auto, full or off`},
+		{args: s3("get", "--verify", "sometimes", "s3://bkt/k", "{dir}"), want: `--verify "sometimes": want auto, full, require or off`},
 		{args: s3("get", "--adaptive", "maybe", "s3://bkt/k", "{dir}"), want: `--adaptive "maybe": want on or off`},
 		{args: s3("get", "--sse-c-key", "k", "--sse-c-key-file", "{file}", "s3://bkt/k", "{dir}"), want: `--sse-c-key and --sse-c-key-file: give the key once`},
 		{args: s3("get", "--sse-c-key-file", "{missing}", "s3://bkt/k", "{dir}"), want: `read the SSE-C key \(--sse-c-key-file\)`},
@@ -101,6 +105,7 @@ func refusals() []refusal {
 		{args: s3("copy", "-", "s3://bkt/p/"), want: `SRC - uploads standard input to one object: DEST s3://bkt/p/ names no key`},
 		{args: s3("copy", "--delete", "-", "s3://bkt/k"), want: `SRC - is one stream to one object: not with --benchmark`},
 		{args: s3("copy", "--expected-size", "lots", "-", "s3://bkt/k"), want: `--expected-size "lots": want a size`},
+		{args: s3("copy", "-", "s3://bkt/k"), devNull: true, want: `SRC -: standard input is closed or /dev/null, so there is nothing to upload to s3://bkt/k`},
 
 		{args: s3("get", "--conflict-suffix", "/../b", "s3://bkt/p/", "{dir}"), want: `--conflict-suffix /../b: a suffix cannot hold "/"`},
 		{args: s3("get", "--expected-bucket-owner", "a\nb", "s3://bkt/p/", "{dir}"), want: `--expected-bucket-owner .*: a header value cannot hold a control character`},
@@ -179,7 +184,7 @@ func refusals() []refusal {
 		{args: []string{"shards", "check"}, want: `shards check takes the --json output of every shard`},
 		{args: []string{"completion", "tcsh2"}, want: `unknown command "tcsh2"`},
 		{args: s3("copy", "--adaptive", "maybe", "{dir}", "s3://bkt/p/"), want: `--adaptive "maybe": want on or off`},
-		{args: s3("bench", "--verify", "sometimes", "s3://bkt/p/"), want: `--verify "sometimes": want auto, full or off`},
+		{args: s3("bench", "--verify", "sometimes", "s3://bkt/p/"), want: `--verify "sometimes": want auto, full, require or off`},
 		{args: []string{"man"}, want: `man takes one directory, got 0 argument\(s\)`},
 		{args: []string{"man", "{file}/sub"}, want: `man: `},
 		{args: []string{"sync", "s3://bkt/p/", "{dir}"}, want: `s3pd has no sync command`},
@@ -229,7 +234,16 @@ func TestEveryRefusal(t *testing.T) {
 				args[i] = repl.Replace(a)
 			}
 			var out, errOut bytes.Buffer
-			code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", args)
+			var in io.Reader = strings.NewReader("")
+			if r.devNull {
+				null, err := os.Open(os.DevNull)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer null.Close()
+				in = null
+			}
+			code := Execute(context.Background(), &IOStreams{In: in, Out: &out, ErrOut: &errOut}, "test", args)
 			line := strings.TrimSpace(errOut.String())
 			lines = append(lines, line)
 			if code != ExitUsage || !regexp.MustCompile(r.want).MatchString(line) {

@@ -46,6 +46,10 @@ type reporter struct {
 	direct func() job.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
+	// upload: the destination is S3 (from files, a stream or another
+	// store), so "verified" means the destination was checked, and an
+	// interruption keeps uploads, not files.
+	upload bool
 	// dryVerb is what a dry run would do with each object ("fetch").
 	dryVerb string
 	// lines says to print a line per object on out (--log-level info or
@@ -75,7 +79,7 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, upload: out.upload, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
@@ -191,6 +195,7 @@ type tally struct {
 	verified, verifiedBytes     int64
 	unverified, unverifiedBytes int64
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
+	partsCheckedBytes           int64            // of the objects unverified as parts-only
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
 	interrupted                 int64 // ended by an interruption
@@ -307,6 +312,9 @@ func (r *reporter) count(res transfer.Result, status string) {
 				t.unverifiedWhy = map[string]int64{}
 			}
 			t.unverifiedWhy[v.Unverified]++
+			if v.Unverified == transfer.UnverifiedPartsOnly {
+				t.partsCheckedBytes += max(res.Object.Size, 0)
+			}
 		}
 	}
 }
@@ -362,7 +370,7 @@ func (r *reporter) printDryRun(w io.Writer) {
 	}
 	var why []string
 	for _, reason := range slices.Sorted(maps.Keys(r.skipsBy)) {
-		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printable(reason)))
+		why = append(why, fmt.Sprintf("%d %s", r.skipsBy[reason], printableText(reason)))
 	}
 	fmt.Fprintf(w, "would skip: %s: %s\n", plural(r.wouldSkip, "object"), strings.Join(why, ", "))
 }
@@ -398,7 +406,7 @@ func (r *reporter) line(res transfer.Result, status string) {
 	}
 	why := ""
 	if status == statusSkipped {
-		why = ": " + printable(res.Skipped)
+		why = ": " + printableText(res.Skipped)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -172,10 +172,11 @@ func isUnknownCommand(err error) bool {
 		strings.Contains(s, "accepts") && strings.Contains(s, "arg(s)")
 }
 
-// oneLine makes s one printable line: runs of white space become one
-// space, other control characters are escaped (printable).
+// oneLine makes a message one printable line: runs of white space
+// become one space, other control and hidden characters are escaped
+// (printableText).
 func oneLine(s string) string {
-	return printable(strings.Join(strings.Fields(s), " "))
+	return printableText(strings.Join(strings.Fields(s), " "))
 }
 
 // legacyArgs maps the original s3pd's form without a subcommand,

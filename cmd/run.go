@@ -134,13 +134,17 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		}
 		return &ExitError{Code: ExitUsage, Err: spaceMessage(se)}
 	}
-	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) {
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) && !errors.Is(err, job.ErrUnaccounted) {
 		return startError(ctx, err)
 	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
+	case errors.Is(err, job.ErrUnaccounted):
+		// Never a success: a key listed and then lost is the worst a
+		// run can do, whatever else went right.
+		return &ExitError{Code: ExitFailed, Err: err}
 	case err != nil:
 		return badManifest(err)
 	case sum.Failed-cut > 0:

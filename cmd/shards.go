@@ -59,12 +59,15 @@ type shardRun struct {
 
 // shardSummary is what shards check reads of a summary line.
 type shardSummary struct {
-	DryRun      bool             `json:"dry_run"`
-	Objects     int64            `json:"objects"`
-	Failed      int64            `json:"failed"`
-	Skipped     int64            `json:"skipped"`
-	Interrupted int64            `json:"interrupted"`
-	Shard       *job.ShardReport `json:"shard"`
+	DryRun      bool  `json:"dry_run"`
+	Objects     int64 `json:"objects"`
+	Failed      int64 `json:"failed"`
+	Skipped     int64 `json:"skipped"`
+	Interrupted int64 `json:"interrupted"`
+	// Listed is nil in a summary from an s3pd that did not count it.
+	Listed   *int64           `json:"listed"`
+	Excluded int64            `json:"excluded"`
+	Shard    *job.ShardReport `json:"shard"`
 }
 
 func runShardsCheck(f *Factory, files []string) error {
@@ -118,6 +121,16 @@ func (r shardRun) problems() []string {
 	}
 	if s.Failed > 0 {
 		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
+	}
+	if s.Listed != nil && !s.DryRun {
+		verdicts := s.Objects + s.Skipped + s.Excluded + s.Failed + s.Interrupted
+		switch {
+		case *s.Listed != verdicts:
+			out = append(out, fmt.Sprintf("%s: internal error: %d listed, %d transferred + %d skipped + %d excluded + %d failed + %d interrupted = %d",
+				id, *s.Listed, s.Objects, s.Skipped, s.Excluded, s.Failed, s.Interrupted, verdicts))
+		case *s.Listed != s.Shard.Objects:
+			out = append(out, fmt.Sprintf("%s: internal error: %d listed, but its share of the split holds %d", id, *s.Listed, s.Shard.Objects))
+		}
 	}
 	switch done := s.Objects + s.Skipped; {
 	case len(out) > 0: // the error line after the summary says the same

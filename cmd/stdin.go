@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/s3pd/s3pd/internal/job"
@@ -46,6 +49,9 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 // multipart_chunksize (larger when --expected-size says the stream would
 // need over 10,000 of them), --threads of them in flight at most.
 func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, expected int64) error {
+	if err := refuseClosedStdin(f.IO.In, opts.dst); err != nil {
+		return err
+	}
 	t, err := f.transport(ctx, settings)
 	if err != nil {
 		return err
@@ -56,10 +62,11 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	}
 	up := opts.upload
 	up.Req = opts.req
+	up.JournalDir, up.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
 		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
 	out := f.output(opts.output)
-	out.localTo = "stdin" // the parts' checksums were checked on arrival
+	out.localTo, out.upload = "stdin", true
 	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts},
 		jobRun{settings: settings, out: out, verb: "upload", origin: func(transfer.Object) string { return "-" }})
 }
@@ -78,6 +85,46 @@ func streamJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) error {
 		return &ExitError{Code: ExitInterrupted}
 	case err != nil:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("upload standard input: %w", err)}
+	}
+	return nil
+}
+
+// uploadJournalDir is where upload journals live: s3pd/uploads in the
+// user's cache directory ($XDG_CACHE_HOME, else ~/.cache); "" when there
+// is none, and an upload then resumes by its parts' listed checksums
+// alone.
+func uploadJournalDir(getenv func(string) string) string {
+	if d := getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "s3pd", "uploads")
+	}
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache", "s3pd", "uploads")
+	}
+	return ""
+}
+
+// uploadReport prints, one line each, the incomplete uploads a run
+// aborts.
+func uploadReport(f *runEnv) func(string) {
+	return func(msg string) { f.Logger.Warn(msg) }
+}
+
+// refuseClosedStdin refuses a standard input that is closed (the Go
+// runtime opens /dev/null in its place) or /dev/null itself: almost
+// always a script's mistake, which would otherwise put an empty object
+// at the key. An empty object comes from an empty pipe.
+func refuseClosedStdin(in io.Reader, dst string) error {
+	file, ok := in.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := file.Stat()
+	if err != nil {
+		return nil // the read says what is wrong
+	}
+	null, err := os.Stat(os.DevNull)
+	if err == nil && os.SameFile(st, null) {
+		return usageErrorf("SRC -: standard input is closed or %s, so there is nothing to upload to %s; for an empty object, pipe nothing into it (: | s3pd copy - %s)", os.DevNull, dst, dst)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/transfer"
+	"go.uber.org/zap"
 )
 
 // summaryLine is the last --json line of a transfer.
@@ -20,9 +21,14 @@ type summaryLine struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Objects counts those transferred whole; WouldTransfer those a dry
 	// run would transfer.
-	Objects            int64   `json:"objects"`
-	Failed             int64   `json:"failed"`
-	Skipped            int64   `json:"skipped"`
+	Objects int64 `json:"objects"`
+	Failed  int64 `json:"failed"`
+	Skipped int64 `json:"skipped"`
+	// Listed counts the objects listed, Excluded those the rules took
+	// out: Listed = Objects (or WouldTransfer) + Skipped + Excluded +
+	// Failed + Interrupted in every run that was not interrupted.
+	Listed             int64   `json:"listed"`
+	Excluded           int64   `json:"excluded"`
 	Interrupted        int64   `json:"interrupted"`
 	KeptForResume      int64   `json:"kept_for_resume"`
 	WouldTransfer      int64   `json:"would_transfer,omitempty"`
@@ -42,18 +48,21 @@ type summaryLine struct {
 	UnverifiedBytes   int64            `json:"unverified_bytes"`
 	Checksums         map[string]int64 `json:"checksums,omitempty"`
 	UnverifiedReasons map[string]int64 `json:"unverified_reasons,omitempty"`
-	ResumedObjects    int64            `json:"resumed_objects"`
-	ResumedBytes      int64            `json:"resumed_bytes"`
-	Requests          int64            `json:"requests"`
-	Retries           int64            `json:"retries"`
-	Hedged            int64            `json:"hedged"`
-	Splits            int64            `json:"splits"`
-	Ranges            int64            `json:"ranges"`
-	GETsPerRange      float64          `json:"gets_per_range"`
-	OverfetchBytes    int64            `json:"overfetch_bytes"`
-	TTFB50ms          float64          `json:"ttfb_p50_ms"`
-	TTFB99ms          float64          `json:"ttfb_p99_ms"`
-	PeakRSS           int64            `json:"peak_rss_kib"`
+	// PartsCheckedBytes is the size of the objects unverified as
+	// "parts-only": the destination checked each part on arrival.
+	PartsCheckedBytes int64   `json:"parts_checked_bytes,omitempty"`
+	ResumedObjects    int64   `json:"resumed_objects"`
+	ResumedBytes      int64   `json:"resumed_bytes"`
+	Requests          int64   `json:"requests"`
+	Retries           int64   `json:"retries"`
+	Hedged            int64   `json:"hedged"`
+	Splits            int64   `json:"splits"`
+	Ranges            int64   `json:"ranges"`
+	GETsPerRange      float64 `json:"gets_per_range"`
+	OverfetchBytes    int64   `json:"overfetch_bytes"`
+	TTFB50ms          float64 `json:"ttfb_p50_ms"`
+	TTFB99ms          float64 `json:"ttfb_p99_ms"`
+	PeakRSS           int64   `json:"peak_rss_kib"`
 	// EmulatorInProcess: the peak includes the embedded emulator's memory.
 	EmulatorInProcess bool          `json:"emulator_in_process,omitempty"`
 	Lanes             []laneSummary `json:"nics,omitempty"`
@@ -84,12 +93,13 @@ func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 	t := r.tally
 	line := summaryLine{header: newHeader(lineSummary), DryRun: r.dry,
 		Objects: s.Objects, Failed: s.Failed - t.interrupted, Skipped: s.Skipped, Interrupted: t.interrupted, KeptForResume: t.kept,
+		Listed: s.Listed, Excluded: s.Excluded,
 		Bytes: s.Bytes, Seconds: secs, BytesPerSecond: perSecond(s.Bytes, secs),
 		ObjectsPerSecond: perSecond(s.Objects, secs),
 		Gibps:            gibps(s.Bytes, secs), GiBps: perSecond(s.Bytes, secs) / (1 << 30), Gbps: gbps(s.Bytes, secs),
 		VerifiedObjects: t.verified, VerifiedBytes: t.verifiedBytes,
 		UnverifiedObjects: t.unverified, UnverifiedBytes: t.unverifiedBytes,
-		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy),
+		Checksums: maps.Clone(t.checksums), UnverifiedReasons: maps.Clone(t.unverifiedWhy), PartsCheckedBytes: t.partsCheckedBytes,
 		ResumedObjects: t.resumed, ResumedBytes: t.resumedBytes,
 		Requests: s.Requests, Retries: s.Retries, Hedged: s.Hedged, Splits: s.Splits,
 		Ranges: s.Ranges, GETsPerRange: perRange(s), OverfetchBytes: s.Overfetch,
@@ -143,6 +153,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // summary is written, so a quiet run without --json ends when its
 // transfer does.
 func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, measures func() runMeasures) {
+	for _, c := range s.WindowPhases {
+		r.log.Debug("window", zap.Duration("at", c.At), zap.Stringer("phase", c.Phase), zap.Int("window", c.Window))
+	}
 	if w == nil && r.json == nil {
 		return
 	}
@@ -189,6 +202,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	case line.Interrupted > 0:
 		objects += fmt.Sprintf(", %d interrupted", line.Interrupted)
 	}
+	objects += "; " + listedText(line)
 	fmt.Fprintf(w, "%s (%s objects/s)\n", objects, humanCount(line.ObjectsPerSecond))
 	fmt.Fprintf(w, "bytes: %s in %s, %s\n", humanBytes(line.Bytes), humanSeconds(line.Seconds), humanRate(line.BytesPerSecond))
 	if r.directory != "" {
@@ -205,19 +219,17 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))
 	}
-	if line.KeptForResume > 0 {
-		fmt.Fprintf(w, "partial: %s kept for resume: run the same command again to resume them\n", plural(line.KeptForResume, "object"))
-	}
-	if n := line.Interrupted - line.KeptForResume; n > 0 && !out.timed {
-		them := "them"
-		if n == 1 {
-			them = "it"
-		}
-		fmt.Fprintf(w, "interrupted: %s had no part on disk to keep: a rerun fetches %s whole\n", plural(n, "object"), them)
+	if !out.timed {
+		r.printInterrupted(w, line) // a bench's clock cuts objects, it keeps none
 	}
 	fmt.Fprintf(w, "requests: %d, retries: %d (%d SlowDowns), hedged: %d; in flight: mean %.1f, peak %d; window %s\n",
 		line.Requests, line.Retries, s.SlowDowns, line.Hedged, s.InFlightMean, s.InFlightPeak, windowText(s))
-	if line.Ranges > 0 {
+	switch {
+	case line.Ranges > 0 && r.upload && r.localTo != "":
+		// An upload of files: its ranges are the parts it sent or kept,
+		// read from disk, not GETs.
+		fmt.Fprintf(w, "parts: %d\n", line.Ranges)
+	case line.Ranges > 0:
 		fmt.Fprintf(w, "ranges: %d (%d tail pieces), %.3f GETs per range, overfetch: %s\n",
 			line.Ranges, line.Splits, line.GETsPerRange, humanBytes(line.OverfetchBytes))
 	}
@@ -248,6 +260,36 @@ func (r *reporter) interrupted() int64 {
 	return r.tally.interrupted
 }
 
+// listedText says how many objects were listed: "2 listed", "5 listed,
+// 3 excluded by --include/--exclude".
+func listedText(line summaryLine) string {
+	t := fmt.Sprintf("%d listed", line.Listed)
+	if line.Excluded > 0 {
+		t += fmt.Sprintf(", %d excluded by --include/--exclude", line.Excluded)
+	}
+	return t
+}
+
+// printInterrupted says what an interrupted run kept for a rerun, in a
+// download's words or an upload's.
+func (r *reporter) printInterrupted(w io.Writer, line summaryLine) {
+	kept, lost := "kept for resume", "had no part on disk to keep: a rerun fetches %s whole"
+	if r.upload {
+		kept = "kept as incomplete uploads with their parts in S3"
+		lost = "had no part in S3 to keep: a rerun sends %s whole"
+	}
+	if line.KeptForResume > 0 {
+		fmt.Fprintf(w, "partial: %s %s: run the same command again to resume them\n", plural(line.KeptForResume, "object"), kept)
+	}
+	if n := line.Interrupted - line.KeptForResume; n > 0 {
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(w, "interrupted: %s "+lost+"\n", plural(n, "object"), them)
+	}
+}
+
 // intact is how many skipped objects were read and found intact.
 func (r *reporter) intact() int64 {
 	r.mu.Lock()
@@ -267,12 +309,20 @@ var unverifiedHints = map[string]string{
 // with a checksum is for objects already in S3.
 var localHints = map[string]string{
 	"local": "local files carry no checksum to check the copy against",
-	"s3":    "local files carry no checksum to check against; each upload carried one, which S3 checks on arrival",
-	"stdin": "the server keeps no full-object checksum to compare the stream's with; each part carried one, which S3 checks on arrival",
+}
+
+// uploadHints replace the advice for uploads, where it is the
+// destination's answers that lack a checksum.
+var uploadHints = map[string]string{
+	transfer.UnverifiedNoChecksum:   "the server returned no checksum of what it stored (it may check none): only the size was checked",
+	transfer.UnverifiedLookupFailed: "the HEAD that checks what the server stored failed: --json says why",
 }
 
 // hint returns what would check the objects unverified for reason why.
 func (r *reporter) hint(why string) string {
+	if r.upload {
+		return uploadHints[why]
+	}
 	if h, ok := localHints[r.localTo]; ok && why == transfer.UnverifiedNoChecksum {
 		return h
 	}
@@ -285,12 +335,6 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if line.VerifiedObjects+line.UnverifiedObjects == 0 {
 		return
 	}
-	if r.localTo == "s3" && line.VerifiedObjects == 0 && line.UnverifiedReasons[transfer.UnverifiedNoChecksum] == line.UnverifiedObjects {
-		// Uploads of local files: nothing to compare with here, but
-		// every part carried a checksum that S3 checked on arrival.
-		fmt.Fprintf(w, "checked by S3: %s (%s), each part's checksum on arrival\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
-		return
-	}
 	var algs []string
 	for _, a := range slices.Sorted(maps.Keys(line.Checksums)) {
 		algs = append(algs, fmt.Sprintf("%s %d", a, line.Checksums[a]))
@@ -299,14 +343,26 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	if len(algs) > 0 {
 		v += " by " + strings.Join(algs, ", ")
 	}
+	if r.upload {
+		v += ", the destination's checksum of what it stored"
+	}
 	if line.VerifiedObjects > 0 {
 		fmt.Fprintln(w, v)
 	}
-	if len(line.UnverifiedReasons) == 0 {
+	// Objects whose every part the destination checked on arrival, as
+	// its answers showed: not verified whole, but checked.
+	parts := line.UnverifiedReasons[transfer.UnverifiedPartsOnly]
+	if parts > 0 {
+		fmt.Fprintf(w, "checked by S3: %s (%s), each part's checksum on arrival\n", plural(parts, "object"), humanBytes(line.PartsCheckedBytes))
+	}
+	if len(line.UnverifiedReasons) == 0 || parts == line.UnverifiedObjects {
 		return
 	}
-	fmt.Fprintf(w, "unverified: %s (%s)\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
+	fmt.Fprintf(w, "unverified: %s (%s)\n", plural(line.UnverifiedObjects-parts, "object"), humanBytes(line.UnverifiedBytes-line.PartsCheckedBytes))
 	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
+		if why == transfer.UnverifiedPartsOnly {
+			continue
+		}
 		hint := r.hint(why)
 		if hint != "" {
 			hint = ": " + hint

@@ -55,11 +55,11 @@ func TestHumanSummary(t *testing.T) {
 		r.ObjectDone(res)
 	}
 	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
+	r.printSummary(&b, transfer.Summary{Listed: 4, Excluded: 1, Objects: 2, Failed: 1, Bytes: 2<<20 + 100, Elapsed: 2 * time.Second, Requests: 5, Retries: 3,
 		Window: 48, WindowStop: transfer.WindowKnee, WindowKnee: 48}, runOutput{}, false, nil, nil)
 	out := b.String()
 	for _, want := range []string{
-		"objects: 2 transferred, 0 skipped, 1 failed (1.00 objects/s)",
+		"objects: 2 transferred, 0 skipped, 1 failed; 4 listed, 1 excluded by --include/--exclude (1.00 objects/s)",
 		"bytes: 2.00 MiB in 2.00 s, 1.00 MiB/s (0.01 Gbit/s)",
 		"verified: 1 object (2.00 MiB) by crc64nvme 1",
 		"1 md5-only: --verify full checks their MD5 ETags",
@@ -201,22 +201,64 @@ func TestQuietRunComputesNoMeasures(t *testing.T) {
 	}
 }
 
-// TestUploadSummaryIsNoWarning: an upload of local files says S3
-// checked every part's checksum, not "verified: 0", "unverified: N".
-func TestUploadSummaryIsNoWarning(t *testing.T) {
-	r := &reporter{log: zap.NewNop(), localTo: "s3"}
-	for _, k := range []string{"a", "b"} {
-		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: k, Size: 1 << 20}, Bytes: 1 << 20,
-			Verification: transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}})
+// TestUploadSummarySaysWhatTheDestinationChecked: an upload's summary
+// says, per object, what the destination's answers showed it checked:
+// its checksum of the whole object ("verified"), each part's on arrival
+// ("checked by S3"), or nothing but the size ("unverified", never the
+// advice to upload with a checksum). An empty file, checked like any
+// other, changes none of it.
+func TestUploadSummarySaysWhatTheDestinationChecked(t *testing.T) {
+	const mib = 1 << 20
+	verified := transfer.Verification{Checksums: []string{"crc64nvme"}}
+	parts := transfer.Verification{Unverified: transfer.UnverifiedPartsOnly}
+	none := transfer.Verification{Unverified: transfer.UnverifiedNoChecksum}
+	type object struct {
+		v    transfer.Verification
+		size int64
 	}
-	var b strings.Builder
-	r.printSummary(&b, transfer.Summary{Objects: 2, Bytes: 2 << 20, Elapsed: time.Second}, runOutput{localTo: "s3"}, false, nil, nil)
-	out := b.String()
-	if want := "checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"; !strings.Contains(out, want) {
-		t.Errorf("summary lacks %q:\n%s", want, out)
+	tests := []struct {
+		name    string
+		objects []object
+		want    []string
+		forbid  []string
+	}{
+		{"whole objects checked, an empty one among them", []object{{verified, mib}, {verified, mib}, {verified, 0}},
+			[]string{"verified: 3 objects (2.00 MiB) by crc64nvme 3, the destination's checksum of what it stored\n"},
+			[]string{"unverified", "checked by S3"}},
+		{"parts checked", []object{{parts, mib}, {parts, mib}},
+			[]string{"checked by S3: 2 objects (2.00 MiB), each part's checksum on arrival\n"},
+			[]string{"unverified", "verified: 0"}},
+		{"nothing echoed", []object{{none, mib}, {none, mib}},
+			[]string{"unverified: 2 objects (2.00 MiB)\n", "2 no-checksum: the server returned no checksum of what it stored"},
+			[]string{"checked by S3", "upload them with a checksum"}},
+		{"mixed", []object{{verified, mib}, {parts, mib}, {none, 0}},
+			[]string{"verified: 1 object (1.00 MiB)", "checked by S3: 1 object (1.00 MiB)", "unverified: 1 object (0 B)\n"}, nil},
 	}
-	if strings.Contains(out, "verified: 0") || strings.Contains(out, "unverified") {
-		t.Errorf("an upload's summary reads as a warning:\n%s", out)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := runOutput{localTo: "s3", upload: true}
+			r := &reporter{log: zap.NewNop(), localTo: out.localTo, upload: out.upload}
+			var total int64
+			for i, o := range tt.objects {
+				total += o.size
+				r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: o.size}, Bytes: o.size, Verification: o.v})
+			}
+			var b strings.Builder
+			r.printSummary(&b, transfer.Summary{Objects: int64(len(tt.objects)), Bytes: total, Elapsed: time.Second, Ranges: 3}, out, false, nil, nil)
+			if !strings.Contains(b.String(), "parts: 3\n") || strings.Contains(b.String(), "GETs per range") {
+				t.Errorf("an upload's summary speaks of GETs, not parts:\n%s", b.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, f := range tt.forbid {
+				if strings.Contains(b.String(), f) {
+					t.Errorf("summary has %q:\n%s", f, b.String())
+				}
+			}
+		})
 	}
 }
 
@@ -330,5 +372,47 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "6/157 obj,  34 open") {
 		t.Errorf("the bar does not count the objects open: %q", errOut.String())
+	}
+}
+
+// TestShardsCheckAccounts: shards check refuses a shard whose summary
+// lists more objects than it has verdicts for, or other than its share,
+// as an internal error, and takes one whose counts agree.
+func TestShardsCheckAccounts(t *testing.T) {
+	dir := t.TempDir()
+	shard := func(name, counts string) string {
+		p := filepath.Join(dir, name)
+		line := `{"schema":"s3pd/1","type":"summary",` + counts + `,"shard":{"version":2,"id":"0/1","objects":2,"bytes":2,"hash":"00000000000000000000000000000000","listing_objects":2,"listing_bytes":2,"listing_hash":"00000000000000000000000000000000","share":1}}`
+		if err := os.WriteFile(p, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		counts, want string
+		code         int
+	}{
+		{`"objects":1,"skipped":1,"listed":2`, "ok: 1 shard cover listing", ExitOK},
+		{`"objects":1,"skipped":1`, "ok: 1 shard cover listing", ExitOK}, // an older s3pd: no listed count
+		{`"objects":1,"skipped":0,"listed":2`, "internal error: 2 listed, 1 transferred + 0 skipped + 0 excluded + 0 failed + 0 interrupted = 1", ExitFailed},
+		{`"objects":1,"skipped":0,"listed":1`, "internal error: 1 listed, but its share of the split holds 2", ExitFailed},
+	} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, "test", []string{"shards", "check", shard("s.json", tt.counts)})
+		if code != tt.code || !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%s: exit %d, %q; want exit %d and %q", tt.counts, code, out.String()+errOut.String(), tt.code, tt.want)
+		}
+	}
+}
+
+// TestUnaccountedIsItsOwnError: a run whose counts disagree is reported
+// with its own error code, wrapped or not.
+func TestUnaccountedIsItsOwnError(t *testing.T) {
+	err := fmt.Errorf("get: %w", &transfer.UnaccountedError{Where: "the job's listing", Listed: 2, Transferred: 1})
+	if code, _ := errorCode(err); code != codeUnaccounted {
+		t.Errorf("error code %q, want %q", code, codeUnaccounted)
+	}
+	if !strings.Contains(err.Error(), "internal error in the job's listing: 1 listed object without a verdict") {
+		t.Errorf("message %q does not name the difference", err)
 	}
 }

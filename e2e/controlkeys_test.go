@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -63,4 +64,69 @@ func TestKeysWithControlCharactersPrintEscaped(t *testing.T) {
 		t.Fatalf("get with every GET denied: exit %d, want 1\n%s", r.code, r.stderr)
 	}
 	check("failure recap", r.stdout+r.stderr, 4, "  k/")
+}
+
+// TestInvisibleKeysPrintApart: keys that differ only in a zero-width
+// space, a byte order mark, a no-break space or a trailing blank look
+// alike on a terminal; ls and --dry-run show each escaped, so no two
+// print the same, and ls --json carries each key exactly.
+func TestInvisibleKeysPrintApart(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	shown := map[string]string{ // key -> how human output shows it
+		"k/sp ": `k/sp\x20`, "k/sp": "k/sp", "k/z\u200bw": `k/z\u200bw`, "k/zw": "k/zw",
+		"k/\ufeffbom": `k/\ufeffbom`, "k/bom": "k/bom", "k/nb\u00a0sp": `k/nb\u00a0sp`, `k/back\slash`: `k/back\\slash`,
+	}
+	for k := range shown {
+		s.put(t, k, []byte(k))
+	}
+	lines := func(what, out, prefix string) {
+		t.Helper()
+		got := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if i := strings.Index(line, prefix); i >= 0 {
+				name := line[i:]
+				if j := strings.Index(name, " -> "); j >= 0 && what == "--dry-run" {
+					name = name[:j]
+				}
+				if got[name] {
+					t.Errorf("%s: %q printed twice:\n%s", what, name, out)
+				}
+				got[name] = true
+			}
+		}
+		for k, want := range shown {
+			if !got[want] {
+				t.Errorf("%s: key %q not shown as %q:\n%s", what, k, want, out)
+			}
+		}
+	}
+	r := run(t, nil, s.cmd("ls", "--recursive", s.url("k/"))...)
+	if r.code != 0 {
+		t.Fatalf("ls: exit %d\n%s", r.code, r.stderr)
+	}
+	lines("ls", r.stdout, "k/")
+	r = run(t, nil, s.cmd("get", "--dry-run", s.url("k/"), t.TempDir())...)
+	if r.code != 0 {
+		t.Fatalf("--dry-run: exit %d\n%s", r.code, r.stderr)
+	}
+	lines("--dry-run", r.stdout, "k/")
+	r = run(t, nil, s.cmd("ls", "--json", "--recursive", s.url("k/"))...)
+	if r.code != 0 {
+		t.Fatalf("ls --json: exit %d\n%s", r.code, r.stderr)
+	}
+	keys := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e struct{ Type, Key string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("ls --json line %q: %v", line, err)
+		}
+		if e.Type == "entry" {
+			keys[e.Key] = true
+		}
+	}
+	for k := range shown {
+		if !keys[k] {
+			t.Errorf("ls --json lacks the exact key %q: %v", k, keys)
+		}
+	}
 }

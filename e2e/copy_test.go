@@ -94,9 +94,10 @@ func TestCopyBinaryBadInput(t *testing.T) {
 }
 
 // TestCopySummaryAdviceFitsDirection: local files carry no checksum, so a
-// local copy is reported unverified, saying why; an upload says S3
-// checked every part's checksum on arrival, not "verified: 0"; never
-// "upload them with a checksum", which is for objects already in S3.
+// local copy is reported unverified, saying why; an upload is verified
+// by the checksum the destination reports of what it stored, not
+// "verified: 0"; never "upload them with a checksum", which is for
+// objects already in S3.
 func TestCopySummaryAdviceFitsDirection(t *testing.T) {
 	src := writeFiles(t, t.TempDir(), map[string][]byte{"f": randomBytes(4, 1000)})
 	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
@@ -108,7 +109,7 @@ func TestCopySummaryAdviceFitsDirection(t *testing.T) {
 		{"local to local", []string{"copy", src, filepath.Join(t.TempDir(), "copy")},
 			"1 no-checksum: local files carry no checksum to check the copy against"},
 		{"local to S3", s.cmd("copy", src, s.url("up/")),
-			"checked by S3: 1 object (1000 B), each part's checksum on arrival"},
+			"verified: 1 object (1000 B) by crc64nvme 1, the destination's checksum of what it stored"},
 	} {
 		r := run(t, nil, tt.args...)
 		if r.code != 0 {

@@ -138,6 +138,9 @@ func TestReadmeExamples(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", line)
 		cmd.Dir, cmd.Env = cwd, env
+		// A pipe for the command that reads standard input (its producer,
+		// left of the "|", is not run): /dev/null would be refused.
+		cmd.Stdin = strings.NewReader("piped\n")
 		out, err := cmd.CombinedOutput()
 		cancel()
 		t.Logf("%s", line)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,6 +152,22 @@ func TestBenchWindowSaysWhereItStopped(t *testing.T) {
 		}
 		if (stop == "knee") != (knee > 0) || knee > tt.budget {
 			t.Errorf("%v: window_knee %d with window_stop %q: want a knee within the budget exactly when it stopped there", tt.args, knee, stop)
+		}
+		// The transitions: none with the window fixed; from the start
+		// otherwise, the last one where the window stopped.
+		phases, _ := sum["window_phases"].([]any)
+		var names []string
+		for _, p := range phases {
+			names = append(names, p.(map[string]any)["phase"].(string))
+		}
+		last := map[string][]string{"knee": {"hold", "probe"}, "slowdown": {"backoff"}}[stop]
+		switch {
+		case tt.args[0] == "--adaptive" && len(names) != 0:
+			t.Errorf("%v: window_phases %v, want none with the window fixed", tt.args, names)
+		case tt.args[0] != "--adaptive" && (len(names) == 0 || names[0] != "start"):
+			t.Errorf("%v: window_phases %v, want them to begin at start", tt.args, names)
+		case last != nil && !slices.Contains(last, names[len(names)-1]):
+			t.Errorf("%v: window_phases %v with window_stop %q, want the last among %v", tt.args, names, stop, last)
 		}
 	}
 }

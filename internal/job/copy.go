@@ -3,7 +3,10 @@ package job
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -231,6 +234,7 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
 		return s3store.ChecksumOf(ctx, src, o, alg)
 	}
+	opts.SourceIdentity = fileIdentity
 	c.Sink = s3store.NewUploadSink(client, u.Bucket, opts)
 	c.pruneS3(client, u.Bucket, opts.Prefix, spec.Upload.Req)
 	return nil
@@ -328,6 +332,7 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 		c.MaxRequests = max(1, int(streamBuffer/c.PartSize))
 	}
 	opts.SourceChecksum = res.Source.Checksum
+	opts.SourceIdentity = objectIdentity
 	c.Sink = s3store.NewUploadSink(dstClient, du.Bucket, opts)
 	return nil
 }
@@ -372,4 +377,25 @@ func (c *Copy) Close() {
 		fn()
 	}
 	c.closers = nil
+}
+
+// fileIdentity identifies a local file's bytes for an upload's journal:
+// its device, inode, size and modification time, as the file is now
+// ("" when it cannot be read, which resumes nothing of its upload).
+func fileIdentity(o transfer.Object) string {
+	st, err := os.Stat(o.Key)
+	if err != nil {
+		return ""
+	}
+	id := fmt.Sprintf("file %d %d", st.Size(), st.ModTime().UnixNano())
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id += fmt.Sprintf(" %d:%d", uint64(sys.Dev), sys.Ino)
+	}
+	return id
+}
+
+// objectIdentity identifies an object's bytes at another store for an
+// upload's journal: its ETag, version and size.
+func objectIdentity(o transfer.Object) string {
+	return fmt.Sprintf("object %s %s %d", o.ETag, o.VersionID, o.Size)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/manifest"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // The names below are the stores' and listers' small types and
@@ -66,6 +67,10 @@ type CertificateError = s3store.CertificateError
 
 // ErrBadListing is a listing the server answered wrongly.
 var ErrBadListing = s3store.ErrBadListing
+
+// ErrUnaccounted is a run whose listed objects do not each have one
+// verdict: an internal error (transfer.UnaccountedError).
+var ErrUnaccounted = transfer.ErrUnaccounted
 
 // StatusOf is the status and code of the server's answer that err
 // carries (ok false: none).

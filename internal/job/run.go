@@ -3,7 +3,10 @@ package job
 import (
 	"cmp"
 	"context"
+	"errors"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/extsort"
@@ -165,20 +168,11 @@ func (r *Run) openCopy(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// tlsStartWindow is where the window of requests in flight starts over
-// HTTPS. Each connection the start opens costs a TLS handshake on both
-// ends before its first byte, so the start opens no more than the climb
-// can show are needed: on two cores over loopback, 32 connections at the
-// start held 256 x 1 MiB at 0.87x the speed of 16 while the window
-// settled back to 16, and the climb doubles from 16 where its steps pay,
-// one round trip later than from 32.
-const tlsStartWindow = 16
-
 // startOver sets where the window starts for a run whose requests go
 // to endpoint ("": AWS, over HTTPS), unless the options set it.
 func (r *Run) startOver(endpoint string) {
 	if r.Options.StartWindow == 0 && overTLS(endpoint) {
-		r.Options.StartWindow = tlsStartWindow
+		r.Options.StartWindow = transfer.TLSStartWindow
 	}
 }
 
@@ -206,6 +200,10 @@ type Hooks struct {
 	// observing them and timing each lane's requests.
 	Again   *Again
 	Classes *Classes
+	// Lister, when set, decorates the run's listing between what the job
+	// counts and the engine: a seam for tests, which hand it a listing
+	// that loses objects to prove that the run then fails (nil: none).
+	Lister func(transfer.Lister) transfer.Lister
 }
 
 // ShardReport is the shard's report, complete once the listing is (nil
@@ -224,9 +222,9 @@ func (r *Run) ShardReport() *ShardReport {
 func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if r.stream != nil {
 		h.start()
-		return r.stream.transfer(ctx, h.Observer)
+		return r.stream.transfer(ctx, h.Observer, r.Options.Verify == transfer.VerifyRequire)
 	}
-	rctx, stop, o, err := r.engineOptions(ctx, h)
+	rctx, stop, o, acct, err := r.engineOptions(ctx, h)
 	defer stop(nil)
 	if err != nil {
 		return transfer.Summary{}, err
@@ -240,13 +238,61 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if se := spaceFailure(rctx, err); se != nil {
 		return sum, se
 	}
+	sum = acct.moved(sum)
 	if r.mustExist != nil && err == nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 {
 		if h.Observer != nil {
 			h.Observer.ObjectDone(transfer.Result{Object: *r.mustExist, Err: r.missing})
 		}
+		// The object the command named is listed, and fails.
+		sum.Listed++
 		sum.Failed++
+		return sum, nil
+	}
+	if rctx.Err() == nil && !BadManifest(err) {
+		if aerr := r.account(sum, acct.listed()); aerr != nil {
+			return sum, errors.Join(aerr, err)
+		}
 	}
 	return sum, err
+}
+
+// account checks a run's counts once it ends uninterrupted: what the
+// job's listing yielded (listed) is what the engine listed, each with
+// one verdict, and a shard's share is what the split said it is.
+func (r *Run) account(sum transfer.Summary, listed int64) error {
+	if listed != sum.Listed {
+		return &transfer.UnaccountedError{Where: "the job's listing", Listed: listed,
+			Transferred: sum.Objects, Skipped: sum.Skipped, Excluded: sum.Excluded, Failed: sum.Failed}
+	}
+	if err := sum.Account("the engine"); err != nil {
+		return err
+	}
+	if rep := r.scaled.Report; rep != nil && rep.Done() && rep.Objects != listed {
+		return &transfer.UnaccountedError{Where: "shard " + rep.Shard.String() + " (its split holds " + strconv.FormatInt(rep.Objects, 10) + " objects)",
+			Listed: rep.Objects, Transferred: sum.Objects, Skipped: sum.Skipped, Excluded: sum.Excluded, Failed: sum.Failed}
+	}
+	return nil
+}
+
+// accounting is what the job counts of a run's listing besides the
+// engine: what the innermost lister yielded, and the objects the filter
+// took out before the engine saw them (the space check filters as it
+// reads the listing ahead).
+type accounting struct {
+	listed      func() int64
+	movedFilter bool
+	excluded    *atomic.Int64
+}
+
+// moved adds the objects filtered before the engine to its summary: they
+// were listed, and excluded.
+func (a accounting) moved(sum transfer.Summary) transfer.Summary {
+	if a.movedFilter {
+		n := a.excluded.Load()
+		sum.Listed += n
+		sum.Excluded += n
+	}
+	return sum
 }
 
 // engineOptions are the engine's options for one transfer with h: the
@@ -254,7 +300,7 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 // lister, and a directory bucket's opaque ETags (and, for a dry run, its
 // listing in key order). The context it returns is the run's, whose
 // cause says the space check stopped it.
-func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, context.CancelCauseFunc, transfer.Options, error) {
+func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, context.CancelCauseFunc, transfer.Options, accounting, error) {
 	o := r.Options
 	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
 	if h.Classes != nil {
@@ -267,28 +313,43 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 	case r.listing != nil:
 		o.Listing = r.listing
 	}
-	o.Lister = r.scaled.Lister
-	lister := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
+	base := cmp.Or[transfer.Lister](r.scaled.Lister, r.lanes[0].Source)
 	if h.Again != nil {
-		lister = h.again(lister)
-		o.Lister = lister
+		base = h.again(base) // counted as the engine sees it: every pass
 	}
-	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, o.Filter)
+	lister, listed := transfer.Count(base)
+	if h.Lister != nil {
+		lister = h.Lister(lister)
+	}
+	o.Lister = lister
+	acct := accounting{listed: listed, excluded: &atomic.Int64{}}
+	filter := o.Filter
+	if match := o.Filter; match != nil {
+		filter = func(obj transfer.Object) bool {
+			if !match(obj) {
+				acct.excluded.Add(1)
+				return false
+			}
+			return true
+		}
+	}
+	rctx, stop, spaced, filter, err := withSpaceCheck(ctx, r.space, r.spaceDest, lister, r.scaled.Lister != nil, filter)
 	if err != nil {
-		return rctx, stop, o, &SpecError{Err: err}
+		return rctx, stop, o, acct, &SpecError{Err: err}
 	}
 	if spaced != nil {
 		o.Lister, o.Filter = spaced, filter
+		acct.movedFilter = true
 	}
 	if r.Directory != "" {
 		o.OpaqueETags = true
 		if o.DryRun {
 			// A directory bucket lists out of key order: a dry run's
 			// list compares from run to run in key order.
-			o.Lister = extsort.Sorted(cmp.Or[transfer.Lister](o.Lister, r.lanes[0].Source), "", 0)
+			o.Lister = extsort.Sorted(o.Lister, "", 0)
 		}
 	}
-	return rctx, stop, o, nil
+	return rctx, stop, o, acct, nil
 }
 
 // lanes are the run's lanes, each source timed by h's Classes.

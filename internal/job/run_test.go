@@ -143,15 +143,15 @@ func TestOpenSpaceCheck(t *testing.T) {
 }
 
 // TestStartWindowFollowsTheScheme: over HTTPS (AWS's endpoint, or an
-// https:// one) the window starts at tlsStartWindow, over HTTP where the
+// https:// one) the window starts at transfer.TLSStartWindow, over HTTP where the
 // engine starts it, and a start the options set is kept.
 func TestStartWindowFollowsTheScheme(t *testing.T) {
 	for _, tt := range []struct {
 		endpoint  string
 		set, want int
 	}{
-		{"", 0, tlsStartWindow},
-		{"https://s3.example.com", 0, tlsStartWindow},
+		{"", 0, transfer.TLSStartWindow},
+		{"https://s3.example.com", 0, transfer.TLSStartWindow},
 		{"http://127.0.0.1:9000", 0, 0},
 		{"https://s3.example.com", 8, 8},
 	} {

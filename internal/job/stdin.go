@@ -3,8 +3,8 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"strings"
 
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -56,21 +56,23 @@ func (c *Copy) fromStdin(ctx context.Context, spec CopySpec) error {
 }
 
 // transfer uploads the stream, telling obs of its bytes and its one
-// object.
-func (s *stream) transfer(ctx context.Context, obs transfer.Observer) (transfer.Summary, error) {
+// object; require fails it when the destination's checksum did not
+// verify it (--verify require), though it is in place.
+func (s *stream) transfer(ctx context.Context, obs transfer.Observer, require bool) (transfer.Summary, error) {
 	res, err := s.sink.Stream(ctx, s.key, s.in, s.partSize, s.parts, obs.Bytes)
+	if err == nil && require {
+		if err = transfer.Required(res.Landed, res.Bytes); err != nil {
+			err = fmt.Errorf("%s: %w; the object is in place", s.sink.Destination(s.key), err)
+		}
+	}
 	result := transfer.Result{Object: transfer.Object{Key: s.key, Name: s.key, Size: res.Bytes},
 		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
-	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests}
-	switch {
-	case err != nil:
+	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests, Retries: res.Retries, SlowDowns: res.SlowDowns}
+	if err != nil {
 		sum.Failed = 1
-	case res.Verified:
+	} else {
 		sum.Objects = 1
-		result.Verification.Checksums = []string{strings.ToLower(s.alg)}
-	default:
-		sum.Objects = 1
-		result.Verification.Unverified = transfer.UnverifiedNoChecksum
+		result.Verification = res.Landed
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		result.Err = context.Canceled

@@ -33,6 +33,16 @@ type percentRow struct {
 	P50, P90, P99, P999, Requests string
 }
 
+// objectsText is the summary's verdicts and what was listed: "2
+// transferred, 0 skipped, 1 failed; 3 listed".
+func objectsText(s transfer.Summary) string {
+	t := fmt.Sprintf("%d transferred, %d skipped, %d failed; %d listed", s.Objects, s.Skipped, s.Failed, s.Listed)
+	if s.Excluded > 0 {
+		t += fmt.Sprintf(", %d excluded", s.Excluded)
+	}
+	return t
+}
+
 // WriteHTML renders r as one self-contained HTML page.
 func WriteHTML(w io.Writer, r Run) error {
 	p := page{Run: r, Verdict: Diagnose(r), Stats: StatsOf(r.Samples)}
@@ -40,7 +50,7 @@ func WriteHTML(w io.Writer, r Run) error {
 	p.Totals = [][2]string{
 		{"steady throughput", steadyText(r)},
 		{"status", r.Status},
-		{"objects", fmt.Sprintf("%d transferred, %d skipped, %d failed", s.Objects, s.Skipped, s.Failed)},
+		{"objects", objectsText(s)},
 		{"bytes", fmt.Sprintf("%d (%.3f GiB)", s.Bytes, float64(s.Bytes)/gib)},
 		{"time", fmt.Sprintf("%.3f s", s.Elapsed.Seconds())},
 		{"throughput", RateOfGibps(Gibps(s.Bytes, s.Elapsed))},

@@ -282,3 +282,17 @@ func TestHTMLShowsHowRangesWereFetched(t *testing.T) {
 		t.Errorf("page lacks %q", want)
 	}
 }
+
+// The page counts the objects as the summary does: the verdicts and what
+// was listed.
+func TestHTMLShowsWhatWasListed(t *testing.T) {
+	r := steady(16)
+	r.Summary.Objects, r.Summary.Skipped, r.Summary.Failed, r.Summary.Listed, r.Summary.Excluded = 5, 2, 1, 10, 2
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "5 transferred, 2 skipped, 1 failed; 10 listed, 2 excluded"; !strings.Contains(b.String(), want) {
+		t.Errorf("page lacks %q", want)
+	}
+}

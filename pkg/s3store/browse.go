@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -28,12 +29,49 @@ type Entry struct {
 // under prefix ("/" delimits), or every object under it when recursive.
 // Keys start with prefix as given, as the AWS CLI's ls lists them: "p"
 // lists "p/" (as a Dir) and "p.txt".
+//
+// The server's roll-up into common prefixes is trusted as the fan-out
+// trusts it (see fanOut): a server that ignores encoding-type=url, or
+// gives a common prefix S3 would not, is listed flat and rolled up here,
+// so ls shows "/" for "/abs-x" from every server, not a prefix "abs-x"
+// that holds nothing.
 func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emit func(Entry) error) error {
+	if recursive {
+		return s.listDir(ctx, prefix, false, emit)
+	}
+	err := s.listDir(ctx, prefix, true, emit)
+	if !errors.Is(err, errUntrusted) {
+		return err
+	}
+	dirs := map[string]bool{}
+	return s.listDir(ctx, prefix, false, func(e Entry) error {
+		rest := e.Key[len(prefix):]
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			return emit(e)
+		}
+		dir := prefix + rest[:i+1]
+		if dirs[dir] {
+			return nil
+		}
+		dirs[dir] = true
+		return emit(Entry{Key: dir, Dir: true})
+	})
+}
+
+// errUntrusted: the server's first delimited page is not to be trusted;
+// nothing was emitted.
+var errUntrusted = errors.New("delimited listing not trusted")
+
+// listDir lists prefix, delimited by "/" when delimited, and emits its
+// entries in the order the server gives them.
+func (s *Source) listDir(ctx context.Context, prefix string, delimited bool, emit func(Entry) error) error {
 	// Keys come URL-encoded: XML cannot carry every byte a key may hold
 	// (control characters are dropped or replaced), so a key with one
 	// would be listed under another name.
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.t.Bucket), Prefix: aws.String(listPrefix(s.t.Bucket, prefix)), EncodingType: types.EncodingTypeUrl}
-	if !recursive {
+	asked := listPrefix(s.t.Bucket, prefix)
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.t.Bucket), Prefix: aws.String(asked), EncodingType: types.EncodingTypeUrl}
+	if delimited {
 		in.Delimiter = aws.String("/")
 	}
 	if s.t.Req.RequestPayer != "" {
@@ -43,16 +81,29 @@ func (s *Source) ListDir(ctx context.Context, prefix string, recursive bool, emi
 		in.ExpectedBucketOwner = aws.String(s.t.Req.ExpectedBucketOwner)
 	}
 	pages := s3.NewListObjectsV2Paginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	for page := 1; pages.HasMorePages(); page++ {
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, statusError(err))
 		}
 		// S3 returns objects and prefixes in two lists, each in key
 		// order; merge them.
-		objs, dirs := page.Contents, page.CommonPrefixes
-		if err := decodeKeys(page); err != nil {
+		objs, dirs := out.Contents, out.CommonPrefixes
+		if err := decodeKeys(out); err != nil {
 			return fmt.Errorf("list s3://%s/%s: %w", s.t.Bucket, prefix, err)
+		}
+		if delimited {
+			var ps []string
+			for _, d := range dirs {
+				ps = append(ps, aws.ToString(d.Prefix))
+			}
+			bad := badPrefix(asked, ps)
+			switch {
+			case page == 1 && (out.EncodingType != types.EncodingTypeUrl || bad != ""):
+				return errUntrusted
+			case bad != "":
+				return fmt.Errorf("list s3://%s/%s: %w: the server rolled keys up into a common prefix %q, which no key would give", s.t.Bucket, prefix, ErrBadListing, bad)
+			}
 		}
 		for len(objs) > 0 || len(dirs) > 0 {
 			var e Entry

@@ -3,6 +3,7 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -54,7 +55,23 @@ type item struct {
 }
 
 // fanOut lists s.t.Prefix with up to s.t.FanOut sub-prefix streams at once.
+//
+// The delimited listing is trusted only from a server that answers as S3
+// does: one that says its keys are URL-encoded, as they were asked, and
+// whose common prefixes each extend the prefix listed up to a "/", in
+// order. A server that ignores encoding-type=url is one of a kind known
+// to roll keys up wrongly (one such rolls "/abs-x" up into a prefix
+// "abs-x" that holds nothing, so the key would vanish from the run
+// without a word): its prefix is listed flat, in one stream, which
+// gives every key as the server holds it.
 func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) error {
+	l, first, err := s.delimited(ctx)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return s.flat(ctx, emit)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	f := &fanout{budget: fanBudget}
 	if s.fanBudget > 0 {
@@ -71,7 +88,7 @@ func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) e
 	streams := make(chan struct{}, s.t.FanOut)
 	g.Go(func() error {
 		defer close(items)
-		return s.top(gctx, g, f, items, streams)
+		return s.top(gctx, g, f, items, streams, l, first)
 	})
 	g.Go(func() error {
 		for it := range items {
@@ -94,27 +111,47 @@ func (s *Source) fanOut(ctx context.Context, emit func(transfer.Object) error) e
 	return g.Wait()
 }
 
-// top lists the prefix with a delimiter and sends its objects and
-// sub-prefixes to items in key order, starting a stream for each
-// sub-prefix when one of the FanOut slots is free.
-func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items chan<- item, streams chan struct{}) error {
+// delimited asks the first page of the prefix's delimited listing,
+// descending while the prefix holds one sub-prefix and nothing else
+// ("data/" -> "data/v1/"). It returns a nil listing when the server's
+// delimited listing is not to be trusted (see fanOut).
+func (s *Source) delimited(ctx context.Context) (*listing, *listPage, error) {
 	prefix := s.t.Prefix
-	var (
-		l     *listing
-		first *listPage
-	)
 	for depth := 1; ; depth++ {
-		l = &listing{get: s.get, req: s.t.Req, prefix: prefix, delimiter: "/", pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
+		l := &listing{get: s.get, req: s.t.Req, prefix: prefix, delimiter: "/", pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
 		p, err := l.next(ctx, "")
 		if err != nil {
-			return fmt.Errorf("list s3://%s/%s page 1: %w", s.t.Bucket, prefix, err)
+			return nil, nil, fmt.Errorf("list s3://%s/%s page 1: %w", s.t.Bucket, prefix, err)
 		}
-		first = p
+		if !p.encoded || badPrefix(prefix, p.prefixes) != "" {
+			return nil, nil, nil
+		}
 		if depth == fanDescend || p.truncated || len(p.contents) > 0 || len(p.prefixes) != 1 {
-			break
+			return l, p, nil
 		}
 		prefix = p.prefixes[0]
 	}
+}
+
+// badPrefix returns the first of a page's common prefixes that S3 would
+// not give for a listing of prefix delimited by "/" ("" when none): each
+// extends prefix, ends in "/" and comes after the one before it.
+func badPrefix(prefix string, prefixes []string) string {
+	last := ""
+	for _, p := range prefixes {
+		if len(p) <= len(prefix) || !strings.HasPrefix(p, prefix) || !strings.HasSuffix(p, "/") || p <= last {
+			return p
+		}
+		last = p
+	}
+	return ""
+}
+
+// top sends the objects and sub-prefixes of the delimited listing l,
+// whose first page is first, to items in key order, starting a stream
+// for each sub-prefix when one of the FanOut slots is free.
+func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items chan<- item, streams chan struct{}, l *listing, first *listPage) error {
+	prefix := l.prefix
 	send := func(it item) error {
 		select {
 		case items <- it:
@@ -124,6 +161,11 @@ func (s *Source) top(ctx context.Context, g *errgroup.Group, f *fanout, items ch
 		}
 	}
 	return l.pagesFrom(ctx, "s3://"+s.t.Bucket+"/"+prefix, first, func(p *listPage) error {
+		if bad := badPrefix(prefix, p.prefixes); bad != "" {
+			// Keys under it could be missed: no run goes on without them.
+			return transfer.Permanent(fmt.Errorf("%w: the server rolled keys up into a common prefix %q, which no key of s3://%s/%s would give; list with --list-concurrency 1",
+				ErrBadListing, bad, s.t.Bucket, prefix))
+		}
 		c, ps := p.contents, p.prefixes
 		for len(c) > 0 || len(ps) > 0 {
 			if len(ps) == 0 || len(c) > 0 && c[0].key < ps[0] {

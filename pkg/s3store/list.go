@@ -27,6 +27,10 @@ type listPage struct {
 	next      string // NextContinuationToken
 	contents  []listEntry
 	prefixes  []string // CommonPrefixes, with a delimiter
+	// encoded: the page says its keys are URL-encoded (EncodingType
+	// url), as asked; a server that ignores the parameter sends them
+	// literally, and they are taken as they are.
+	encoded bool
 }
 
 // listEntry is one <Contents> element.
@@ -220,6 +224,7 @@ func parsePage(doc []byte, p *listPage) error {
 			if depth != 0 {
 				return errors.New("unexpected end of document")
 			}
+			p.encoded = encoded
 			if encoded {
 				for i := range p.contents {
 					k, err := url.QueryUnescape(p.contents[i].key)

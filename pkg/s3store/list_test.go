@@ -38,13 +38,29 @@ func TestParsePage(t *testing.T) {
 	if err := parsePage([]byte(s3Page), &p); err != nil {
 		t.Fatal(err)
 	}
-	want := listPage{truncated: true, next: "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=", contents: []listEntry{
+	want := listPage{truncated: true, encoded: true, next: "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=", contents: []listEntry{
 		{key: "a b/x y&z<>", etag: `"d41d8cd98f00b204e9800998ecf8427e"`, storageClass: "GLACIER", checksumAlgorithm: "CRC64NVME",
 			size: 12345678901, modTime: time.Date(2025, 3, 1, 10, 20, 30, 0, time.UTC)},
 		{key: "a b/€", etag: `"x-2"`, modTime: time.Date(2025, 3, 1, 10, 20, 31, 0, time.UTC)},
 	}}
 	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", p, want)
+	}
+}
+
+// A page without EncodingType (a server that ignores encoding-type=url)
+// is taken literally: "%41" stays "%41", "+" stays "+", and the page says
+// it was not encoded.
+func TestParsePageLiteral(t *testing.T) {
+	doc := `<ListBucketResult><IsTruncated>false</IsTruncated>` +
+		`<Contents><Key>/p%41q+r s</Key><Size>1</Size></Contents>` +
+		`<CommonPrefixes><Prefix>%2F/</Prefix></CommonPrefixes></ListBucketResult>`
+	var p listPage
+	if err := parsePage([]byte(doc), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.encoded || len(p.contents) != 1 || p.contents[0].key != "/p%41q+r s" || len(p.prefixes) != 1 || p.prefixes[0] != "%2F/" {
+		t.Fatalf("parsed %+v, want the key and prefix as written, not encoded", p)
 	}
 }
 

@@ -284,7 +284,10 @@ func (f *copyFile) WriteAt([]byte, int64) (int, error) {
 // Commit completes the multipart copy, or copies an empty object.
 func (f *copyFile) Commit() error {
 	if f.up.parts != nil {
-		return f.up.Commit()
+		if err := f.up.Commit(); err != nil {
+			return err
+		}
+		return f.checkSize()
 	}
 	if f.copied {
 		return nil
@@ -297,3 +300,22 @@ func (f *copyFile) Commit() error {
 
 // Abort aborts the multipart upload of a large copy.
 func (f *copyFile) Abort() error { return f.up.Abort() }
+
+// checkSize checks that the object a multipart copy completed has the
+// source's size: its parts were ranges the server cut, and one it cut
+// wrong would make another object. One that differs is deleted.
+func (f *copyFile) checkSize() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := f.up.sink
+	in := &s3.HeadObjectInput{Bucket: aws.String(u.bucket), Key: aws.String(f.up.key)}
+	u.opts.Req.applyHead(in)
+	out, err := u.client.HeadObject(ctx, in)
+	if err != nil {
+		return nil // not checked: the copy itself succeeded
+	}
+	if got := aws.ToInt64(out.ContentLength); got != f.obj.Size {
+		return u.wrongLanded(ctx, f.up.key, fmt.Sprintf("the copy has %d bytes, the source %d", got, f.obj.Size))
+	}
+	return nil
+}

@@ -4,13 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/transfer"
+	"github.com/s3pd/s3pd/pkg/transfer/transfertest"
 )
 
 func putObject(t testing.TB, c *s3.Client, bucket, key string, data []byte) {
@@ -90,5 +97,44 @@ func TestServerCopyProbe(t *testing.T) {
 	}
 	if b := getObject(t, c, testBucket, "renamed"); !bytes.Equal(b, data) {
 		t.Errorf("renamed copy differs")
+	}
+}
+
+// TestServerCopyChecksItsSize: a multipart copy whose parts the server
+// cut other than asked (a proxy shortens every copy range by one byte)
+// completes an object of another size: it fails with a checksum error,
+// and nothing stays at its key.
+func TestServerCopyChecksItsSize(t *testing.T) {
+	const part = 64 << 10
+	srv := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, Buckets: []string{testBucket, "src"}})
+	direct := testClient(srv.URL)
+	putObject(t, direct, "src", "in/k", randomBytes(3*part+5, 9))
+	u, _ := url.Parse(srv.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var from, to int64
+		if _, err := fmt.Sscanf(r.Header.Get("X-Amz-Copy-Source-Range"), "bytes=%d-%d", &from, &to); err == nil {
+			r.Header.Set("X-Amz-Copy-Source-Range", fmt.Sprintf("bytes=%d-%d", from, to-1))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	c := testClient(proxy.URL)
+	rec := transfertest.NewRecorder()
+	src := NewSource(c, Target{Bucket: "src", Prefix: "in/"})
+	sink := NewCopySink(c, "src", testBucket, UploadOptions{Prefix: "out/", PartSize: part, Threshold: part})
+	eng, err := transfer.New([]transfer.Lane{{Source: NewCopySource(src)}}, sink,
+		transfer.Options{Workers: 1, Threads: 3, PartSize: part, Threshold: part, Observer: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res, _ := rec.Result("in/k"); !errors.Is(res.Err, transfer.ErrChecksum) {
+		t.Errorf("error %v, want a checksum error naming the sizes", res.Err)
+	}
+	if _, err := direct.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("out/k")}); err == nil {
+		t.Errorf("a copy of the wrong size is still at its key")
 	}
 }

@@ -109,6 +109,11 @@ func (s *Source) List(ctx context.Context, emit func(transfer.Object) error) err
 		// fan-out's merge of sub-prefix streams depends on.
 		return s.fanOut(ctx, emit)
 	}
+	return s.flat(ctx, emit)
+}
+
+// flat lists the prefix in one stream, page after page.
+func (s *Source) flat(ctx context.Context, emit func(transfer.Object) error) error {
 	l := &listing{get: s.get, req: s.t.Req, prefix: s.t.Prefix, pageSize: s.t.PageSize, stall: s.t.StallTimeout, onRetry: s.t.OnRetry}
 	return l.pages(ctx, s.URL(), func(p *listPage) error {
 		for _, c := range p.contents {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,13 +39,16 @@ type StreamResult struct {
 	Parts    int   // 0: one PutObject
 	PartSize int64 // the part size used
 	// Checksum is the object's full-object checksum, computed over the
-	// stream as it was read; Verified says the server's agreed.
+	// stream as it was read. Landed says how what the server stored was
+	// checked against it (verified: the server's checksum of the object
+	// agreed, and its size).
 	Checksum string
-	Verified bool
+	Landed   transfer.Verification
 	// Requests counts the upload's requests (a HEAD that checks the
-	// checksum is not one of them).
-	Requests int64
-	Elapsed  time.Duration
+	// checksum is not one of them); Retries the parts sent again, and
+	// SlowDowns those among them the server asked for by throttling.
+	Requests, Retries, SlowDowns int64
+	Elapsed                      time.Duration
 }
 
 // Stream uploads r, a stream of unknown size (standard input), to key:
@@ -70,7 +72,8 @@ func (u *UploadSink) Stream(ctx context.Context, key string, r io.Reader, partSi
 	}
 	err := st.run(ctx, r, conc)
 	res.Bytes, res.Parts, res.Requests = st.bytes, len(st.parts), st.requests
-	res.Checksum, res.Verified, res.Elapsed = st.sum, st.verified, time.Since(start)
+	res.Retries, res.SlowDowns = st.retries, st.slowdowns
+	res.Checksum, res.Landed, res.Elapsed = st.sum, st.landed, time.Since(start)
 	return res, err
 }
 
@@ -84,12 +87,17 @@ type stream struct {
 	free     chan []byte // buffers not in flight
 
 	uploadID string
+	journal  *uploadJournal // names the upload, for a run after a crash to abort
 	mu       sync.Mutex
 	parts    []types.CompletedPart
 	bytes    int64
 	requests int64
-	sum      string
-	verified bool
+	retries  int64
+	// slowdowns are the retries the server asked for by throttling
+	slowdowns int64
+	sum       string
+	landed    transfer.Verification
+	echoed    int // parts whose answer carried their checksum
 }
 
 // read fills a buffer from r, once one is free: the part, and whether
@@ -151,6 +159,9 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			return chunk{}, context.Cause(ctx)
 		}
 	}
+	if err := st.clearStale(ctx); err != nil {
+		return err
+	}
 	first, err := next(ctx)
 	if err != nil {
 		return err
@@ -166,7 +177,10 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
 			if aerr := st.sink.abort(actx, st.key, st.uploadID); aerr != nil {
-				err = fmt.Errorf("%w (and %v)", err, aerr)
+				err = fmt.Errorf("%w; upload %s of %s is left incomplete, which the next copy to the key aborts (%v)",
+					err, st.uploadID, st.sink.url(st.key), aerr)
+			} else {
+				st.journal.remove()
 			}
 		}
 	}()
@@ -224,11 +238,8 @@ func (st *stream) put(ctx context.Context, data []byte) error {
 	}
 	st.bytes, st.sum = int64(len(data)), sum
 	got := sumOf(o.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if got == "" {
-		got = st.headSum(ctx)
-	}
-	st.verified = got == sum
-	return nil
+	st.landed, err = st.sink.landed(ctx, sent{key: st.key, size: st.bytes, sum: sum, answered: true}, got)
+	return err
 }
 
 // create starts the multipart upload, with a full-object checksum.
@@ -245,6 +256,37 @@ func (st *stream) create(ctx context.Context) error {
 		return fmt.Errorf("create upload %s: %w", st.sink.url(st.key), statusError(err))
 	}
 	st.uploadID = aws.ToString(out.UploadId)
+	st.journal, err = st.sink.createJournal(journalHeader{Key: st.key, UploadID: st.uploadID, Stream: true,
+		PartSize: st.partSize, Algorithm: o.ChecksumAlgorithm, Size: -1})
+	return err
+}
+
+// clearStale aborts the incomplete uploads of the key that earlier runs
+// left (a stream's cannot be resumed: its bytes are gone), telling
+// Report of each, before this one starts.
+func (st *stream) clearStale(ctx context.Context) error {
+	u := st.sink
+	ups, err := u.pendingUploads(ctx, st.key)
+	if err != nil {
+		// Not a reason to refuse the upload (the permission to list
+		// uploads is often not given), but said.
+		u.report(fmt.Sprintf("could not look for incomplete uploads of %s that earlier runs left: %v", u.url(st.key), err))
+		return nil
+	}
+	h, _ := u.readJournal(st.key)
+	for _, up := range ups {
+		id := aws.ToString(up.UploadId)
+		if err := u.abort(ctx, st.key, id); err != nil {
+			return err
+		}
+		why := "an earlier upload of this key, which a stream cannot resume"
+		if h != nil && h.UploadID == id {
+			why = "left by an interrupted upload of a stream, which cannot be resumed"
+		}
+		u.report(fmt.Sprintf("aborted the incomplete upload %s of %s, begun %s: %s", id, u.url(st.key),
+			aws.ToTime(up.Initiated).UTC().Format(time.RFC3339), why))
+	}
+	u.removeJournal(st.key)
 	return nil
 }
 
@@ -262,13 +304,21 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	st.sink.opts.Req.applyUploadPart(in)
 	var out *s3.UploadPartOutput
 	var err error
+	prevThrottled := false // the attempt before this one was throttled
 	// The part is in memory: a failed attempt is sent again from it.
 	for attempt := 0; ; attempt++ {
 		in.Body = &progressReader{r: bytes.NewReader(data), progress: st.progress}
 		out, err = st.sink.client.UploadPart(ctx, in, uploadAPI)
 		st.mu.Lock()
 		st.requests++
+		if attempt > 0 {
+			st.retries++
+			if prevThrottled {
+				st.slowdowns++
+			}
+		}
 		st.mu.Unlock()
+		prevThrottled = throttled(err)
 		if err == nil || attempt == streamAttempts-1 || ctx.Err() != nil || !transfer.Retriable(classify(err)) {
 			break
 		}
@@ -282,8 +332,12 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("upload part %d of %s: %w", num, st.sink.url(st.key), classify(err))
 	}
-	if got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C); got != "" && got != sum {
+	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
+	if got != "" && got != sum {
 		return fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, st.sink.url(st.key), got, sum)
+	}
+	if got != "" {
+		st.echoed++
 	}
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
 	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, sum)
@@ -301,36 +355,16 @@ func (st *stream) complete(ctx context.Context) error {
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: st.parts}, MpuObjectSize: aws.Int64(st.bytes)}
 	st.sink.opts.Req.applyComplete(in)
 	st.requests++
-	out, err := st.sink.client.CompleteMultipartUpload(ctx, in, noRetry)
+	out, err := st.sink.complete(ctx, in)
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", st.sink.url(st.key), statusError(err))
 	}
-	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if got == "" {
-		// Not in the answer: the object's own, as a HEAD gives it.
-		got = st.headSum(ctx)
-	}
-	switch {
-	case got == "" || strings.Contains(got, "-") || !wellFormed(alg, got):
-		// A server that keeps no full-object checksum (or one of another
-		// width, as moto's): the parts' were checked on arrival.
-	case got != st.sum:
-		return fmt.Errorf("complete %s: server checksum %s, the stream's %s", st.sink.url(st.key), got, st.sum)
-	default:
-		st.verified = true
-	}
-	return nil
-}
-
-// headSum is the object's checksum as a HEAD gives it, "" when none.
-func (st *stream) headSum(ctx context.Context) string {
-	in := &s3.HeadObjectInput{Bucket: aws.String(st.sink.bucket), Key: aws.String(st.key), ChecksumMode: types.ChecksumModeEnabled}
-	st.sink.opts.Req.applyHead(in)
-	out, err := st.sink.client.HeadObject(ctx, in)
-	if err != nil {
-		return ""
-	}
-	return sumOf(st.sink.opts.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
+	// The answer's full-object checksum is the server's, combined from
+	// the parts it stored.
+	st.journal.remove()
+	s := sent{key: st.key, size: st.bytes, sum: st.sum, answered: true, headed: true, echoed: st.echoed == len(st.parts)}
+	st.landed, err = st.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
+	return err
 }
 
 // wellFormed says v is a checksum of alg's width: 8 bytes for CRC64NVME,
@@ -344,4 +378,10 @@ func wellFormed(alg, v string) bool {
 		return len(b) == 4
 	}
 	return len(b) == 8
+}
+
+// throttled says err asks the client to slow down (SlowDown, 503).
+func throttled(err error) bool {
+	var t interface{ Throttle() bool }
+	return err != nil && errors.As(classify(err), &t) && t.Throttle()
 }

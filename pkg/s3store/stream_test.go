@@ -64,7 +64,7 @@ func TestStreamIsBoundedAndChecked(t *testing.T) {
 	if !bytes.Equal(getObject(t, c, testBucket, "s"), data) {
 		t.Fatal("the object differs from the stream")
 	}
-	if res.Parts != 24 || res.Bytes != int64(len(data)) || !res.Verified || res.Checksum == "" {
+	if res.Parts != 24 || res.Bytes != int64(len(data)) || !res.Landed.Verified() || res.Checksum == "" {
 		t.Errorf("result %+v, want 24 parts, %d bytes, verified", res, len(data))
 	}
 	if got := a.maxAhead.Load(); got > (conc+1)*part {

@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"path"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/s3pd/s3pd/pkg/checksum"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -63,6 +66,18 @@ type UploadOptions struct {
 	Trailer bool
 	// Req carries requester-pays and bucket-owner settings.
 	Req Request
+	// JournalDir, when set, is where upload journals live (see
+	// journal.go): a multipart upload interrupted in any way is then
+	// resumed by the next run, its acknowledged parts kept.
+	JournalDir string
+	// SourceIdentity identifies an object's bytes at the source (a
+	// file's device, inode, size and modification time): an upload whose
+	// source changed since the run that started it is aborted, not
+	// resumed. Nil: objects resume by their parts' checksums alone.
+	SourceIdentity func(transfer.Object) string
+	// Report is told, in one line, of each incomplete upload of a key
+	// that the upload aborts.
+	Report func(msg string)
 }
 
 // ErrNotUTF8 reports a file name that is not valid UTF-8, which no S3 key
@@ -135,7 +150,9 @@ func (u *UploadSink) Create(ctx context.Context, obj transfer.Object) (transfer.
 			u.url(key), obj.Size, nparts, u.opts.PartSize, MaxParts))
 	}
 	f.parts = make([]types.CompletedPart, nparts)
-	if err := f.startMultipart(ctx); err != nil {
+	f.sums = checksum.NewParts(algorithm(u.opts.ChecksumAlgorithm), obj.Size, u.opts.PartSize)
+	f.echo = make([]bool, nparts)
+	if err := f.startMultipart(ctx, obj); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -194,7 +211,26 @@ type uploadFile struct {
 	parts    []types.CompletedPart // by part number - 1; nil for PutObject
 	previous map[int32]types.Part  // parts of a resumed upload
 	put      bool                  // the PutObject was sent
+
+	// sums are the CRCs of the parts as sent, combined at Commit into
+	// the object's, which the destination's must equal (nil for a
+	// PutObject, and for a server-side copy, which sends no bytes).
+	sums *checksum.Parts
+	// echo says, by part number - 1, which parts' answers carried their
+	// checksum (each part's own slot: parts run in parallel).
+	echo []bool
+	// journal records the parts acknowledged, for a rerun; resumable are
+	// the parts of a resumed upload that its journal and its listing
+	// agree on.
+	journal   *uploadJournal
+	resumable map[int32]journalPart
+	reused    atomic.Int64 // bytes of the parts kept from an interrupted run
+	// landing is how the destination was checked (Landed).
+	landing transfer.Verification
 }
+
+// Landed implements transfer.Lander.
+func (f *uploadFile) Landed() transfer.Verification { return f.landing }
 
 // WritePart implements transfer.PartWriter: one UploadPart per part, or
 // the PutObject of a small object, each with its checksum.
@@ -204,7 +240,8 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		if off != 0 || n != f.size {
 			return 0, transfer.Permanent(fmt.Errorf("put %s: part %d+%d of a %d-byte object", f.sink.url(f.key), off, n, f.size))
 		}
-		rd, sum, release, err := f.sink.prepare(body, n, progress)
+		run := checksum.Start(algorithm(alg))
+		rd, sum, release, err := f.sink.prepare(body, n, progress, &run)
 		if err != nil {
 			return 0, err
 		}
@@ -212,7 +249,15 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		if err := f.sameAsSource(body, sum); err != nil {
 			return 0, err
 		}
-		if err := f.putObject(ctx, rd, n, sum); err != nil {
+		got, err := f.putObject(ctx, rd, n, sum)
+		if err != nil {
+			return 0, err
+		}
+		if run.Len() != n {
+			return 0, fmt.Errorf("put %s: the request read %d of %d bytes", f.sink.url(f.key), run.Len(), n)
+		}
+		s := sent{key: f.key, size: n, sum: checksum.Encode(algorithm(alg), run.Sum()), answered: sum != "", headed: sum == ""}
+		if f.landing, err = f.sink.landed(ctx, s, got); err != nil {
 			return 0, err
 		}
 		return n, nil
@@ -222,16 +267,21 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 		return 0, transfer.Permanent(fmt.Errorf("upload %s: part at %d+%d is not on a %d-byte boundary", f.sink.url(f.key), off, n, ps))
 	}
 	num := int32(off/ps + 1)
-	rd, sum, release, err := f.sink.prepare(body, n, progress)
+	run := checksum.Start(algorithm(alg))
+	rd, sum, release, err := f.sink.prepare(body, n, progress, &run)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	if p, ok := f.previous[num]; ok && sum != "" && aws.ToInt64(p.Size) == n && sumOf(alg, p.ChecksumCRC64NVME, p.ChecksumCRC32C) == sum {
+	if p, ok := f.kept(num, n, sum); ok {
 		// Uploaded by an interrupted run, and identical: keep it.
-		f.parts[num-1] = types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag,
-			ChecksumCRC64NVME: p.ChecksumCRC64NVME, ChecksumCRC32C: p.ChecksumCRC32C}
-		progress(n)
+		f.parts[num-1] = types.CompletedPart{PartNumber: aws.Int32(num), ETag: p.ETag}
+		f.parts[num-1].ChecksumCRC64NVME, f.parts[num-1].ChecksumCRC32C = sumFields(alg, sum)
+		f.sums.Set(off, run)
+		f.echo[num-1] = p.echoed
+		f.journal.add(journalPart{Part: num, Size: n, ETag: aws.ToString(p.ETag), Sum: sum, Echoed: p.echoed})
+		f.reused.Add(n)
+		progress(0) // nothing sent: no bandwidth spent, none counted
 		return n, nil
 	}
 	in := &s3.UploadPartInput{
@@ -247,17 +297,60 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 	if err != nil {
 		return 0, fmt.Errorf("upload part %d of %s: %w", num, f.sink.url(f.key), classify(err))
 	}
+	if run.Len() != n {
+		return 0, fmt.Errorf("upload part %d of %s: the request read %d of %d bytes", num, f.sink.url(f.key), run.Len(), n)
+	}
+	mine := checksum.Encode(algorithm(alg), run.Sum())
 	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
-	if sum != "" && got != "" && got != sum {
-		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, sum)
+	if got != "" && got != mine {
+		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, mine)
 	}
-	if got == "" {
-		got = sum
-	}
+	f.echo[num-1] = got != ""
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
-	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, got)
+	c.ChecksumCRC64NVME, c.ChecksumCRC32C = sumFields(alg, mine)
 	f.parts[num-1] = c
+	f.sums.Set(off, run)
+	f.journal.add(journalPart{Part: num, Size: n, ETag: aws.ToString(out.ETag), Sum: mine, Echoed: got != ""})
 	return n, nil
+}
+
+// keptPart is a part an interrupted run uploaded that this one keeps.
+type keptPart struct {
+	ETag   *string
+	echoed bool
+}
+
+// kept returns part num of a resumed upload when it holds n bytes whose
+// checksum is sum: by the checksum the upload's listing gives it, or by
+// the journal's, for a part the listing and the journal agree on.
+func (f *uploadFile) kept(num int32, n int64, sum string) (keptPart, bool) {
+	p, ok := f.previous[num]
+	if !ok || sum == "" || aws.ToInt64(p.Size) != n {
+		return keptPart{}, false
+	}
+	if listed := sumOf(f.sink.opts.ChecksumAlgorithm, p.ChecksumCRC64NVME, p.ChecksumCRC32C); listed != "" {
+		return keptPart{p.ETag, true}, listed == sum
+	}
+	jp, ok := f.resumable[num]
+	return keptPart{p.ETag, jp.Echoed}, ok && jp.Sum == sum
+}
+
+// Reused implements transfer.Reuser: the bytes of the parts kept from
+// an interrupted run.
+func (f *uploadFile) Reused() int64 { return f.reused.Load() }
+
+// Suspend implements transfer.Suspender: an interrupted multipart upload
+// that S3 acknowledged parts of is kept, with its journal, for the next
+// run to resume; one with none is aborted.
+func (f *uploadFile) Suspend() (bool, error) {
+	if f.uploadID == "" {
+		return false, nil
+	}
+	if !slices.ContainsFunc(f.parts, func(p types.CompletedPart) bool { return p.PartNumber != nil }) {
+		return false, f.Abort()
+	}
+	f.journal.close()
+	return true, nil
 }
 
 // sameAsSource fails when sum, the checksum of the bytes about to be put
@@ -279,12 +372,12 @@ func (f *uploadFile) sameAsSource(body *transfer.Body, sum string) error {
 // from its start; a stream goes out with a trailer (Trailer) or is first
 // read into a pooled buffer. The returned reader reports progress as the
 // request reads it; release returns the buffer.
-func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64)) (io.Reader, string, func(), error) {
+func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64), run *checksum.Running) (io.Reader, string, func(), error) {
 	nop := func() {}
+	alg := algorithm(u.opts.ChecksumAlgorithm)
 	if rs, ok := body.ReadCloser.(io.ReadSeeker); ok {
-		h := newHash(u.opts.ChecksumAlgorithm)
 		bp := copyBufs.Get().(*[]byte)
-		k, err := io.CopyBuffer(h, io.LimitReader(rs, n), *bp)
+		k, err := io.CopyBuffer(run, io.LimitReader(rs, n), *bp)
 		copyBufs.Put(bp)
 		if err == nil && k != n {
 			err = &transfer.ShortBodyError{Got: k, Want: n}
@@ -296,10 +389,12 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 		if _, err := rs.Seek(0, io.SeekStart); err != nil {
 			return nil, "", nop, fmt.Errorf("rewind part: %w", err)
 		}
-		return &progressReader{r: io.LimitReader(rs, n), progress: progress}, encodeSum(h), nop, nil
+		return &progressReader{r: io.LimitReader(rs, n), progress: progress}, checksum.Encode(alg, run.Sum()), nop, nil
 	}
 	if u.opts.Trailer {
-		return &progressReader{r: io.LimitReader(body, n), progress: progress}, "", nop, nil
+		// The SDK sums the body for the trailer as it sends it; run
+		// sums the same bytes, for the check of what landed.
+		return &progressReader{r: summingReader{io.LimitReader(body, n), run}, progress: progress}, "", nop, nil
 	}
 	bp := u.bufs.Get().(*[]byte)
 	if int64(cap(*bp)) < n {
@@ -307,7 +402,6 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 		bp = &b
 	}
 	buf := (*bp)[:n]
-	h := newHash(u.opts.ChecksumAlgorithm)
 	var got int64
 	for got < n {
 		k, err := body.Read(buf[got:min(got+1<<20, n)])
@@ -321,8 +415,8 @@ func (u *UploadSink) prepare(body *transfer.Body, n int64, progress func(int64))
 			return nil, "", nop, err
 		}
 	}
-	h.Write(buf)
-	return &progressReader{r: bytes.NewReader(buf), progress: progress}, encodeSum(h), func() { u.bufs.Put(bp) }, nil
+	run.Update(buf)
+	return &progressReader{r: bytes.NewReader(buf), progress: progress}, checksum.Encode(alg, run.Sum()), func() { u.bufs.Put(bp) }, nil
 }
 
 // progressReader reports bytes as they are read.
@@ -339,8 +433,9 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// putObject sends a whole small object.
-func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum string) error {
+// putObject sends a whole small object and returns the checksum the
+// answer carried ("" when none).
+func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum string) (string, error) {
 	o := f.sink.opts
 	in := &s3.PutObjectInput{Bucket: aws.String(f.sink.bucket), Key: aws.String(f.key), Body: rd, ContentLength: aws.Int64(n)}
 	in.ChecksumCRC64NVME, in.ChecksumCRC32C = sumFields(o.ChecksumAlgorithm, sum)
@@ -353,11 +448,12 @@ func (f *uploadFile) putObject(ctx context.Context, rd io.Reader, n int64, sum s
 	o.Metadata.applyPut(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyPut(in)
-	if _, err := f.sink.client.PutObject(ctx, in, uploadAPI); err != nil {
-		return fmt.Errorf("put %s: %w", f.sink.url(f.key), classify(err))
+	out, err := f.sink.client.PutObject(ctx, in, uploadAPI)
+	if err != nil {
+		return "", fmt.Errorf("put %s: %w", f.sink.url(f.key), classify(err))
 	}
 	f.put = true
-	return nil
+	return sumOf(o.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C), nil
 }
 
 // WriteAt implements transfer.File; the engine hands an upload whole
@@ -377,7 +473,13 @@ func (f *uploadFile) Commit() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return f.putObject(ctx, bytes.NewReader(nil), 0, encodeSum(newHash(f.sink.opts.ChecksumAlgorithm)))
+		empty := encodeSum(newHash(f.sink.opts.ChecksumAlgorithm))
+		got, err := f.putObject(ctx, bytes.NewReader(nil), 0, empty)
+		if err != nil {
+			return err
+		}
+		f.landing, err = f.sink.landed(ctx, sent{key: f.key, sum: empty, answered: true}, got)
+		return err
 	}
 	for i, p := range f.parts {
 		if p.PartNumber == nil {
@@ -392,10 +494,25 @@ func (f *uploadFile) Commit() error {
 	f.sink.opts.Req.applyComplete(in)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if _, err := f.sink.client.CompleteMultipartUpload(ctx, in, noRetry); err != nil {
+	out, err := f.sink.complete(ctx, in)
+	if err != nil {
 		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), statusError(err))
 	}
-	return nil
+	if f.sums == nil {
+		return nil // a server-side copy: no byte was sent
+	}
+	alg := f.sink.opts.ChecksumAlgorithm
+	whole, err := f.sums.Sum()
+	if err != nil {
+		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), err)
+	}
+	// The answer's full-object checksum is the server's, combined from
+	// the parts it stored: it covers them, header or trailer.
+	s := sent{key: f.key, size: f.size, sum: checksum.Encode(algorithm(alg), whole),
+		answered: true, headed: true, echoed: !slices.Contains(f.echo, false)}
+	f.journal.remove()
+	f.landing, err = f.sink.landed(ctx, s, sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C))
+	return err
 }
 
 // Abort aborts the multipart upload, even when the run was cancelled.
@@ -403,6 +520,7 @@ func (f *uploadFile) Abort() error {
 	if f.uploadID == "" {
 		return nil
 	}
+	f.journal.remove()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return f.sink.abort(ctx, f.key, f.uploadID)

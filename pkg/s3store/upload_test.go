@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -190,19 +191,75 @@ func TestUploadFailureAborts(t *testing.T) {
 	}
 }
 
-func TestUploadCancelAborts(t *testing.T) {
+// fileIdentity identifies a local file by its size and modification time,
+// as the job layer does (with its device and inode too).
+func fileIdentity(o transfer.Object) string {
+	return strconv.FormatInt(o.Size, 10) + "@" + o.ModTime.UTC().Format(time.RFC3339Nano)
+}
+
+// TestUploadInterruptKeepsAndResumes: an interrupted multipart upload
+// stays, with its journal, and the next run sends only the parts S3
+// does not have (the emulator lists no part checksums: the journal's
+// are what let a part be kept), completes it and leaves nothing behind.
+// A file changed in between has its upload aborted, named, and sent
+// again whole.
+func TestUploadInterruptKeepsAndResumes(t *testing.T) {
 	const part = 64 << 10
-	_, c := emulator(t)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "big"), randomBytes(20*part, 1), 0o644)
-	src, _ := local.NewSource(dir, local.SourceOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	cs := &cancelSource{Source: src, at: 4 * part, cancel: cancel}
-	sink := NewUploadSink(c, testBucket, UploadOptions{PartSize: part, Threshold: part})
-	eng, _ := transfer.New([]transfer.Lane{{Source: cs}}, sink, transfer.Options{Workers: 1, Threads: 1, PartSize: part})
-	eng.Run(ctx)
-	if n := pendingUploads(t, c, testBucket); n != 0 {
-		t.Errorf("incomplete uploads after cancellation: got %d, want 0", n)
+	for _, changed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unchanged", true: "changed"}[changed], func(t *testing.T) {
+			srv, c := emulator(t)
+			dir, journals := t.TempDir(), t.TempDir()
+			data := randomBytes(20*part, 1)
+			path := filepath.Join(dir, "big")
+			os.WriteFile(path, data, 0o644)
+			var reports []string
+			opts := UploadOptions{PartSize: part, Threshold: part, JournalDir: journals, SourceIdentity: fileIdentity,
+				Report: func(m string) { reports = append(reports, m) }}
+			src, _ := local.NewSource(dir, local.SourceOptions{})
+			ctx, cancel := context.WithCancel(context.Background())
+			cs := &cancelSource{Source: src, at: 4 * part, cancel: cancel}
+			eng, _ := transfer.New([]transfer.Lane{{Source: cs}}, NewUploadSink(c, testBucket, opts), transfer.Options{Workers: 1, Threads: 1, PartSize: part})
+			eng.Run(ctx)
+			if n := pendingUploads(t, c, testBucket); n != 1 {
+				t.Fatalf("incomplete uploads after the interrupt: got %d, want 1 (kept for the rerun)", n)
+			}
+			if names, _ := filepath.Glob(filepath.Join(journals, "*.upload")); len(names) != 1 {
+				t.Fatalf("journals: %v, want one", names)
+			}
+			if changed {
+				data = randomBytes(20*part, 2)
+				os.WriteFile(path, data, 0o644)
+				os.Chtimes(path, time.Now(), time.Now().Add(time.Hour))
+			}
+			srv.ResetStats()
+			rec := transfertest.NewRecorder()
+			src, _ = local.NewSource(dir, local.SourceOptions{})
+			eng, _ = transfer.New([]transfer.Lane{{Source: src}}, NewUploadSink(c, testBucket, opts),
+				transfer.Options{Workers: 1, Threads: 2, PartSize: part, Threshold: part, Observer: rec})
+			if sum, err := eng.Run(context.Background()); err != nil || sum.Objects != 1 {
+				t.Fatalf("rerun: %d uploaded (%v), want 1", sum.Objects, err)
+			}
+			if b := getObject(t, c, testBucket, "big"); !bytes.Equal(b, data) {
+				t.Errorf("resumed object differs")
+			}
+			if n := pendingUploads(t, c, testBucket); n != 0 {
+				t.Errorf("incomplete uploads after the rerun: got %d, want 0", n)
+			}
+			if names, _ := filepath.Glob(filepath.Join(journals, "*")); len(names) != 0 {
+				t.Errorf("journals left: %v", names)
+			}
+			res, _ := rec.Result(path)
+			wantPuts, wantResumed, wantReports := int64(16), int64(4*part), 0
+			if changed {
+				wantPuts, wantResumed, wantReports = 20, 0, 1
+			}
+			if st := srv.Stats(); st.PutRequests != wantPuts || res.Resumed != wantResumed {
+				t.Errorf("rerun: %d parts sent, %d bytes resumed; want %d, %d", st.PutRequests, res.Resumed, wantPuts, wantResumed)
+			}
+			if len(reports) != wantReports || changed && !strings.Contains(reports[0], "its source changed") {
+				t.Errorf("reports %q, want %d naming a changed source", reports, wantReports)
+			}
+		})
 	}
 }
 

@@ -157,8 +157,12 @@ func (o Options) WithDefaults() Options {
 // Summary is what a run did.
 type Summary struct {
 	Objects, Failed, Skipped int64
-	Bytes                    int64
-	Requests, Retries        int64
+	// Listed counts the objects the lister gave, Excluded those of them
+	// the filter took out: Listed = Objects + Skipped + Excluded + Failed
+	// in every run that was not interrupted (conservation.go).
+	Listed, Excluded  int64
+	Bytes             int64
+	Requests, Retries int64
 	// SlowDowns are the retries the server asked for by throttling
 	// (SlowDown, 503); they are counted in Retries too.
 	SlowDowns int64
@@ -188,7 +192,11 @@ type Summary struct {
 	Window     int
 	WindowStop string
 	WindowKnee int
-	Elapsed    time.Duration
+	// WindowPhases are the adaptive window's transitions, in order: the
+	// phase it entered, when, and the window then (its first is the
+	// start; none with AdaptiveOff).
+	WindowPhases []WindowChange
+	Elapsed      time.Duration
 	// TTFB50 and TTFB99 are percentiles of the time from sending a
 	// request to receiving its response headers.
 	TTFB50, TTFB99 time.Duration
@@ -223,6 +231,7 @@ type Engine struct {
 	stalls stallWatch
 
 	objects, failed, skipped atomic.Int64
+	listedN, excluded        atomic.Int64 // objects listed, and filtered out
 	bytes, requests, retries atomic.Int64
 	slowdowns, hedged        atomic.Int64
 	splits                   atomic.Int64 // ranges planned short for the tail
@@ -284,6 +293,8 @@ func (e *Engine) summary() Summary {
 		Objects:  e.objects.Load(),
 		Failed:   e.failed.Load(),
 		Skipped:  e.skipped.Load(),
+		Listed:   e.listedN.Load(),
+		Excluded: e.excluded.Load(),
 		Bytes:    e.bytes.Load(),
 		Requests: e.requests.Load(),
 		Retries:  e.retries.Load(),
@@ -303,6 +314,7 @@ func (e *Engine) summary() Summary {
 	}
 	s.InFlightMean, s.InFlightPeak = e.gate.load()
 	s.Window, s.WindowStop, s.WindowKnee = e.gate.window()
+	s.WindowPhases = e.gate.phases()
 	for _, l := range e.lanes {
 		s.Lanes = append(s.Lanes, LaneSummary{Name: l.Name, Bytes: l.bytes.Load()})
 	}

@@ -4,124 +4,136 @@ import (
 	"cmp"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // gate bounds the requests in flight by a window that follows the
-// server (closed-loop concurrency).
+// server (closed-loop concurrency). It is the mechanism only: slots
+// taken and given back with atomic counters (no lock unless a request
+// waits for room), the events the rule reads counted as they come, and
+// the window the rule (windowRule, window.go and knee.go) last set.
+// Once per tick, and at once on the events that change its decision (a
+// step's last answer, a SlowDown, a window that filled), one goroutine
+// samples an observation and applies the rule's next state.
 //
-// The window starts at min(32, the budget) and, while it is full,
-// doubles a step at a time up to the budget. A step goes out only once
-// the server answered (with data or an error) every request sent under
-// the step before, up to the moment that step filled, and at least a
-// median time to first byte after it: so the window never sends a step
-// before the server had its say on the last, and it crosses a server's
-// limit once, by one step. A request still waiting for its answer after
-// max(250 ms, 4 median times to first byte) no longer holds the next
-// step. With no SlowDown it reaches a budget of 256 in three round
-// trips, and the waits for the measures of the first windows where
-// they are slow to come (knee.go). Each round trip of the climb leaves slots idle, so a run of
-// under a second pays for it: about three times to first byte under
-// load, against a window that starts at the budget.
+// The window starts at min(32, the budget) (Options.StartWindow may say
+// otherwise) and, while it is full, doubles a step at a time up to the
+// budget. A step goes out only once the server answered (with data or
+// an error) every request sent under the step before, up to the moment
+// that step filled (but one in stepStragglers of the window), and at
+// least a median time to first byte after it:
+// so the window never sends a step before the server had its say on the
+// last, and it crosses a server's limit once, by one step. A request
+// still waiting for its answer after max(250 ms, 4 median times to first
+// byte) no longer holds the next step. With no SlowDown it reaches a
+// budget of 256 in three round trips, and the waits for the measures of
+// the first windows where they are slow to come (knee.go).
 //
 // When the server answers SlowDown to a request sent under the current
 // window, the window drops to what the server was serving when it
-// refused it (see concurrent), always below the window it was sent
+// refused it (see turn.concurrent), always below the window it was sent
 // under; a cut after the climb's first lowers it by an eighth at most
-// (floor). A SlowDown to another request of the same burst (sent before
-// the cut, under the window just cut) may lower it further, to the
-// requests in flight when that one was sent (no lower than the floor),
-// never raise it; a success of that burst raises it to the requests
-// answered and streaming at once, up to the window before the cut. A
-// SlowDown to an older request says nothing new. A
-// slot freed by a SlowDown is not reused until the window allows, and
-// from then on the window grows by one a second while it stays full and
-// unthrottled. Not adaptive, the window is the budget. The gate is taken
-// once per request, never per buffer of data.
-//
-// The climb also stops where a step buys no throughput (knee.go): the
-// bottleneck is then elsewhere, and more requests in flight only cost
-// buffers, connections and CPU.
+// (windowState.Floor). A SlowDown to another request of the same burst
+// (sent before the cut, under the window just cut) may lower it
+// further, to the requests in flight when that one was sent (no lower
+// than the floor), never raise it; a success of that burst raises it to
+// the requests answered and streaming at once, up to the window before
+// the cut. A SlowDown to an older request says nothing new. A slot
+// freed by a SlowDown is not reused until the window allows, and from
+// then on the window grows by one a second while it stays full and
+// unthrottled. Not adaptive, the window is the budget. The gate is
+// taken once per request, never per buffer of data.
 type gate struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	max      int  // the budget
-	adaptive bool // false: the window stays at max
-	allowed  int  // the window
-	start    int  // where an adaptive window starts, at most max
-	inFlight int
+	adaptive bool
+	rule     windowRule
+	since    time.Time
+	// clock is the time since the gate's start (a test's simulated
+	// network sets its own).
+	clock func() time.Duration
+	// ttfb is the median time to first byte (0: none yet), read once
+	// per sample; moved the bytes the run moved so far.
+	ttfb  func() time.Duration
+	moved func() int64
 
-	// epoch counts the window's cuts: a request carries the epoch it was
-	// sent in, so that only a SlowDown to a request sent under the
-	// current window cuts it again.
-	epoch int64
-	// streaming counts the requests in flight answered successfully.
-	streaming int
-	// ceiling is the window before the last cut: requests sent before
-	// it and answered successfully after it may raise the window up to
-	// it.
-	ceiling int
-	// floor is the least the window may drop to until the next cut: 1
-	// at the climb's first cut, which must find the server's level from
-	// far above it; an eighth below the window at a later cut. Those
-	// come while the window probes near the level, where the measure of
-	// what a rate serves is noisy (answers bunch behind a rate
-	// limiter's bucket, and slots spent on refused requests lower it),
-	// and a cut a quarter too deep took as many seconds to probe back
-	// as the window lost.
-	floor int
-	// full: a request waited for the window since it last grew.
-	full bool
-	// The current step, the requests taken since the window last grew
-	// or was cut: seq numbers the requests taken, stepFrom is the last
-	// one before the step, stepTo the last one taken before the step's
-	// window filled (stepFilled), and stepOut counts those of the step,
-	// up to stepTo, the server has not answered yet. The window grows
-	// again only once stepOut is 0.
-	seq, stepFrom, stepTo int64
-	stepFilled            bool
-	stepOut               int
-	// stepLate is when a step's answers are late: a request that waits
-	// that long for its response (a stalled one, before the stall watch
-	// takes it over) no longer holds the window back.
-	stepLate  time.Time
-	probing   bool                 // after a cut: grow by one a second, not by steps
-	nextGrow  time.Time            // when a full window may grow next
-	growEvery func() time.Duration // the median time to first byte (0: none yet)
+	// The hot counters, each on its own cache line: taken and given back
+	// by every request.
+	inFlight pad64 // requests holding a slot
+	allowed  pad64 // the window
+	// area is the in-flight integral and its count in one word, so that
+	// one read sees both (see areaWord).
+	area        pad64
+	streaming   pad64 // requests in flight answered successfully
+	released    pad64 // requests given back so far
+	heardAll    pad64 // successful answers so far
+	epoch, step pad64 // the rule's, as last applied
+	// filled is the step in which a request last waited for room (-1:
+	// none), filledAt when (ns since since).
+	filled, filledAt pad64
+	// out counts, by step (modulo len), the requests of the step taken
+	// before it filled that the server has not answered yet.
+	out [stepRing]pad64
+	// The events since the last sample, by the epoch of the request
+	// (modulo len): SlowDowns, the least load among them, successes.
+	throttled, throttledLoad, succeeded [epochRing]pad64
+	least                               pad64 // least time to first byte, ns (0: none)
+	peak                                pad64
+	waiters                             pad64
+	// answers is a ring of the times (ns since since) of the latest
+	// successful answers, numbered by answered: how many the server
+	// answered within a few times to first byte is what it serves at
+	// once under a rate limit.
+	answers []atomic.Int64
 
-	// moved is the bytes the run moved so far: what the knee measures
-	// a window's throughput by; unmeasured: none (moved is always 0),
-	// and no step waits for a measure.
-	moved      func() int64
-	unmeasured bool
-	kn         knee
+	mu   sync.Mutex // for waiters only
+	cond *sync.Cond
+	wake chan struct{} // a sample is due now
 
-	// answers is a ring of the times (since since) of the latest
-	// successful answers, newest at answers[last]: how many the server
-	// answered within a time to first byte is what it serves at once
-	// under a rate limit.
-	answers []time.Duration
-	last    int
-	kept    int // how many of answers hold a time
-	// heardAll counts the successful answers, leastTTFB is the least
-	// time to first byte among them, less the wait for a new connection
-	// (a handshake is the client's, not the server's queue; 0: none
-	// yet).
-	heardAll  int
-	leastTTFB time.Duration
-
-	// The in-flight time integral and peak, for Summary.
-	since   time.Time
-	area    time.Duration // sum of inFlight x time
-	peak    int
-	lastAdd time.Time
+	// The rule's state, and the transitions: the sampler's alone, read
+	// under stateMu.
+	stateMu sync.Mutex
+	state   windowState
+	changes []WindowChange
 }
 
-// slot is a request's place under the window: the epoch it was taken
-// in, and whether the server answered it successfully.
+// pad64 is an atomic counter alone on its cache line.
+type pad64 struct {
+	atomic.Int64
+	_ [56]byte
+}
+
+// stepRing and epochRing bound the steps and epochs whose counts are
+// kept apart: a request answered more steps later than that (longer
+// than the step's answers take to be late) no longer counts.
+const (
+	stepRing  = 64
+	epochRing = 4
+)
+
+// tickEvery is how often the sampler applies the rule while nothing
+// wakes it: half of kneeSpan, so that a window's measure closes at most
+// a tick late.
+const tickEvery = kneeSpan / 2
+
+// maxAnswers bounds the ring of answer times: rateSpan times to first
+// byte of answers at 1,000 requests answered per time to first byte.
+const maxAnswers = 4096
+
+// changesKept bounds the transitions kept for the summary: a run that
+// probes every kneeProbeEvery for an hour keeps its first ones.
+const changesKept = 256
+
+// startWindow is where an adaptive window starts unless
+// Options.StartWindow says otherwise: a step of the climb from it to
+// 2 x 32 crosses a limit of 48 in flight by 16 requests, and it reaches
+// a budget of 256 in three round trips.
+const startWindow = 32
+
+// slot is a request's place under the window: the epoch and step it was
+// taken in, and whether the server answered it successfully.
 type slot struct {
 	epoch int64
-	seq   int64 // the gate's count of requests when it was taken
+	step  int64
 	// load is the requests in flight when it was taken: those the
 	// server was serving when it received this one.
 	load int
@@ -129,72 +141,95 @@ type slot struct {
 	window int
 	// connect is how long its request waited for a new connection
 	// (Body.Connect): not part of the server's time to first byte.
-	connect  time.Duration
-	answered bool
-	sent     time.Duration // when it was taken, since the gate's start
+	connect time.Duration
+	// counted: it is one of its step's requests taken before the step
+	// filled, whose answers the next step waits for.
+	counted, answered bool
+	sent              time.Duration // when it was taken, since the gate's start
 }
-
-// startWindow is where an adaptive window starts unless
-// Options.StartWindow says otherwise.
-const startWindow = 32
-
-// stepUp is the window after one step up from w: twice w. A step that
-// crosses a server's limit overshoots it by less than the step: from 32
-// to 64 against a limit of 48 in flight, 16 requests are refused, once.
-// A faster climb (tripling) would have 48 refused there; a slower one
-// (by half, then a quarter) takes eight round trips to 256, and on runs
-// of under a second cost a quarter of the speed.
-func stepUp(w int) int {
-	return max(w+1, 2*w)
-}
-
-// probeEvery is how often the window grows by one after a cut.
-const probeEvery = time.Second
-
-// A step's answers are late lateAnswersTTFB median times to first byte
-// after it filled, and at least lateAnswers.
-const (
-	lateAnswersTTFB = 4
-	lateAnswers     = 250 * time.Millisecond
-)
 
 // newGate returns a gate under a budget of max requests in flight;
-// growEvery is the median time to first byte and moved the bytes the run
+// ttfb is the median time to first byte and moved the bytes the run
 // moved so far (nil: none, and the knee never stops the climb).
-func newGate(max int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
-	return newGateAt(max, 0, adaptive, growEvery, moved)
+func newGate(max int, adaptive bool, ttfb func() time.Duration, moved func() int64) *gate {
+	return newGateAt(max, 0, adaptive, ttfb, moved)
 }
 
 // newGateAt is newGate with an adaptive window that starts at start
 // (0: startWindow), at most the budget.
-func newGateAt(max, start int, adaptive bool, growEvery func() time.Duration, moved func() int64) *gate {
-	now := time.Now()
-	unmeasured := moved == nil
-	if unmeasured {
-		moved = func() int64 { return 0 }
+func newGateAt(max, start int, adaptive bool, ttfb func() time.Duration, moved func() int64) *gate {
+	g := &gate{adaptive: adaptive, since: time.Now(), ttfb: ttfb, moved: moved, wake: make(chan struct{}, 1)}
+	g.clock = func() time.Duration { return time.Since(g.since) }
+	g.rule = windowRule{max: max, start: min(cmp.Or(start, startWindow), max), unmeasured: moved == nil}
+	if moved == nil {
+		g.moved = func() int64 { return 0 }
 	}
-	g := &gate{max: max, adaptive: adaptive, allowed: max, floor: 1, growEvery: growEvery, moved: moved, unmeasured: unmeasured, since: now, lastAdd: now}
-	if adaptive {
-		g.answers = make([]time.Duration, min(rateSpan*max, maxAnswers))
+	g.state = g.rule.initial()
+	if !adaptive {
+		g.state.Window = max
 	}
-	g.nextGrow = now
-	g.start = min(cmp.Or(start, startWindow), max)
+	g.allowed.Store(int64(g.state.Window))
+	g.filled.Store(-1)
+	for i := range g.throttledLoad {
+		g.throttledLoad[i].Store(noLoad)
+	}
 	if adaptive {
-		g.allowed = g.start
+		g.answers = make([]atomic.Int64, min(rateSpan*max, maxAnswers))
+		g.changes = []WindowChange{{Phase: g.state.Phase, Window: g.state.Window}}
 	}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
+// noLoad is the least load of no SlowDown.
+const noLoad = 1 << 62
+
+// now is the time since the gate's start.
+func (g *gate) now() time.Duration { return g.clock() }
+
 // acquire waits for room under the window, or for ctx to end.
 func (g *gate) acquire(ctx context.Context) (slot, error) {
-	g.mu.Lock()
-	if g.inFlight < g.allowed && ctx.Err() == nil {
-		s := g.take() // room: no waiting, nothing to register
-		g.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return slot{}, err
+	}
+	if s, ok := g.tryTake(); ok {
 		return s, nil
 	}
-	g.mu.Unlock()
+	return g.wait(ctx)
+}
+
+// tryTake takes a slot if the window has room.
+func (g *gate) tryTake() (slot, bool) {
+	for {
+		n := g.inFlight.Load()
+		w := g.allowed.Load()
+		if n >= w {
+			return slot{}, false
+		}
+		if g.inFlight.CompareAndSwap(n, n+1) {
+			return g.took(int(n), int(w)), true
+		}
+	}
+}
+
+// took records a slot taken with load others in flight under window w.
+func (g *gate) took(load, w int) slot {
+	now := g.now()
+	g.area.Add(-now.Microseconds()<<areaShift + 1)
+	if p := g.peak.Load(); int64(load+1) > p {
+		g.peak.CompareAndSwap(p, int64(load+1)) // a lost race leaves it a request short at most
+	}
+	st := g.step.Load()
+	s := slot{epoch: g.epoch.Load(), step: st, load: load, window: w, sent: now}
+	if g.filled.Load() != st {
+		s.counted = true
+		g.out[st%stepRing].Add(1)
+	}
+	return s
+}
+
+// wait takes a slot once the window has room, or fails when ctx ends.
+func (g *gate) wait(ctx context.Context) (slot, error) {
 	stop := context.AfterFunc(ctx, func() {
 		g.mu.Lock()
 		g.cond.Broadcast()
@@ -203,280 +238,261 @@ func (g *gate) acquire(ctx context.Context) (slot, error) {
 	defer stop()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for g.inFlight >= g.allowed {
+	g.waiters.Add(1)
+	defer g.waiters.Add(-1)
+	for {
 		if err := ctx.Err(); err != nil {
 			return slot{}, err
 		}
-		now := time.Now()
-		g.fill(now)
-		g.grow(now)
-		if g.inFlight < g.allowed {
-			break
+		if s, ok := g.tryTake(); ok {
+			return s, nil
 		}
+		g.fill()
 		g.cond.Wait()
 	}
-	if err := ctx.Err(); err != nil {
-		return slot{}, err
-	}
-	return g.take(), nil
 }
 
-// fill records that the window is full: a request waits for room.
-// Under the lock.
-func (g *gate) fill(now time.Time) {
-	g.full = true
-	if !g.stepFilled {
-		g.stepFilled, g.stepTo = true, g.seq
-		g.stepLate = now.Add(max(lateAnswers, lateAnswersTTFB*g.growInterval()))
+// fill records that the window is full: a request waits for room. The
+// first time in a step, the rule is asked at once.
+func (g *gate) fill() {
+	st := g.step.Load()
+	if f := g.filled.Load(); f != st && g.filled.CompareAndSwap(f, st) {
+		g.filledAt.Store(int64(g.now()))
+		g.poke()
 	}
 }
 
-// take counts one more request in flight; under the lock.
-func (g *gate) take() slot {
-	now := time.Now()
-	g.account(now)
-	load := g.inFlight
-	g.inFlight++
-	g.peak = max(g.peak, g.inFlight)
-	g.seq++
-	if !g.stepFilled {
-		g.stepOut++
+// poke asks the sampler for a sample now.
+func (g *gate) poke() {
+	if !g.adaptive {
+		return
 	}
-	return slot{epoch: g.epoch, seq: g.seq, load: load, window: g.allowed, sent: now.Sub(g.since)}
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
 }
 
 // heard records that the server answered the request of s, with data or
-// an error; under the lock.
+// an error.
 func (g *gate) heard(s slot) {
-	if s.seq > g.stepFrom && (!g.stepFilled || s.seq <= g.stepTo) {
-		g.stepOut--
+	if s.counted && g.out[s.step%stepRing].Add(-1) == 0 && s.step == g.step.Load() {
+		g.poke() // the step's last answer: the next may go
 	}
-}
-
-// newStep starts a step of the window; under the lock.
-func (g *gate) newStep() {
-	g.stepFrom, g.stepTo, g.stepFilled, g.stepOut = g.seq, 0, false, 0
-	g.full, g.kn.on = false, false
-}
-
-// account adds the time since the last change to the in-flight integral.
-func (g *gate) account(now time.Time) {
-	g.area += time.Duration(g.inFlight) * now.Sub(g.lastAdd)
-	g.lastAdd = now
 }
 
 // answered records that the request of s got a successful response.
 func (g *gate) answered(s *slot) {
 	s.answered = true
-	g.mu.Lock()
+	g.streaming.Add(1)
 	g.heard(*s)
-	if len(g.answers) > 0 {
-		at := time.Since(g.since)
-		g.last = (g.last + 1) % len(g.answers)
-		g.answers[g.last] = at
-		g.kept = min(g.kept+1, len(g.answers))
-		g.heardAll++
-		if d := at - s.sent - s.connect; g.leastTTFB == 0 || d < g.leastTTFB {
-			g.leastTTFB = max(d, 1)
+	if !g.adaptive {
+		return
+	}
+	at := g.now()
+	n := g.heardAll.Add(1)
+	g.answers[n%int64(len(g.answers))].Store(int64(at))
+	if d := int64(at - s.sent - s.connect); d >= 0 {
+		for l := g.least.Load(); l == 0 || max(d, 1) < l; l = g.least.Load() {
+			if g.least.CompareAndSwap(l, max(d, 1)) {
+				break
+			}
 		}
 	}
-	if g.stepOut == 0 {
-		g.grow(time.Now()) // the step's last answer: the next may go
+	if s.epoch == g.epoch.Load()-1 {
+		g.succeeded[s.epoch%epochRing].Add(1)
+		g.poke()
 	}
-	g.streaming++
-	if g.adaptive && s.epoch == g.epoch-1 && g.allowed < min(g.ceiling, g.streaming) {
-		// It succeeded alongside those the cut counted: the window is
-		// what is answered and streaming at once, not every success
-		// since (one that came after another ended says nothing more).
-		g.allowed++
-		g.cond.Signal()
-	}
-	g.mu.Unlock()
 }
 
 // release gives the room of s back; throttled says the server asked to
 // slow down.
 func (g *gate) release(s slot, throttled bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := time.Now()
-	g.account(now)
-	g.inFlight--
+	g.area.Add(g.now().Microseconds()<<areaShift - 1)
+	n := g.inFlight.Add(-1)
+	g.released.Add(1)
 	if s.answered {
-		g.streaming--
+		g.streaming.Add(-1)
 	} else {
 		g.heard(s)
 	}
-	switch {
-	case throttled && g.adaptive && s.epoch == g.epoch:
-		g.ceiling, g.floor = g.allowed, 1
-		if g.probing {
-			// Not the climb's first cut: a refinement, by an eighth at
-			// most (see floor).
-			g.floor = max(1, g.allowed-max(1, g.allowed/8))
+	if throttled && g.adaptive {
+		if e := g.epoch.Load(); s.epoch == e || s.epoch == e-1 {
+			g.throttle(s)
+			if s.epoch == e {
+				return // a slot freed by a SlowDown only once the window allows
+			}
 		}
-		g.allowed = max(g.floor, min(g.allowed-1, g.concurrent(s, now)))
-		g.epoch++
-		g.newStep()
-		g.probing, g.nextGrow = true, now.Add(probeEvery)
-		g.kn = knee{} // the server set the window: no knee holds it now
-	case throttled && g.adaptive && s.epoch == g.epoch-1:
-		// Sent with the request that cut the window: it may say the
-		// server held fewer when it was sent. Not what it serves now:
-		// the cut counted that already, and in a storm few answers
-		// come back, so a second count would cut far below the rate.
-		g.allowed = max(g.floor, min(g.allowed, max(s.load, g.streaming)))
-	default:
-		g.grow(now)
 	}
-	if g.inFlight < g.allowed {
-		g.cond.Signal() // a slot freed by a SlowDown only when the window allows
+	if g.waiters.Load() > 0 && n < g.allowed.Load() {
+		g.mu.Lock()
+		g.cond.Signal()
+		g.mu.Unlock()
 	}
 }
 
-// concurrent is what the server served alongside the throttled request
-// of s: the requests in flight when it was sent (which the server was
-// serving, or about to, when it refused it), but no more than it is
-// serving successfully now: those streaming, and as many as it answered
-// successfully per median time to first byte over the last rateSpan of
-// them (waiting for their first byte then). Under a limit on requests
-// in flight the first is the limit; under a limit on requests per second
-// the load counts every request the window let out, the second what the
-// rate lets through. Never fewer than those streaming; the load alone
-// while nothing was answered. Under the lock.
-func (g *gate) concurrent(s slot, now time.Time) int {
-	d := g.growInterval()
-	within := g.answeredWithin(now.Sub(g.since), rateSpan*d)
-	serving := g.streaming + (within+rateSpan-1)/rateSpan
-	if serving == 0 {
-		return s.load // nothing answered yet: the load is all there is
+// throttle counts a SlowDown to the request of s for the next sample.
+func (g *gate) throttle(s slot) {
+	i := s.epoch % epochRing
+	for l := g.throttledLoad[i].Load(); int64(s.load) < l; l = g.throttledLoad[i].Load() {
+		if g.throttledLoad[i].CompareAndSwap(l, int64(s.load)) {
+			break
+		}
 	}
-	return max(g.streaming, min(s.load, serving))
+	g.throttled[i].Add(1)
+	g.poke()
 }
 
-// rateSpan is how many median times to first byte the answers that
-// measure a rate are counted over (their mean per time to first byte is
-// what the rate serves at once): answers bunch behind a rate limiter, and
-// one time to first byte alone caught as few as 19 where the rate
-// sustains 33.
-const rateSpan = 4
-
-// maxAnswers bounds the ring of answer times.
-const maxAnswers = 4096
-
-// answeredWithin counts the successful answers in the d before now (both
-// since the gate's start); 0 if d is 0. Under the lock.
-func (g *gate) answeredWithin(now, d time.Duration) int {
-	if d <= 0 {
-		return 0
-	}
-	n, i := 0, g.last
-	for n < g.kept && g.answers[i] >= now-d {
-		n++
-		i = (i - 1 + len(g.answers)) % len(g.answers)
-	}
-	return n
-}
-
-// growInterval is the least time between two steps of a full window:
-// the median time to first byte (0 before any response).
-func (g *gate) growInterval() time.Duration {
-	return g.growEvery()
-}
-
-// run grows a full window on time while every request in flight is long
-// (no release comes to do it), until ctx ends.
+// run applies the rule every tickEvery, and whenever a request asks for
+// it, until ctx ends.
 func (g *gate) run(ctx context.Context) {
 	if !g.adaptive {
 		return
 	}
-	t := time.NewTicker(10 * time.Millisecond)
+	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			g.mu.Lock()
-			g.grow(now)
-			g.mu.Unlock()
+		case <-t.C:
+		case <-g.wake:
 		}
+		g.tick()
 	}
 }
 
-// grow widens a full window once the server answered the requests of
-// its last step: by stepUp (at most once every median time to first
-// byte) at first, by one a second after a SlowDown. Under the lock.
-func (g *gate) grow(now time.Time) {
-	if !g.adaptive || !g.full {
-		return
+// tick samples an observation, applies the rule and publishes its
+// window.
+func (g *gate) tick() {
+	g.stateMu.Lock()
+	defer g.stateMu.Unlock()
+	old := g.state
+	o := g.observe(old)
+	s := g.rule.next(old, o)
+	g.apply(old, s)
+	if s.Phase != old.Phase && len(g.changes) < changesKept {
+		g.changes = append(g.changes, WindowChange{At: o.Now, Phase: s.Phase, Window: s.Window})
 	}
-	if g.probing {
-		if g.allowed < g.max && !now.Before(g.nextGrow) {
-			g.allowed++
-			g.nextGrow = now.Add(probeEvery)
-			g.newStep()
-			g.cond.Signal()
-		}
-		return
-	}
-	if g.climb(now) && g.allowed < g.max && !now.Before(g.nextGrow) {
-		g.stepUp(now)
-	}
+	g.state = s
 }
 
-// stepUp sends the next step of the climb; under the lock.
-func (g *gate) stepUp(now time.Time) {
-	old := g.allowed
-	g.allowed = min(g.max, stepUp(g.allowed))
-	g.nextGrow = now.Add(g.growInterval())
-	g.newStep()
-	for range g.allowed - old {
-		g.cond.Signal()
+// observe samples what the rule reads, for state s; it drains the event
+// counts of the epochs s knows. Under stateMu.
+func (g *gate) observe(s windowState) observation {
+	now := g.now()
+	o := observation{Now: now, TTFB: g.ttfb(), Moved: g.moved()}
+	o.InFlight = int(g.inFlight.Load())
+	o.Area = g.integral(now)
+	o.LeastTTFB = time.Duration(g.least.Load())
+	o.Answered = g.heardAll.Load()
+	o.Streaming = int(g.streaming.Load())
+	o.Released = g.released.Load()
+	o.Full = g.filled.Load() == s.Step
+	o.FilledAt = time.Duration(g.filledAt.Load())
+	o.StepOut = max(0, int(g.out[s.Step%stepRing].Load()))
+	cur, prev := s.Epoch%epochRing, (s.Epoch+epochRing-1)%epochRing
+	o.Throttled, o.ThrottledLoad = g.drain(cur)
+	if s.Epoch > 0 {
+		o.ThrottledPrev, o.ThrottledPrevLoad = g.drain(prev)
+		o.SucceededPrev = int(g.succeeded[prev].Swap(0))
+	}
+	if o.Throttled > 0 {
+		o.Recent = g.answeredWithin(now, rateSpan*o.TTFB)
+	}
+	return o
+}
+
+// drain returns and resets the SlowDowns of epoch slot i and their least
+// load.
+func (g *gate) drain(i int64) (n, load int) {
+	n = int(g.throttled[i].Swap(0))
+	return n, int(g.throttledLoad[i].Swap(noLoad))
+}
+
+// answeredWithin counts the successful answers in the d before now (both
+// since the gate's start); 0 if d is 0. Read once per SlowDown sampled,
+// never per request.
+func (g *gate) answeredWithin(now, d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	last := g.heardAll.Load()
+	n := 0
+	for i := last; i > 0 && last-i < int64(len(g.answers)); i-- {
+		if time.Duration(g.answers[i%int64(len(g.answers))].Load()) < now-d {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// apply publishes state s after old: a new step's counts start at 0, and
+// a wider window wakes the requests waiting for it. Under stateMu.
+func (g *gate) apply(old, s windowState) {
+	if s.Step != old.Step {
+		g.out[s.Step%stepRing].Store(0)
+		g.step.Store(s.Step)
+	}
+	if s.Epoch != old.Epoch {
+		i := (s.Epoch + 1) % epochRing // the epoch after s, whose counts are stale
+		g.throttled[i].Store(0)
+		g.throttledLoad[i].Store(noLoad)
+		g.succeeded[i].Store(0)
+		g.epoch.Store(s.Epoch)
+	}
+	g.allowed.Store(int64(s.Window))
+	if s.Window > old.Window && g.waiters.Load() > 0 {
+		g.mu.Lock()
+		g.cond.Broadcast()
+		g.mu.Unlock()
 	}
 }
 
 // window says where the window stands: the window, why it is there
 // (WindowBudget, WindowKnee, ...) and the knee it found (0: none).
 func (g *gate) window() (w int, stop string, knee int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case g.allowed >= g.max:
-		stop = WindowBudget
-	case g.kn.at > 0:
-		stop = WindowKnee
-	case g.epoch > 0:
-		stop = WindowSlowDown
-	default:
-		stop = WindowDemand
-	}
-	return g.allowed, stop, g.kn.at
+	g.stateMu.Lock()
+	defer g.stateMu.Unlock()
+	return g.state.Window, g.rule.stop(g.state), g.state.kn.at
+}
+
+// phases returns the window's transitions so far: the phase it entered,
+// when, and the window then (none where it is not adaptive).
+func (g *gate) phases() []WindowChange {
+	g.stateMu.Lock()
+	defer g.stateMu.Unlock()
+	return append([]WindowChange(nil), g.changes...)
 }
 
 // bound is the current window.
-func (g *gate) bound() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.allowed
-}
+func (g *gate) bound() int { return int(g.allowed.Load()) }
 
 // inFlightNow is the number of requests holding a slot now.
-func (g *gate) inFlightNow() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.inFlight
-}
+func (g *gate) inFlightNow() int { return int(g.inFlight.Load()) }
 
 // load returns the mean and the peak of the requests in flight since the
 // gate was made.
 func (g *gate) load() (mean float64, peak int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := time.Now()
-	g.account(now)
-	if d := now.Sub(g.since); d > 0 {
-		mean = float64(g.area) / float64(d)
+	now := g.now()
+	if now > 0 {
+		mean = float64(g.integral(now)) / float64(now)
 	}
-	return mean, g.peak
+	return mean, int(g.peak.Load())
+}
+
+// The in-flight integral is kept in one word, area: its low areaShift
+// bits count the requests in flight, the rest sums, in microseconds,
+// the times the requests were given back less the times they were taken
+// (a request in flight counts as given back now). A request adds to it
+// once when taken and once when given back, and one read sees the sum
+// and the count together. At 1,024 in flight it holds 39 hours.
+const areaShift = 16
+
+// integral is the in-flight integral from the gate's start to now.
+func (g *gate) integral(now time.Duration) time.Duration {
+	w := g.area.Load()
+	n, sum := w&(1<<areaShift-1), w>>areaShift
+	return time.Duration(sum+n*now.Microseconds()) * time.Microsecond
 }

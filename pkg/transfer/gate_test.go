@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,6 +20,27 @@ func answerAfter(g *gate, s slot, d time.Duration) {
 }
 
 func step(w int) int { return stepUp(w) }
+
+// startedGate is newGate with its sampler running until ctx ends.
+func startedGate(ctx context.Context, max int, adaptive bool, ttfb func() time.Duration, moved func() int64) *gate {
+	g := newGate(max, adaptive, ttfb, moved)
+	go g.run(ctx)
+	return g
+}
+
+// throttledNow gives the slot s back refused with SlowDown, and waits
+// for the rule to have seen it (in a synctest bubble).
+func throttledNow(g *gate, s slot) {
+	g.release(s, true)
+	synctest.Wait()
+}
+
+// answeredNow records the answer to s, and waits for the rule to have
+// seen it (in a synctest bubble).
+func answeredNow(g *gate, s *slot) {
+	g.answered(s)
+	synctest.Wait()
+}
 
 // acquireN takes n slots of g, none of which may wait.
 func acquireN(ctx context.Context, t *testing.T, g *gate, n int) []slot {
@@ -168,29 +190,29 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(100, true, ttfb30ms, nil)
+		g := startedGate(ctx, 100, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		for i := range slots[:20] {
 			g.answered(&slots[i]) // 20 answered at once; the rest wait
 		}
 		// Request 25 went out with 25 ahead of it: the server refused
 		// it holding those.
-		g.release(slots[25], true)
+		throttledNow(g, slots[25])
 		if got := g.bound(); got != 25 {
 			t.Fatalf("window after a SlowDown %d, want 25: the requests in flight when it was sent", got)
 		}
-		g.release(slots[27], true) // sent before the cut, with more ahead: nothing new
+		throttledNow(g, slots[27]) // sent before the cut, with more ahead: nothing new
 		if got := g.bound(); got != 25 {
 			t.Fatalf("window after a SlowDown to a later request of the same burst %d, want 25", got)
 		}
-		g.release(slots[22], true) // sent before the cut with fewer ahead: lower
+		throttledNow(g, slots[22]) // sent before the cut with fewer ahead: lower
 		if got := g.bound(); got != 22 {
 			t.Fatalf("window after a SlowDown to an earlier request of the same burst %d, want 22", got)
 		}
 		// Two more succeed: 22 answered and streaming at once, as many
 		// as the window.
-		g.answered(&slots[20])
-		g.answered(&slots[21])
+		answeredNow(g, &slots[20])
+		answeredNow(g, &slots[21])
 		if got := g.bound(); got != 22 {
 			t.Fatalf("window after the burst's successes %d, want 22", got)
 		}
@@ -222,8 +244,22 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 		g.release(slots[0], false)
 		s := <-got
 		g.answered(&s)
-		// Full and unthrottled: the window probes up by one a second.
-		go g.run(ctx)
+		// Full and unthrottled: within a few round trips the window is
+		// back at the level the cut found, and probes up from it by one
+		// a second.
+		go func() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- s
+		}()
+		time.Sleep(recoverAfter*30*time.Millisecond + 50*time.Millisecond)
+		if b := g.bound(); b != 25 {
+			t.Errorf("window a few round trips after the cut %d, want 25", b)
+		}
+		<-got
+		acquireN(ctx, t, g, 25-g.inFlightNow()) // full again, one waiting
 		go func() {
 			s, err := g.acquire(ctx)
 			if err != nil {
@@ -232,8 +268,8 @@ func TestGateCutsToWhatTheServerServedOnSlowDown(t *testing.T) {
 			got <- s
 		}()
 		time.Sleep(probeEvery + 50*time.Millisecond)
-		if b := g.bound(); b != 23 {
-			t.Errorf("window a second after the cut %d, want 23", b)
+		if b := g.bound(); b != 26 {
+			t.Errorf("window a second later %d, want 26", b)
 		}
 		<-got
 	})
@@ -274,12 +310,12 @@ func TestGateCutsToWhatARateLets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms, nil)
+		g := startedGate(ctx, 256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		// Small objects: each is answered and done at once. Ten long
 		// ago, then ten over the last four times to first byte.
 		for i := range slots[:20] {
-			g.answered(&slots[i])
+			answeredNow(g, &slots[i])
 			g.release(slots[i], false)
 			switch i {
 			case 9:
@@ -291,9 +327,9 @@ func TestGateCutsToWhatARateLets(t *testing.T) {
 		// Two more are answered now and stream on: twelve answers in
 		// four times to first byte, three in each. Request 30 went out
 		// with 29 ahead of it.
-		g.answered(&slots[20])
-		g.answered(&slots[21])
-		g.release(slots[30], true)
+		answeredNow(g, &slots[20])
+		answeredNow(g, &slots[21])
+		throttledNow(g, slots[30])
 		if got, want := g.bound(), 2+3; got != want {
 			t.Fatalf("window after a SlowDown %d, want %d: 3 answered per time to first byte and 2 streaming", got, want)
 		}
@@ -304,11 +340,11 @@ func TestGateLaterCutsLowerByAnEighthAtMost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms, nil)
+		g := startedGate(ctx, 256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
 		// The climb's first cut finds the level from far above: 16 in
 		// flight when request 16 was sent, nothing answered.
-		g.release(slots[16], true)
+		throttledNow(g, slots[16])
 		if got := g.bound(); got != 16 {
 			t.Fatalf("window after the first SlowDown %d, want 16", got)
 		}
@@ -323,11 +359,11 @@ func TestGateLaterCutsLowerByAnEighthAtMost(t *testing.T) {
 			g.release(s, false)
 		}
 		burst := acquireN(ctx, t, g, 2)
-		g.release(burst[0], true)
+		throttledNow(g, burst[0])
 		if got := g.bound(); got != 14 {
 			t.Fatalf("window after a later SlowDown %d, want 14: 16 less an eighth", got)
 		}
-		g.release(burst[1], true)
+		throttledNow(g, burst[1])
 		if got := g.bound(); got != 14 {
 			t.Fatalf("window after a SlowDown of the same burst %d, want 14", got)
 		}
@@ -338,11 +374,11 @@ func TestGateWindowNeverDropsBelowOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := newGate(256, true, ttfb30ms, nil)
+		g := startedGate(ctx, 256, true, ttfb30ms, nil)
 		slots := acquireN(ctx, t, g, startWindow)
-		g.release(slots[0], true) // refused with nothing ahead of it
+		throttledNow(g, slots[0]) // refused with nothing ahead of it
 		for _, s := range slots[1:] {
-			g.release(s, true) // the rest of the burst
+			throttledNow(g, s) // the rest of the burst
 		}
 		for range 3 { // later cuts, each from a window of one
 			if got := g.bound(); got != 1 {
@@ -352,10 +388,38 @@ func TestGateWindowNeverDropsBelowOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g.release(s, true)
+			throttledNow(g, s)
 		}
 		if got := g.bound(); got != 1 {
 			t.Fatalf("window %d after later cuts, want 1", got)
+		}
+	})
+}
+
+// BenchmarkGateAtTheBudget is the gate's cost per request under
+// contention: every goroutine takes a slot, is answered and gives it
+// back, the window at the budget with room to spare, as in a run whose
+// window climbed there. Run it at several GOMAXPROCS
+// (go test -run '^$' -bench BenchmarkGateAtTheBudget -cpu 2,16,64): the
+// target is at most 1 µs per request.
+func BenchmarkGateAtTheBudget(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const budget = 1024
+	var moved atomic.Int64
+	g := newGate(budget, true, ttfb30ms, moved.Load)
+	go g.run(ctx)
+	g.allowed.Store(budget) // at the budget: the climb is not measured here
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s, err := g.acquire(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			g.answered(&s)
+			g.release(s, false)
 		}
 	})
 }

@@ -66,7 +66,7 @@ type knee struct {
 	// now, from from, when the run had moved bytes and the gate's
 	// in-flight integral was area (win 0: none).
 	win   int
-	from  time.Time
+	from  time.Duration
 	bytes int64
 	area  time.Duration
 	// prev is the level measured before (w 0: none).
@@ -75,20 +75,27 @@ type knee struct {
 	// window streams; closing: no step follows, and the window measured
 	// now closes kneeSpan after it began.
 	on, closing bool
-	// at is the knee, the window the climb stopped at (0: none); probe
-	// says a step above it is out; nextProbe is when the next may go.
+	// at is the knee, the window the climb stopped at (0: none; a step
+	// above it is out in PhaseProbe); nextProbe is when the next may go.
 	at        int
-	probe     bool
-	nextProbe time.Time
+	nextProbe time.Duration
 	// calm is when the window held no longer drains a wider one: its
 	// samples begin then.
-	calm time.Time
+	calm time.Duration
 	// perReq is the knee's throughput per request in flight.
 	perReq float64
 	// down: the window is a step below the knee at, measured against
 	// best, the knee's window when the climb stopped.
 	down bool
 	best level
+	// guess: the step down tests the reading that the start window's
+	// requests queue; unqueued: a step down refuted it, and the climb no
+	// longer reads the spread of the times to first byte as a queue.
+	guess, unqueued bool
+	// counted is when the requests of the last step streamed long enough
+	// to have added to the run's count (countLag): the window's measure
+	// begins then.
+	counted time.Duration
 }
 
 // level is what a window moved: its throughput in bytes per second and
@@ -99,6 +106,10 @@ type level struct {
 	inFlight float64
 	bytes    int64 // moved over the span
 	span     time.Duration
+	// unit is the most a range in flight may have moved and not counted
+	// yet: countEvery, or a request's mean size where requests are
+	// smaller (a small object counts its bytes once, when it ends).
+	unit float64
 }
 
 // enough says whether l moved enough to judge it by: kneeSpan, and
@@ -108,7 +119,7 @@ type level struct {
 // end of the span, and the sum of those errors grows with the root of
 // their number: so measured, a window's throughput is within about 5 %.
 func (l level) enough() bool {
-	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*countEvery
+	return l.span >= kneeSpan && float64(l.bytes) >= kneeCounts*math.Sqrt(max(1, l.inFlight))*l.unit
 }
 
 // kneeSpan is the least time a window's throughput is measured over: at
@@ -146,18 +157,22 @@ const kneeQueue = 4
 const kneeHold = kneeGain / 2
 
 // kneeRise is the rise of the throughput per request in flight, over the
-// knee's (the best of its full samples), that sends a probe at once.
+// knee's (the best of its full samples), that sends a probe at once: a
+// quarter, above the spread of full samples over kneeHoldSpan (about a
+// sixth), so a rise that large is the bottleneck moving, not noise.
 const kneeRise = 1.25
 
 // kneeFull is the least mean in flight, of the window, a sample needs
-// for its throughput per request to send a probe.
+// for its throughput per request to send a probe: a sample with fewer
+// in flight was taken while the window filled, and its requests still
+// waited for their first byte.
 const kneeFull = 0.9
 
-// kneeFloor is the least window a step below the knee goes to: fewer
-// requests save little more CPU than 16 do, and on two cores over
-// loopback 8 moved less than 16 (the half below 16 was measured and
-// stepped back from in most runs, a loss over runs of a quarter of a
-// second).
+// kneeFloor is the least window a step below the knee goes to: 16
+// connections at 100 MB/s carry 1.6 GB/s, and fewer save at most 16
+// buffers and connections, while each half measured costs the drain of
+// the wider window (one request's time) at a lower throughput; on two
+// cores over loopback 8 moved less than 16 in most runs.
 const kneeFloor = 16
 
 // kneeDownSpan is the least span a window below the knee is measured
@@ -177,29 +192,32 @@ const kneeDownSpan = 4 * kneeSpan
 const kneeHoldSpan = kneeDownSpan
 
 // kneeProbeEvery is how often a window held at its knee probes a step
-// above it.
+// above it: a probe holds a step's requests for one measure (about
+// kneeHoldSpan and a round trip), a few percent of the time at the
+// knee, and a bottleneck that went away is found within 2 s at worst.
 const kneeProbeEvery = 2 * time.Second
 
-// start begins the measure of window w from now; under the gate's lock.
-func (k *knee) start(g *gate, now time.Time, w int) {
-	g.account(now)
-	k.win, k.from, k.bytes, k.area = w, now, g.moved(), g.area
+// start begins the measure of window w from now.
+func (t *turn) startMeasure(w int) {
+	k := &t.s.kn
+	k.win, k.from, k.bytes, k.area = w, t.o.Now, t.o.Moved, t.o.Area
 }
 
-// measure returns the level measured since start; false if none.
-func (k *knee) measure(g *gate, now time.Time) (level, bool) {
-	d := now.Sub(k.from)
+// measure returns the level measured since startMeasure; false if none.
+func (t *turn) measure() (level, bool) {
+	k := &t.s.kn
+	d := t.o.Now - k.from
 	if k.win == 0 || d <= 0 {
 		return level{}, false
 	}
-	g.account(now)
-	n := g.moved() - k.bytes
+	n := t.o.Moved - k.bytes
 	return level{
 		w:        k.win,
 		rate:     float64(n) / d.Seconds(),
-		inFlight: float64(g.area-k.area) / float64(d),
+		inFlight: float64(t.o.Area-k.area) / float64(d),
 		bytes:    n,
 		span:     d,
+		unit:     t.unit(),
 	}, true
 }
 
@@ -216,23 +234,25 @@ func (l level) perRequest() float64 {
 }
 
 // climb measures what the steps of the window bought and says whether
-// the window may step up now: called while the window is full. Under
-// the gate's lock.
-func (g *gate) climb(now time.Time) bool {
-	k := &g.kn
-	if cur, ok := k.measure(g, now); k.closing && ok && cur.enough() && !g.judgeLast(now, cur) {
+// the window may step up now: called while the window is full.
+func (t *turn) climb() bool {
+	s, o, k := &t.s, &t.o, &t.s.kn
+	if k.closing && o.Now < k.counted {
+		t.startMeasure(k.win) // its new requests have not counted yet
+	}
+	if cur, ok := t.measure(); k.closing && ok && cur.enough() && !t.judgeLast(cur) {
 		return false // settled
 	}
-	if k.at > 0 && !k.probe {
-		g.hold(now)
+	if s.Phase == PhaseHold {
+		t.hold()
 		return false
 	}
-	if g.stepOut > 0 && now.Before(g.stepLate) {
+	if o.StepOut > s.Window/stepStragglers && o.Now < t.stepLate() {
 		return false // the last step is not answered yet
 	}
 	if !k.on {
 		k.on = true
-		if !g.turnOn(now) {
+		if !t.turnOn() {
 			return false
 		}
 	}
@@ -242,9 +262,13 @@ func (g *gate) climb(now time.Time) bool {
 	// there), and always above the knee, at the budget, and at the start
 	// window when its requests queue; elsewhere it goes at once, and a
 	// knee found then steps back from one step further up.
-	queued := !k.probe && g.allowed <= min(startWindow, g.max) && g.allowed < g.max && g.queued()
-	blind := g.growInterval() >= kneeSpan && (g.unmeasured || g.leastTTFB >= kneeSpan && !queued)
-	step := !k.closing || !k.probe && g.allowed < g.max && (blind || now.Sub(k.from) >= kneeWait)
+	probe := s.Phase == PhaseProbe
+	queued := !probe && s.Window <= min(startWindow, t.r.max) && s.Window < t.r.max && t.queued()
+	// A step is blind too where a measure would take longer than
+	// kneeWait to count the step's new requests (slow connections).
+	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued) ||
+		!queued && t.slowCounts()
+	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
 	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
@@ -252,55 +276,64 @@ func (g *gate) climb(now time.Time) bool {
 		// up, a queue for a CPU that the steps below filled may still
 		// stand beside more throughput: the measures judge there.
 		cur := k.prev
-		if cur.w != g.allowed {
-			cur, _ = k.measure(g, now)
-			cur.w = g.allowed
+		if cur.w != s.Window {
+			cur, _ = t.measure()
+			cur.w = s.Window
 		}
-		if cur.enough() {
-			g.settle(now, level{w: max(kneeFloor, cur.w/2)})
+		if cur.enough() && cur.w/2 >= kneeFloor {
+			// Its half is measured against it: a spread of the times
+			// to first byte reads as a queue too, and where the half
+			// moves less the climb goes on.
+			t.settle(cur)
+			t.stepDown(cur)
+			k.guess = true
+		} else if cur.enough() {
+			t.settle(cur)
 		}
 		return false
 	}
 	return step
 }
 
+// stepStragglers is the share of a step's requests (one in so many of
+// the window) that may still wait for their first byte when the next
+// step goes: where one request in fifty takes ten times as long, a step
+// of 128 waits for a straggler in nine climbs of ten, for up to
+// lateAnswers; a SlowDown comes back within the round trip, so the
+// few left unanswered hold no refusal the next step would cross.
+const stepStragglers = 128
+
 // turnOn starts the measure of the window of the last step, whose
 // requests were answered and now stream, judging first the window
 // before it if its measure is still open; false if the window settled.
-// Under the gate's lock.
-func (g *gate) turnOn(now time.Time) bool {
-	k := &g.kn
+func (t *turn) turnOn() bool {
+	k := &t.s.kn
 	if k.closing {
 		// The step went out before the window before it was measured
 		// enough: judged now if it moved enough, else not at all.
-		cur, ok := k.measure(g, now)
-		switch {
-		case ok && cur.enough():
-			if !g.judge(now, cur) {
-				return false
-			}
-		default:
+		if cur, ok := t.measure(); ok && cur.enough() && !t.judge(cur) {
+			return false
 		}
 	}
-	k.start(g, now, g.allowed)
+	t.startMeasure(t.s.Window)
 	k.closing = true
-	if g.growInterval() < kneeSpan {
-		g.nextGrow = later(g.nextGrow, now.Add(kneeSpan))
+	k.counted = t.o.Now + t.countLag()
+	if t.o.TTFB < kneeSpan {
+		t.s.NextGrow = max(t.s.NextGrow, t.o.Now+kneeSpan)
 	}
 	return true
 }
 
 // judgeLast closes the measure cur of the window of the last step, once
-// it moved enough, and judges it; false if the window settled. Under the
-// gate's lock.
-func (g *gate) judgeLast(now time.Time, cur level) bool {
-	k := &g.kn
+// it moved enough, and judges it; false if the window settled.
+func (t *turn) judgeLast(cur level) bool {
+	k := &t.s.kn
 	k.closing = false
-	if !g.judge(now, cur) {
+	if !t.judge(cur) {
 		return false
 	}
-	k.probe, k.at = false, 0 // climbing, again after a probe that paid
-	if cur.w >= g.max {
+	t.s.Phase, k.at = PhaseClimb, 0 // climbing, again after a probe that paid
+	if cur.w >= t.r.max {
 		k.win = 0 // the budget paid too: nothing left to measure
 	}
 	return true
@@ -308,104 +341,145 @@ func (g *gate) judgeLast(now time.Time, cur level) bool {
 
 // judge compares window cur with the one measured before it and settles
 // the window when the step between them did not pay; false if it did
-// settle. Under the gate's lock.
-func (g *gate) judge(now time.Time, cur level) bool {
-	k := &g.kn
+// settle.
+func (t *turn) judge(cur level) bool {
+	k := &t.s.kn
 	if k.prev.w == 0 || k.prev.w >= cur.w || pays(k.prev, cur) {
 		k.prev = cur
 		return true
 	}
-	if prev := k.prev; k.probe || cur.rate < prev.rate*(1+kneeHold) {
-		probe := k.probe
-		g.settle(now, prev) // it bought nothing: a step back
-		if !probe && prev.w <= min(startWindow, g.max) {
-			g.stepDown(prev) // the climb's first window may hold more than it needs
+	probe := t.s.Phase == PhaseProbe
+	if prev := k.prev; probe || cur.rate < prev.rate*(1+kneeHold) {
+		t.settle(prev) // it bought nothing: a step back
+		if !probe && prev.w <= min(startWindow, t.r.max) {
+			t.stepDown(prev) // the climb's first window may hold more than it needs
 		}
 	} else {
-		g.settle(now, cur) // it bought a little: hold
+		t.settle(cur) // it bought a little: hold
 	}
 	return false
 }
 
+// unit is the most a range in flight moved and did not count yet:
+// countEvery, or less where the requests so far moved less each.
+func (t *turn) unit() float64 {
+	if t.o.Released == 0 {
+		return countEvery
+	}
+	return min(countEvery, float64(t.o.Moved)/float64(t.o.Released))
+}
+
+// countLag is how long a new request streams before it adds to the
+// run's count (unit bytes, at the throughput per request of the level
+// measured before), at most kneeLagMost: a window measured sooner
+// misses its new requests' bytes and looks poorer than it is.
+func (t *turn) countLag() time.Duration {
+	return lagAt(t.s.kn.prev.perRequest(), t.unit())
+}
+
+// slowCounts says whether the run's requests so far took kneeWait or
+// longer to count unit bytes each: a measure of a step would wait for
+// them longer than the step may. The run's mean says so only once it
+// ran kneeWait itself (before, its time to first byte weighs too much).
+func (t *turn) slowCounts() bool {
+	o := &t.o
+	return o.Now >= kneeWait && o.Moved > 0 && o.Area > 0 && lagAt(float64(o.Moved)/o.Area.Seconds(), t.unit()) >= kneeWait
+}
+
+// lagAt is how long a request moving perReq bytes a second takes to
+// count unit bytes, at most kneeLagMost (0 for an unknown rate).
+func lagAt(perReq, unit float64) time.Duration {
+	if perReq <= 0 {
+		return 0
+	}
+	return min(kneeLagMost, time.Duration(unit/perReq*float64(time.Second)))
+}
+
+// kneeLagMost bounds the wait for a step's first counts: at 2 MB/s per
+// connection a request counts its first countEvery after 260 ms.
+const kneeLagMost = 300 * time.Millisecond
+
 // queued says whether the requests queue where they are served: the
 // median time to first byte is kneeQueue times the least one seen, over
-// at least the start window's answers. Under the gate's lock.
-func (g *gate) queued() bool {
-	return !g.unmeasured && g.heardAll >= g.start && g.leastTTFB > 0 &&
-		g.growInterval() >= kneeQueue*g.leastTTFB
+// at least the start window's answers.
+func (t *turn) queued() bool {
+	o := &t.o
+	return !t.r.unmeasured && !t.s.kn.unqueued && o.Answered >= int64(t.r.start) && o.LeastTTFB > 0 &&
+		o.TTFB >= kneeQueue*o.LeastTTFB
 }
 
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// settle holds the window at the knee l; under the gate's lock.
-func (g *gate) settle(now time.Time, l level) {
-	k := &g.kn
-	k.at, k.probe, k.down, k.prev, k.perReq = l.w, false, false, level{}, l.perRequest()
-	k.nextProbe = now.Add(kneeProbeEvery)
-	g.allowed = min(g.max, l.w)
-	g.newStep()
+// settle holds the window at the knee l.
+func (t *turn) settle(l level) {
+	s, k := &t.s, &t.s.kn
+	s.Phase = PhaseHold
+	k.at, k.down, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
+	k.nextProbe = t.o.Now + kneeProbeEvery
+	s.Window = min(t.r.max, l.w)
+	t.newStep()
 	k.on = true // nothing to wait for: the window held streams
-	k.start(g, now, g.allowed)
+	t.startMeasure(s.Window)
 	k.closing = false
 }
 
 // stepDown halves the window below the knee l, to be measured against
-// it (down); under the gate's lock.
-func (g *gate) stepDown(l level) {
-	k := &g.kn
+// it (down).
+func (t *turn) stepDown(l level) {
+	k := &t.s.kn
 	if l.w/2 < kneeFloor {
 		k.down = false
 		return
 	}
 	k.down, k.best = true, l
-	g.allowed = l.w / 2
+	t.s.Window = l.w / 2
 }
 
 // hold samples the throughput of a window held at its knee every
 // kneeSpan, and sends a probe a step above it when one is due or the
-// throughput per request rose. Under the gate's lock.
-func (g *gate) hold(now time.Time) {
-	k := &g.kn
-	cur, ok := k.measure(g, now)
-	if g.inFlight > g.allowed || ok && cur.inFlight > float64(g.allowed) {
+// throughput per request rose.
+func (t *turn) hold() {
+	s, o, k := &t.s, &t.o, &t.s.kn
+	cur, ok := t.measure()
+	if o.InFlight > s.Window || ok && cur.inFlight > float64(s.Window) {
 		// What a wider window left in flight drains first, and the
 		// requests sent once it drained wait a time to first byte.
-		k.start(g, now, g.allowed)
-		k.calm = now.Add(g.growInterval())
+		t.startMeasure(s.Window)
+		k.calm = o.Now + o.TTFB
 		return
 	}
-	if now.Before(k.calm) {
-		k.start(g, now, g.allowed)
+	if o.Now < k.calm {
+		t.startMeasure(s.Window)
 		return
 	}
 	if !ok || !cur.enough() || cur.span < kneeHoldSpan {
 		return
 	}
-	k.start(g, now, g.allowed)
+	t.startMeasure(s.Window)
 	k.closing = false
 	if k.down {
 		// A step below the knee: kept, and the next one tried, when it
 		// moves as much as the best of the knee and the halves kept, less
 		// kneeHold; else back.
-		if cur.rate >= k.best.rate*(1-kneeHold) {
-			k.at, k.perReq = g.allowed, cur.perRequest()
-			g.stepDown(level{w: g.allowed, rate: max(k.best.rate, cur.rate)})
-		} else {
-			k.down, g.allowed = false, k.at
-			g.cond.Broadcast()
+		switch {
+		case cur.rate >= k.best.rate*(1-kneeHold):
+			k.at, k.perReq, k.guess = s.Window, cur.perRequest(), false
+			t.stepDown(level{w: s.Window, rate: max(k.best.rate, cur.rate)})
+		case k.guess:
+			// The start window's requests did not queue: fewer moved
+			// less. The climb goes on from the start window.
+			best := k.best
+			s.Window, s.Phase = k.at, PhaseClimb
+			k.down, k.guess, k.unqueued, k.at, k.prev = false, false, true, 0, best
+			t.newStep()
+			return
+		default:
+			k.down, s.Window = false, k.at
 		}
-		k.start(g, now, g.allowed) // the next sample is of the window now
+		t.startMeasure(s.Window) // the next sample is of the window now
 		return
 	}
 	// A sample taken while the window filled after a change says
 	// nothing of the throughput per request: only a full one counts.
-	full := cur.inFlight >= kneeFull*float64(g.allowed)
+	full := cur.inFlight >= kneeFull*float64(s.Window)
 	if k.perReq == 0 {
 		// Settled without a measure of its own (the start window
 		// queued): the first full sample is the knee's.
@@ -421,9 +495,10 @@ func (g *gate) hold(now time.Time) {
 		// being made, and a rise over it alone says little.
 		k.perReq = max(k.perReq, cur.perRequest())
 	}
-	if g.allowed >= g.max || now.Before(k.nextProbe) && !rose {
+	if s.Window >= t.r.max || o.Now < k.nextProbe && !rose {
 		return
 	}
-	k.prev, k.probe, k.nextProbe = cur, true, now.Add(kneeProbeEvery)
-	g.stepUp(now)
+	k.prev, k.nextProbe = cur, o.Now+kneeProbeEvery
+	s.Phase = PhaseProbe
+	t.stepUp()
 }

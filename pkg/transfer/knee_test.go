@@ -149,24 +149,39 @@ func TestGateStepsBelowTheStartWhereFewerServeAsMuch(t *testing.T) {
 
 // TestGateStopsWhereRequestsQueue: the median time to first byte is 8
 // times the least (the requests queue for what serves them), so the
-// climb sends no step at all, and the window settles at half the start
-// window as soon as the start window was measured, without a sample of
-// the half to judge it by (6 streaming at once move all there is).
+// climb sends no step at all: once the start window was measured the
+// window steps down to its half, which moves as much (6 streaming at
+// once move all there is), and holds it as its knee.
 func TestGateStopsWhereRequestsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 6 })
+		defer b.stop()
 		half := max(kneeFloor, startWindow/2)
 		time.Sleep(150 * time.Millisecond)
-		if w, _, knee := b.g.window(); w != half || knee != half {
-			t.Fatalf("window %d, knee %d 150 ms in, want it settled at %d already", w, knee, half)
+		if w := b.g.bound(); w != half {
+			t.Fatalf("window %d 150 ms in, want it down at %d already", w, half)
 		}
 		time.Sleep(time.Second)
 		w, stop, knee := b.g.window()
-		b.stop()
 		_, peak := b.g.load()
 		if w != half || stop != WindowKnee || knee != w || peak > startWindow {
 			t.Fatalf("window %d, stop %q, knee %d, peak %d in flight: want it held at a knee of %d and no step sent above %d",
 				w, stop, knee, peak, half, startWindow)
+		}
+	})
+}
+
+// TestGateClimbsWhereTheSpreadIsNoQueue: the times to first byte spread
+// as widely (the median 8 times the least) but every request streams at
+// its own pace with nothing shared: the half of the start window moves
+// half as much, so the climb goes on to the budget.
+func TestGateClimbsWhereTheSpreadIsNoQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueuedBottleneck(256, 5*time.Millisecond, 40*time.Millisecond, func() int64 { return 1 << 20 })
+		defer b.stop()
+		time.Sleep(2 * time.Second)
+		if w, stop, knee := b.g.window(); w != 256 || stop != WindowBudget || knee != 0 {
+			t.Fatalf("window %d, stop %q, knee %d: want the budget, no knee", w, stop, knee)
 		}
 	})
 }
@@ -186,8 +201,8 @@ func TestGateLeastTimeToFirstByteLeavesOutTheConnection(t *testing.T) {
 		s.connect = 25 * time.Millisecond
 		g.answered(&s)
 		g.release(s, false)
-		if g.leastTTFB != 5*time.Millisecond {
-			t.Fatalf("least time to first byte %v, want 5ms", g.leastTTFB)
+		if got := time.Duration(g.least.Load()); got != 5*time.Millisecond {
+			t.Fatalf("least time to first byte %v, want 5ms", got)
 		}
 	})
 }
@@ -298,42 +313,39 @@ func TestPays(t *testing.T) {
 // TestKneeLevelIsItsBestSample: a window held at its knee probes when
 // its throughput per request rises kneeRise over the best of its full
 // samples, not over the first one alone, which may have been taken
-// while its connections were still being made.
+// while its connections were still being made. The rule alone, fed one
+// observation per sample.
 func TestKneeLevelIsItsBestSample(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var moved atomic.Int64
-		g := newGate(256, true, func() time.Duration { return time.Millisecond }, moved.Load)
-		const w = 16
-		// One sample: w requests in flight over kneeHoldSpan, moving
-		// rate x (kneeCounts x sqrt(w) x countEvery per kneeSpan) bytes.
-		unit := float64(kneeCounts * 4 * countEvery)
-		sample := func(rate float64) (probed bool) {
-			time.Sleep(kneeHoldSpan)
-			moved.Add(int64(float64(kneeHoldSpan/kneeSpan) * rate * unit))
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			g.hold(time.Now())
-			return g.kn.probe
+	r := windowRule{max: 256, start: startWindow}
+	const w = 16
+	o := observation{TTFB: time.Millisecond, InFlight: w, Full: true}
+	settled := turn{r: r, o: o, s: r.initial()}
+	settled.settle(level{w: w})
+	s := settled.s
+	// One sample: w requests in flight over kneeHoldSpan, moving
+	// rate x (kneeCounts x sqrt(w) x countEvery per kneeSpan) bytes.
+	unit := float64(kneeCounts * 4 * countEvery)
+	sample := func(rate float64) (probed bool) {
+		o.Now += kneeHoldSpan
+		o.Area += w * kneeHoldSpan
+		o.Moved += int64(float64(kneeHoldSpan/kneeSpan) * rate * unit)
+		s = r.next(s, o)
+		return s.Phase == PhaseProbe
+	}
+	for i, c := range []struct {
+		rate  float64
+		probe bool
+	}{
+		{1.0, false}, // the knee's first full sample: its level
+		{1.2, false}, // a rise short of kneeRise: the new best
+		{1.4, false}, // kneeRise over the first, not over the best
+		{1.8, true},  // kneeRise over the best
+	} {
+		if got := sample(c.rate); got != c.probe {
+			t.Fatalf("sample %d at %.1fx: probe %v, want %v (phase %v)", i, c.rate, got, c.probe, s.Phase)
 		}
-		g.mu.Lock()
-		g.inFlight, g.allowed = w, w
-		g.settle(time.Now(), level{w: w})
-		g.mu.Unlock()
-		for i, c := range []struct {
-			rate  float64
-			probe bool
-		}{
-			{1.0, false}, // the knee's first full sample: its level
-			{1.2, false}, // a rise short of kneeRise: the new best
-			{1.4, false}, // kneeRise over the first, not over the best
-			{1.8, true},  // kneeRise over the best
-		} {
-			if got := sample(c.rate); got != c.probe {
-				t.Fatalf("sample %d at %.1fx: probe %v, want %v", i, c.rate, got, c.probe)
-			}
-		}
-		if g.allowed != 2*w {
-			t.Fatalf("window %d after the probe, want %d", g.allowed, 2*w)
-		}
-	})
+	}
+	if s.Window != 2*w {
+		t.Fatalf("window %d after the probe, want %d", s.Window, 2*w)
+	}
 }

@@ -129,10 +129,27 @@ func (t *object) wait() Result {
 	if err == nil {
 		v, err = t.verify.objectComplete(t.f, t.o.Size)
 	}
+	l, lands := t.f.(Lander)
+	require := t.e.opts.Verify == VerifyRequire
+	if err == nil && require && !lands {
+		err = Required(v, t.o.Size) // before Commit: nothing unverified at the final name
+	}
 	if err == nil {
 		if err = t.f.Commit(); err != nil {
 			err = fmt.Errorf("commit: %w", err)
+		} else if lands {
+			v = v.landed(l.Landed())
+			if require {
+				// The destination's check comes with the object in
+				// place: it stays, named as failed.
+				if err = Required(v, t.o.Size); err != nil {
+					err = fmt.Errorf("%w; the object is in place", err)
+				}
+			}
 		}
+	}
+	if ru, ok := t.f.(Reuser); ok && err == nil {
+		t.reused.Add(ru.Reused())
 	}
 	kept := false
 	if err != nil {
@@ -145,7 +162,7 @@ func (t *object) wait() Result {
 // when the run was interrupted and the file has a journal, else removed.
 // It reports whether the file kept anything a rerun resumes.
 func (t *object) discard(err error) (bool, error) {
-	if j, ok := t.f.(Journal); ok && t.ctx.Err() != nil {
+	if j, ok := t.f.(Suspender); ok && t.ctx.Err() != nil {
 		kept, serr := j.Suspend()
 		if serr != nil {
 			err = errors.Join(err, fmt.Errorf("keep for resume: %w", serr))

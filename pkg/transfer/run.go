@@ -3,6 +3,7 @@ package transfer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -34,7 +35,15 @@ func (e *Engine) Run(ctx context.Context) (Summary, error) {
 	<-dispatched
 	lerr := listing.wait(ctx)
 	samples.end()
-	return e.summary(), cmp.Or(err, lerr, ctx.Err())
+	sum := e.summary()
+	if ctx.Err() == nil {
+		// Every object listed has its verdict: the run was not
+		// interrupted, so none stayed in the queue.
+		if aerr := sum.Account("the engine"); aerr != nil {
+			return sum, errors.Join(aerr, cmp.Or(err, lerr))
+		}
+	}
+	return sum, cmp.Or(err, lerr, ctx.Err())
 }
 
 // watch starts the stall watch and the gate's clock; they run until stop.
@@ -164,7 +173,9 @@ func (l *listing) run(ctx context.Context) {
 // emit queues one listed object that passes the filter.
 func (l *listing) emit(ctx context.Context, o Object) error {
 	e := l.e
+	e.listedN.Add(1)
 	if e.opts.Filter != nil && !e.opts.Filter(o) {
+		e.excluded.Add(1)
 		return nil
 	}
 	if e.opts.Listing != nil {

@@ -175,12 +175,39 @@ type Journal interface {
 	// interrupted in progress records the prefix it wrote the same way;
 	// a later PartDone at the same off (the whole part) replaces it.
 	PartDone(off, n int64, sum string) error
+	Suspender
+}
+
+// Suspender is implemented by files that can keep what was written for
+// a later run (a Journal; an upload whose parts stay in the store).
+type Suspender interface {
 	// Suspend keeps what was written for a later run, instead of
 	// Abort's removal; the engine calls it when the run is interrupted.
 	// It reports whether anything was kept: at least one durable part
 	// that the next run will look up (so "kept for resume" counts what
 	// a rerun resumes).
 	Suspend() (kept bool, err error)
+}
+
+// Reuser is implemented by part writers that keep, inside WritePart,
+// parts an earlier run wrote (an upload's parts the store already holds,
+// checked against the bytes read now) instead of writing them again.
+// Reused, after Commit, is how many bytes that kept: the object's
+// resumed bytes.
+type Reuser interface {
+	Reused() int64
+}
+
+// Lander is implemented by files whose Commit checks what the
+// destination stored against the bytes written: an upload compares the
+// size and checksum the store reports for the object with those of the
+// bytes it sent. Commit (or WritePart, for an object sent in one
+// request) fails with an error that wraps ErrChecksum when they differ.
+// After a Commit that returned nil, Landed says how the destination was
+// checked; it then decides the object's verification, since bytes read
+// right but stored wrong are not verified.
+type Lander interface {
+	Landed() Verification
 }
 
 // Dataless is implemented by body readers that carry no data, only a

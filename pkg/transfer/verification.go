@@ -1,6 +1,9 @@
 package transfer
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Reasons an object's bytes could not be checked (Verification.Unverified).
 const (
@@ -24,6 +27,10 @@ const (
 	UnverifiedUnsupported = "unsupported"
 	// UnverifiedEmpty: an empty object has nothing to check.
 	UnverifiedEmpty = "empty"
+	// UnverifiedPartsOnly: the destination checked each part's checksum
+	// as it arrived (its answers echoed them) and its size matched, but it
+	// keeps no checksum of the whole object to compare with.
+	UnverifiedPartsOnly = "parts-only"
 )
 
 // Verification says how one object's bytes were checked.
@@ -74,4 +81,28 @@ func (v *Verification) unverified(reason, detail string) {
 	if v.Unverified == "" {
 		v.Unverified, v.Detail = reason, detail
 	}
+}
+
+// landed is v once the destination checked what it stored (d, from a
+// Lander): the object is verified when the destination's checksum of
+// what it stored matched the bytes written, and otherwise unverified
+// for the destination's reason, whatever the read matched.
+func (v Verification) landed(d Verification) Verification {
+	if v.Off {
+		return v
+	}
+	if d.Verified() {
+		for _, a := range d.Checksums {
+			if !slices.Contains(v.Checksums, a) {
+				v.Checksums = append(v.Checksums, a)
+			}
+		}
+		v.Unverified, v.Detail = "", ""
+		return v
+	}
+	out := Verification{Unverified: d.Unverified, Detail: d.Detail}
+	if v.Verified() {
+		out.Detail += "; the bytes read matched the source's " + strings.Join(v.Checksums, ", ")
+	}
+	return out
 }

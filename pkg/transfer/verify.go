@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -27,7 +28,33 @@ const (
 	VerifyFull
 	// VerifyOff verifies nothing.
 	VerifyOff
+	// VerifyRequire verifies what VerifyFull does and fails every object
+	// that no checksum could verify (empty ones aside: their size is all
+	// there is), with the reason.
+	VerifyRequire
 )
+
+// checks is what v verifies: VerifyRequire checks what VerifyFull does.
+func (v Verify) checks() Verify {
+	if v == VerifyRequire {
+		return VerifyFull
+	}
+	return v
+}
+
+// Required returns the error that fails an object of size bytes whose
+// verification v verified nothing under VerifyRequire, nil when v
+// verified it (or it is empty, or verification is off).
+func Required(v Verification, size int64) error {
+	if v.Off || v.Verified() || size == 0 {
+		return nil
+	}
+	why := cmp.Or(v.Detail, v.Unverified, "no checksum was checked")
+	return Permanent(fmt.Errorf("%w: %s (%s)", ErrUnverified, why, v.Unverified))
+}
+
+// ErrUnverified fails an object that --verify require could not verify.
+var ErrUnverified = errors.New("not verified, as --verify require asks")
 
 // Checksummer is implemented by sources that can fetch an object's
 // full-object checksums (S3: one HeadObject with checksum mode), for
@@ -99,7 +126,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 		alg, ok = pickAlgorithm(o.Checksums), true
 	}
 	crcKnown := ok && alg.Supported()
-	c.planMD5(e.opts.Verify, o.ETag, f, ranged, ranged && crcKnown)
+	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
 	}
