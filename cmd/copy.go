@@ -150,7 +150,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return err
 	}
 	var failures atomic.Int64 // entries of a local source that could not be read
-	spec, err := opts.spec(f, settings, origins, threshold, t, &failures)
+	spec, err := opts.spec(ctx, f, settings, origins, threshold, t, &failures)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func localTo(src, dst string) string {
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -217,13 +217,9 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		}
 	}
 	if opts.crossStore() {
-		so := spec.Client
-		so.EndpointURL = cmp.Or(opts.source.endpoint, so.EndpointURL)
-		so.Region = cmp.Or(opts.source.region, so.Region)
-		so.Profile = cmp.Or(opts.source.profile, so.Profile)
-		spec.SourceClient = &so
+		spec.SourceClient, err = sourceSide(ctx, f, opts, settings, spec.Client)
 	}
-	return spec, nil
+	return spec, err
 }
 
 // transport is the run's transport when SRC or DEST is in S3 (nil for
