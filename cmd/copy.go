@@ -154,7 +154,6 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	warnIncludeAlone(f, opts.rules.rules)
 	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
 		return err
@@ -174,7 +173,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return nil
 	}
 	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts, Bandwidth: settings.MaxBandwidth},
-		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check})
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check, source: opts.src})
 }
 
 // localTo is where a copy from local files goes, "local" or "s3" ("":
@@ -242,7 +241,7 @@ func (opts *copyOptions) check() (int64, error) {
 	if err := checkModes(opts.output, opts.benchmark, opts.dst); err != nil {
 		return 0, err
 	}
-	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores} {
+	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores, func() error { return opts.rules.refuseIncludeAlone(opts.src) }} {
 		if err := check(); err != nil {
 			return 0, err
 		}

@@ -91,7 +91,10 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	}
 	msg := oneLine(err.Error())
 	var ce *job.CertificateError
+	var ia *includeAloneError
 	switch {
+	case errors.As(err, &ia):
+		msg = ia.explain(args)
 	case errors.As(err, &ce):
 		// What to do, without the SDK's chain around it.
 		msg = ce.Error()

@@ -24,6 +24,8 @@ type jobRun struct {
 	// check, when set, runs after a transfer without error, before
 	// --delete: what the run found wrong besides its objects.
 	check func() error
+	// source is SRC as given, which a run that selects nothing names.
+	source string
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -109,6 +111,10 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) {
 		return startError(ctx, err)
 	}
+	if err == nil && ctx.Err() == nil && how.empty(run, sum) {
+		_, listed, _ := total.totals()
+		return emptyError(how.verb, how.source, run.LocalTo != "", listed, rep.selection.line())
+	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures)
 	switch {
 	case ctx.Err() != nil:
@@ -121,6 +127,19 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}
 	return nil
+}
+
+// empty says the run selected nothing and may not: no object
+// transferred, skipped or failed, without --allow-empty, and not a
+// shard whose share is empty of a listing that is not.
+func (how jobRun) empty(run *job.Run, sum transfer.Summary) bool {
+	if how.source == "" || how.out.allowEmpty || sum.Objects+sum.Failed+sum.Skipped > 0 {
+		return false
+	}
+	if rep := run.ShardReport(); rep != nil && rep.ListingObjects > 0 {
+		return false
+	}
+	return true
 }
 
 // spaceMessage says what a destination without room lacks, and what to
