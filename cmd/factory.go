@@ -110,7 +110,7 @@ const (
 	ExitOK          = 0
 	ExitFailed      = 1   // some objects failed
 	ExitUsage       = 2   // usage or configuration error; nothing transferred
-	ExitInterrupted = 130 // SIGINT
+	ExitInterrupted = 130 // SIGINT (143, ExitTerminated, for SIGTERM)
 )
 
 // ExitError carries an exit code with the error that caused it.

@@ -89,6 +89,9 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		code = ExitUsage
 	}
+	if code == ExitInterrupted {
+		code = interruptedCode(ctx)
+	}
 	msg := oneLine(err.Error())
 	var ce *job.CertificateError
 	var ia *includeAloneError
@@ -99,12 +102,12 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 		// What to do, without the SDK's chain around it.
 		msg = ce.Error()
 	case ctx.Err() != nil && !isUsage(err):
-		code, msg = ExitInterrupted, "interrupted"
+		code, msg = interruptedCode(ctx), "interrupted"
 	case job.NoCredentials(err):
 		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError
-	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
+	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted && code != ExitTerminated // the run said why
 	reportError(env, args, err, msg, code, quiet)
 	return code
 }
@@ -114,7 +117,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 // other JSON lines.
 func reportError(f *runEnv, args []string, err error, msg string, code int, quiet bool) {
 	ecode, status := errorCode(err)
-	if code == ExitInterrupted {
+	if code == ExitInterrupted || code == ExitTerminated {
 		ecode = codeInterrupted
 	}
 	if f.JSON != nil || hasFlag(args, "json") {
