@@ -128,6 +128,13 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
+// said marks an error whose every cause the run has already written on
+// stderr, one line each: Execute writes no line of its own for it (a
+// --json error line still carries it).
+type said struct{ error }
+
+func (s said) Unwrap() error { return s.error }
+
 // usageError marks err as a usage or configuration error (exit 2).
 func usageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 

@@ -196,15 +196,7 @@ type tally struct {
 	interrupted                 int64 // ended by an interruption
 	kept                        int64 // among them, those kept for resume
 	intact                      int64 // skipped, read and found intact (--verify-existing)
-	failed                      []failure
-	failedCount                 int64
 }
-
-// failure is one failed object, for the recap at the end.
-type failure struct{ key, reason string }
-
-// maxRecap bounds the failures the human summary lists.
-const maxRecap = 10
 
 func (r *reporter) ObjectDone(res transfer.Result) {
 	status := statusOK
@@ -278,11 +270,6 @@ func (r *reporter) count(res transfer.Result, status string) {
 		t.interrupted++
 		if res.Kept {
 			t.kept++
-		}
-	case statusFailed:
-		t.failedCount++
-		if len(t.failed) < maxRecap {
-			t.failed = append(t.failed, failure{res.Object.Key, oneLine(res.Err.Error())})
 		}
 	case statusOK:
 		v := res.Verification

@@ -94,20 +94,26 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	}
 	msg := oneLine(err.Error())
 	var ce *job.CertificateError
+	var ne *job.EndpointError
 	var ia *includeAloneError
 	switch {
 	case errors.As(err, &ia):
 		msg = ia.explain(args)
-	case errors.As(err, &ce):
-		// What to do, without the SDK's chain around it.
-		msg = ce.Error()
+	case ctx.Err() == nil && errors.As(err, &ce):
+		// What to do, without the SDK's chain around it; an endpoint
+		// that cannot be reached is exit 1 in every command.
+		code, msg = ExitFailed, ce.Error()
+	case ctx.Err() == nil && errors.As(err, &ne):
+		code, msg = ExitFailed, ne.Error()
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = interruptedCode(ctx), "interrupted"
 	case job.NoCredentials(err):
 		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError
-	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted && code != ExitTerminated // the run said why
+	var s said
+	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted && code != ExitTerminated || // the run said why
+		errors.As(err, &s)
 	reportError(env, args, err, msg, code, quiet)
 	return code
 }

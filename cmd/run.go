@@ -122,7 +122,9 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	case err != nil:
 		return badManifest(err)
 	case sum.Failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
+		// Each failed object has had its line on stderr: the count goes
+		// to --json's error line only.
+		return &ExitError{Code: ExitFailed, Err: said{fmt.Errorf("%d of %s failed", sum.Failed, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}}
 	case rep.archived.Load() > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}

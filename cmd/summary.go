@@ -228,7 +228,6 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
-	r.printFailures(w)
 }
 
 // intact is how many skipped objects were read and found intact.
@@ -295,23 +294,6 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 			hint = ": " + hint
 		}
 		fmt.Fprintf(w, "  %d %s%s\n", line.UnverifiedReasons[why], why, hint)
-	}
-}
-
-// printFailures recaps the failed objects, at most maxRecap of them.
-func (r *reporter) printFailures(w io.Writer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.tally
-	if t.failedCount == 0 {
-		return
-	}
-	fmt.Fprintf(w, "failed: %s\n", plural(t.failedCount, "object"))
-	for _, f := range t.failed {
-		fmt.Fprintf(w, "  %s: %s\n", printable(f.key), f.reason)
-	}
-	if more := t.failedCount - int64(len(t.failed)); more > 0 {
-		fmt.Fprintf(w, "  ... and %d more (--json lists every one)\n", more)
 	}
 }
 
