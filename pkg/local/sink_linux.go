@@ -87,7 +87,7 @@ type Sink struct {
 	// made are the folders NewSink made for dir, dir first: Close removes
 	// those left empty, so a run that landed nothing leaves no DEST.
 	made []string
-	opts   Options
+	opts Options
 	// empty: the root held nothing when the sink opened, so no file in it
 	// can be unchanged and Check looks for none (a stat per object saved
 	// on a fresh download; files others create meanwhile are not seen).
