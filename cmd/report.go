@@ -191,6 +191,10 @@ type tally struct {
 	verified, verifiedBytes     int64
 	unverified, unverifiedBytes int64
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
+	// unverifiedWords are, by reason, the first few distinct details
+	// (Verification.Detail): the summary says them when the reason has
+	// no hint of its own
+	unverifiedWords map[string][]string
 	checksums                   map[string]int64 // verified objects by algorithm
 	resumed, resumedBytes       int64
 	interrupted                 int64 // ended by an interruption
@@ -294,8 +298,27 @@ func (r *reporter) count(res transfer.Result, status string) {
 				t.unverifiedWhy = map[string]int64{}
 			}
 			t.unverifiedWhy[v.Unverified]++
+			t.unverifiedWords = addWords(t.unverifiedWords, v.Unverified, v.Detail)
 		}
 	}
+}
+
+// maxWords bounds the distinct details the summary keeps of a reason.
+const maxWords = 3
+
+// addWords records detail among m's details of reason, once, up to
+// maxWords of them.
+func addWords(m map[string][]string, reason, detail string) map[string][]string {
+	if detail == "" {
+		return m
+	}
+	if m == nil {
+		m = map[string][]string{}
+	}
+	if w := m[reason]; len(w) < maxWords && !slices.Contains(w, detail) {
+		m[reason] = append(w, detail)
+	}
+	return m
 }
 
 func (r *reporter) dryRun(res transfer.Result) {

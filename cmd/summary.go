@@ -261,6 +261,18 @@ func (r *reporter) hint(why string) string {
 	return unverifiedHints[why]
 }
 
+// words are the details the objects unverified for reason why gave,
+// one printable line.
+func (r *reporter) words(why string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.tally.unverifiedWords[why]
+	for i := range w {
+		w[i] = oneLine(w[i])
+	}
+	return strings.Join(w, "; ")
+}
+
 // printVerification says how many objects were verified, by which
 // checksums, and how many could not be and why.
 func (r *reporter) printVerification(w io.Writer, line summaryLine) {
@@ -290,6 +302,9 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 	fmt.Fprintf(w, "unverified: %s (%s)\n", plural(line.UnverifiedObjects, "object"), humanBytes(line.UnverifiedBytes))
 	for _, why := range slices.Sorted(maps.Keys(line.UnverifiedReasons)) {
 		hint := r.hint(why)
+		if hint == "" {
+			hint = r.words(why) // what the objects said, in words
+		}
 		if hint != "" {
 			hint = ": " + hint
 		}

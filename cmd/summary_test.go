@@ -43,7 +43,7 @@ func TestHumanUnits(t *testing.T) {
 }
 
 // The summary uses adaptive units, objects per second, retries, how the
-// objects were verified and a recap of the failures.
+// objects were verified (each failure is said on stderr, not here).
 func TestHumanSummary(t *testing.T) {
 	r := &reporter{log: zap.NewNop()}
 	ok := transfer.Result{Object: transfer.Object{Key: "a", Size: 2 << 20}, Bytes: 2 << 20,
@@ -333,5 +333,32 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "6/157 obj,  34 open") {
 		t.Errorf("the bar does not count the objects open: %q", errOut.String())
+	}
+}
+
+// TestUnverifiedReasonsInWords: a reason without a hint of its own is
+// said with what the objects gave, in words, each distinct detail once
+// and a few at most; a reason with a hint keeps its hint.
+func TestUnverifiedReasonsInWords(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	bad := func(key, detail string) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: key, Size: 9}, Bytes: 9,
+			Verification: transfer.Verification{Unverified: transfer.UnverifiedUnsupported, Detail: detail}}
+	}
+	four := `the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8`
+	for i, d := range []string{four, four, "a", "b", "c"} {
+		r.ObjectDone(bad(fmt.Sprint(i), d))
+	}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "m", Size: 9}, Bytes: 9,
+		Verification: transfer.Verification{Unverified: transfer.UnverifiedMD5Only, Detail: "its only checksum is its MD5 ETag"}})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 6, Bytes: 54, Elapsed: time.Second}, runOutput{}, false, nil, nil)
+	for _, want := range []string{
+		`  5 unsupported: the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8; a; b` + "\n",
+		"  1 md5-only: --verify full checks their MD5 ETags\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/crc64"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -176,6 +177,27 @@ func TestDecode(t *testing.T) {
 		}
 		if err != nil && composite != tt.wantComposite {
 			t.Errorf("Decode(%s, %q) error: got composite %v, want %v", tt.alg, tt.in, composite, tt.wantComposite)
+		}
+	}
+}
+
+// TestDecodeSaysWhyInWords: a value Decode refuses is said as a person
+// would say it, for the summary's reasons.
+func TestDecodeSaysWhyInWords(t *testing.T) {
+	for _, tt := range []struct {
+		alg  Algorithm
+		in   string
+		want string
+	}{
+		{CRC64NVME, "mf7UyA==", `the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8`},
+		{CRC32C, "jSnVw/bqjr4=", `the server's CRC32C checksum "jSnVw/bqjr4=" is 8 bytes, not 4`},
+		{CRC32, "yZRlqg==-", `the server's CRC32 checksum "yZRlqg==-" has no part count after its '-'`},
+		{CRC32C, "!!!!!!==", `the server's CRC32C checksum "!!!!!!==" is not base64`},
+		{"SHA256", "uU0=", `the server's checksum "uU0=" is of SHA256, which s3pd does not compute`},
+	} {
+		_, _, err := Decode(tt.alg, tt.in)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("Decode(%s, %q): error %v, want %q", tt.alg, tt.in, err, tt.want)
 		}
 	}
 }
