@@ -194,12 +194,12 @@ type tally struct {
 	// unverifiedWords are, by reason, the first few distinct details
 	// (Verification.Detail): the summary says them when the reason has
 	// no hint of its own
-	unverifiedWords map[string][]string
-	checksums                   map[string]int64 // verified objects by algorithm
-	resumed, resumedBytes       int64
-	interrupted                 int64 // ended by an interruption
-	kept                        int64 // among them, those kept for resume
-	intact                      int64 // skipped, read and found intact (--verify-existing)
+	unverifiedWords       map[string][]string
+	checksums             map[string]int64 // verified objects by algorithm
+	resumed, resumedBytes int64
+	interrupted           int64 // ended by an interruption
+	kept                  int64 // among them, those kept for resume
+	intact                int64 // skipped, read and found intact (--verify-existing)
 }
 
 func (r *reporter) ObjectDone(res transfer.Result) {
