@@ -25,15 +25,18 @@ import (
 // reporter renders the engine's events: a progress bar on a terminal,
 // one zap line per failed object, and JSON lines with --json.
 type reporter struct {
-	out   io.Writer // human lines; nil with --json
-	dry   bool      // --dry-run: list what would happen
-	log   *zap.Logger
-	json  *json.Encoder // nil without --json
-	mu    sync.Mutex    // serialises JSON lines
-	bytes atomic.Int64
-	stop  chan struct{}
-	done  chan struct{}
-	bar   *progressbar.ProgressBar
+	out io.Writer // human lines; nil with --json
+	// failOut is where a failed object's one line goes, as text (nil:
+	// through log, as JSON, under --log-format json)
+	failOut io.Writer
+	dry     bool // --dry-run: list what would happen
+	log     *zap.Logger
+	json    *json.Encoder // nil without --json
+	mu      sync.Mutex    // serialises JSON lines
+	bytes   atomic.Int64
+	stop    chan struct{}
+	done    chan struct{}
+	bar     *progressbar.ProgressBar
 	// listed, when set, gives the bar its total once the listing ends.
 	listed *listedBytes
 
@@ -77,6 +80,9 @@ type reporter struct {
 func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
 	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
+	if !out.logJSON {
+		r.failOut = f.IO.ErrOut
+	}
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
@@ -212,7 +218,7 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	case res.Err != nil:
 		status = statusFailed
 		r.failures.Add(1)
-		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
+		r.sayFailed(res)
 	case res.Skipped == transfer.DryRunReason:
 		status = statusWouldTransfer
 	case res.Skipped != "":
@@ -293,7 +299,7 @@ func (r *reporter) count(res transfer.Result, status string) {
 			t.unverified++
 			t.unverifiedBytes += max(res.Object.Size, 0)
 		}
-		if v.Unverified != "" {
+		if v.Unverified != "" && !v.Verified() { // a check missed beside one made is no reason
 			if t.unverifiedWhy == nil {
 				t.unverifiedWhy = map[string]int64{}
 			}
@@ -301,6 +307,19 @@ func (r *reporter) count(res transfer.Result, status string) {
 			t.unverifiedWords = addWords(t.unverifiedWords, v.Unverified, v.Detail)
 		}
 	}
+}
+
+// sayFailed writes a failed object's one line on stderr: plain words
+// with the key printable, or a JSON log line under --log-format json.
+func (r *reporter) sayFailed(res transfer.Result) {
+	reason := oneLine(res.Err.Error())
+	if r.failOut == nil {
+		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", reason))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.failOut, "s3pd: failed: %s: %s\n", printable(res.Object.Key), reason)
 }
 
 // maxWords bounds the distinct details the summary keeps of a reason.

@@ -32,7 +32,7 @@ func TestInterruptIsOneLineAndRerunSaysWhatItResumed(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Fatalf("exit %d, want 130\n%s", code, stderr.String())
 	}
-	if strings.Contains(stderr.String(), "object failed") || strings.Count(stderr.String(), "\n") != 1 ||
+	if strings.Contains(stderr.String(), "failed") || strings.Count(stderr.String(), "\n") != 1 ||
 		!strings.Contains(stderr.String(), "s3pd: interrupted") {
 		t.Errorf("stderr after Ctrl-C: %q, want the one line s3pd: interrupted", stderr.String())
 	}

@@ -24,6 +24,9 @@ const (
 	UnverifiedUnsupported = "unsupported"
 	// UnverifiedEmpty: an empty object has nothing to check.
 	UnverifiedEmpty = "empty"
+	// UnverifiedNoPartLayout: the object's only check is its ETag of
+	// parts, and the server does not say how the object was cut.
+	UnverifiedNoPartLayout = "no-part-layout"
 )
 
 // Verification says how one object's bytes were checked.
