@@ -2,6 +2,8 @@ package checksum
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/hex"
 	"hash/crc64"
 	"math/rand/v2"
 	"strings"
@@ -264,5 +266,37 @@ func TestUnsupportedPanics(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// TestMultipartETag: an ETag of parts is the MD5 of the parts' MD5s with
+// "-N", as S3 makes it; only that form parses.
+func TestMultipartETag(t *testing.T) {
+	a, b := md5.Sum([]byte("first part")), md5.Sum([]byte("second"))
+	h := md5.New()
+	h.Write(a[:])
+	h.Write(b[:])
+	want := hex.EncodeToString(h.Sum(nil)) + "-2"
+	if got := MultipartETag([][16]byte{a, b}); got != want {
+		t.Fatalf("MultipartETag: %s, want %s", got, want)
+	}
+	for _, tt := range []struct {
+		etag  string
+		parts int
+		ok    bool
+	}{
+		{`"` + want + `"`, 2, true},
+		{"W/\"" + want + "\"", 2, true},
+		{want[:32], 0, false},            // a single part's MD5
+		{want[:32] + "-0", 0, false},     // no parts
+		{want[:32] + "-10001", 0, false}, // more than S3 allows
+		{want[:31] + "-2", 0, false},     // not an MD5
+		{"zz" + want[2:], 0, false},      // not hex
+		{want[:32] + "-", 0, false},      // no count
+	} {
+		_, n, ok := ParseMultipartETag(tt.etag)
+		if ok != tt.ok || n != tt.parts {
+			t.Errorf("ParseMultipartETag(%q): %d, %v; want %d, %v", tt.etag, n, ok, tt.parts, tt.ok)
+		}
 	}
 }
