@@ -74,6 +74,9 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		err = explainUnknownCommand(root, args, err)
 	}
+	if swallowed := swallowedURL(root, args); swallowed != nil && isUsage(err) && strings.Contains(err.Error(), "argument(s)") {
+		err = swallowed
+	}
 	env := newRunEnv(f) // a run that failed before it started its own
 	if re := (*runError)(nil); errors.As(err, &re) {
 		env = re.env
@@ -171,6 +174,29 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// swallowedURL is the error of a flag that took an s3:// URL as its
+// value (--region s3://b/p/ DEST, the region forgotten): the command
+// then counts one argument short. nil when no flag did.
+func swallowedURL(root *cobra.Command, args []string) error {
+	c, _, err := root.Find(args)
+	if err != nil {
+		return nil
+	}
+	for i := 0; i+1 < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if args[i] == "--" {
+			return nil
+		}
+		if !ok || strings.Contains(name, "=") || !strings.HasPrefix(args[i+1], "s3://") {
+			continue
+		}
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Value.Type() != "bool" && fl.NoOptDefVal == "" {
+			return usageErrorf("--%s took %s as its value: give --%s a value of its own before the URL", name, args[i+1], name)
+		}
+	}
+	return nil
 }
 
 func isUsage(err error) bool { return exitCode(err) == ExitUsage }

@@ -364,7 +364,7 @@ func applyYAML(r *Resolver, b []byte, name string, profiles bool, profile string
 		for key := range m {
 			if _, known := Lookup(key); !known {
 				return &SettingError{Setting: key, Value: fmt.Sprint(m[key]), Origin: po,
-					Err: fmt.Errorf("unknown setting (known: %s)", strings.Join(Names(), ", "))}
+					Err: unknownSetting(key)}
 			}
 		}
 	}
