@@ -98,13 +98,13 @@ func (r *results) ObjectDone(res Result) {
 func TestVerifyFullChecksETagOfParts(t *testing.T) {
 	const size = 2500
 	tests := []struct {
-		name      string
-		sizes     []int64 // the upload's parts
-		corrupt   bool    // the ETag is of other bytes
-		noLayout  bool    // the source cannot say its parts
-		verify    Verify
-		want      string // "md5-parts", "mismatch" or an unverified detail
-		exact     int32  // part-by-part lookups wanted
+		name     string
+		sizes    []int64 // the upload's parts
+		corrupt  bool    // the ETag is of other bytes
+		noLayout bool    // the source cannot say its parts
+		verify   Verify
+		want     string // "md5-parts", "mismatch" or an unverified detail
+		exact    int32  // part-by-part lookups wanted
 	}{
 		{"one part size", []int64{1000, 1000, 500}, false, false, VerifyFull, "md5-parts", 0},
 		{"inner parts differ", []int64{1000, 700, 800}, false, false, VerifyFull, "md5-parts", 1},
