@@ -147,8 +147,12 @@ func (how jobRun) empty(run *job.Run, sum transfer.Summary) bool {
 // spaceMessage says what a destination without room lacks, and what to
 // do about it.
 func spaceMessage(se *job.SpaceError) error {
+	need := humanBytes(se.Need)
+	if se.AtLeast {
+		need = "at least " + need
+	}
 	return fmt.Errorf("not enough space in %s: %s still to write, %s free on its file system; make room, or pass --no-space-check to go ahead anyway",
-		se.Dest, humanBytes(se.Need), humanBytes(se.Free))
+		se.Dest, need, humanBytes(se.Free))
 }
 
 // reportDeletes runs remove, which calls report for each file or object
