@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/term"
+
+	"github.com/s3pd/s3pd/pkg/config"
 )
 
 // IOStreams are the streams a command reads and writes; tests replace them
@@ -69,6 +71,9 @@ type runEnv struct {
 	// credentials says where requests' credentials come from, for the
 	// --debug start line ("" when not at debug).
 	credentials string
+	// origins say where the run's settings came from (nil until they
+	// are loaded), for errors that name a preset.
+	origins *config.Origins
 }
 
 // newRunEnv is the environment of a run that has built nothing of its

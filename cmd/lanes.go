@@ -65,6 +65,10 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Trans
 	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
 	lanes, err := job.DialLanes(s.NICs)
 	if err != nil {
+		if or := f.origins; or != nil && or.Get("nics").Source == config.SourcePreset {
+			return nil, usageErrorf("preset %s sets nics %s, which this machine cannot use (%s): name its cards with --nics or S3PD_NICS (s3pd nics lists them)",
+				or.Get("nics").Detail, strings.Join(s.NICs, ","), strings.TrimPrefix(err.Error(), "--nics "))
+		}
 		return nil, usageError(err)
 	}
 	opts.Lanes = lanes

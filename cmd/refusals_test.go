@@ -180,6 +180,7 @@ func refusals() []refusal {
 		{args: []string{"man"}, want: `man takes one directory, got 0 argument\(s\)`},
 		{args: []string{"man", "{file}/sub"}, want: `man: `},
 		{args: []string{"sync", "s3://bkt/p/", "{dir}"}, want: `s3pd has no sync command`},
+		{args: s3("get", "--preset", "p4d.24xlarge", "s3://bkt/p/", "{dir}"), want: `preset p4d.24xlarge sets nics en0,en1,en2,en3, which this machine cannot use \(en0: .*\): name its cards with --nics or S3PD_NICS`},
 		{args: []string{"get", "--region", "s3://bkt/p/", "{dir}"}, want: `--region took s3://bkt/p/ as its value: give --region a value of its own`},
 		{args: s3("get", "--include", "*.json", "s3://bkt/p/", "{dir}"), want: `--include '\*\.json' with no --exclude before it would select everything .*: s3pd get --exclude '\*' --include '\*\.json' s3://bkt/p/`},
 		{args: s3("copy", "--include", "*.json", "{dir}", "s3://bkt/p/"), want: `to take only what matches: s3pd copy --exclude '\*' --include '\*\.json'`},
