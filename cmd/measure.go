@@ -294,6 +294,9 @@ func (m *measurement) finish(ctx context.Context, runErr error) error {
 		}
 		return err
 	}
+	if w := m.rep.out; w != nil {
+		fmt.Fprintf(w, "report: %s\n", printable(m.flags.path))
+	}
 	return runErr
 }
 
