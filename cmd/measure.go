@@ -240,8 +240,12 @@ func (m *measurement) measures() runMeasures {
 func printMeasures(w io.Writer, r runMeasures) {
 	fmt.Fprintf(w, "cpu: %.2f s, %.2f s per GiB\n", r.CPUSeconds, r.CPUPerGiB)
 	if r.Scheme == "https" {
-		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms, %.1f%% of request time\n",
-			r.Transport, r.TLSHandshakes, r.TLSResumed, r.TLSHandshakeMS, 100*r.TLSShare)
+		mean := 0.0
+		if r.TLSHandshakes > 0 {
+			mean = r.TLSHandshakeMS / float64(r.TLSHandshakes)
+		}
+		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms each on average, %.1f%% of the request time\n",
+			r.Transport, r.TLSHandshakes, r.TLSResumed, mean, 100*r.TLSShare)
 	} else {
 		fmt.Fprintf(w, "tls: none, over %s\n", r.Transport)
 	}
