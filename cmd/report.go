@@ -118,11 +118,11 @@ func (r *reporter) render() {
 	defer t.Stop()
 	var shown int64
 	sized := false
-	// The bar shows the byte rate in binary units; the description adds
-	// the bit rate in decimal Gbit/s over the last second, as network
-	// cards are rated.
-	var window [10]int64
-	tick := 0
+	// The bar shows the byte rate in binary units, a rolling mean of
+	// its last ten seconds; the description adds the bit rate in
+	// decimal Gbit/s, as network cards are rated, over the same ten
+	// seconds, so that the two say the same rate.
+	var rate rateWindow
 	for {
 		select {
 		case <-r.stop:
@@ -135,15 +135,29 @@ func (r *reporter) render() {
 				sized = true
 			}
 			now := r.bytes.Load()
-			oldest := window[tick%len(window)]
-			window[tick%len(window)] = now
-			tick++
-			secs := float64(min(tick, len(window))) / 10
-			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, float64(now-oldest)*8/1e9/secs))
+			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, rate.gbps(now)))
 			r.bar.Add64(now - shown)
 			shown = now
 		}
 	}
+}
+
+// rateWindow is the bit rate over the last ten seconds of counts taken
+// every 100 ms (the bar's own window).
+type rateWindow struct {
+	counts [100]int64
+	ticks  int
+}
+
+// gbps records the count now and returns the rate, in Gbit/s, since
+// the count ten seconds ago (since the start, before ten seconds).
+func (w *rateWindow) gbps(now int64) float64 {
+	i := w.ticks % len(w.counts)
+	oldest := w.counts[i]
+	w.counts[i] = now
+	w.ticks++
+	secs := float64(min(w.ticks, len(w.counts))) / 10
+	return float64(now-oldest) * 8 / 1e9 / secs
 }
 
 // barDescription is the bar's count of objects: those done of those

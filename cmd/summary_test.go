@@ -362,3 +362,26 @@ func TestUnverifiedReasonsInWords(t *testing.T) {
 		}
 	}
 }
+
+// TestBarRateWindow: the description's rate is over the bar's own ten
+// seconds, so a burst in the last second does not make the two rates
+// disagree.
+func TestBarRateWindow(t *testing.T) {
+	var w rateWindow
+	var got float64
+	now := int64(0)
+	for range 150 { // 15 s at 125 MB/s (1 Gbit/s), counted every 100 ms
+		now += 12_500_000
+		got = w.gbps(now)
+	}
+	if got < 0.99 || got > 1.01 {
+		t.Fatalf("steady 1 Gbit/s reads %.3f", got)
+	}
+	for range 10 { // one second at 10 Gbit/s
+		now += 125_000_000
+		got = w.gbps(now)
+	}
+	if got < 1.8 || got > 2.0 { // (9 s x 1 + 1 s x 10) / 10 s
+		t.Errorf("after a one-second burst: %.2f Gbit/s, want the ten-second mean, 1.9", got)
+	}
+}
