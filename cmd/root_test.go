@@ -70,6 +70,7 @@ func TestCommandSurface(t *testing.T) {
 		{[]string{"get", "--region", "s3://b/data/", "./x"}, 2, "", "--region took s3://b/data/ as its value: give --region a value of its own"},
 		{[]string{"s3://b/data/", "./x", "--endpoint-url"}, 2, "", ""},
 		{[]string{"get", "--preset", "p4d.24xlarge", "s3://bucket/p/", "d"}, 2, "", "preset p4d.24xlarge sets nics en0,en1,en2,en3, which this machine cannot use (en0: unknown interface"},
+		{[]string{"raid-setup", "--devices", "/dev/vda", "--mount", "/abs", "--dry-run"}, 2, "", "plan: one device (/dev/vda): striping needs at least 2"},
 		{[]string{"version"}, 2, "", `"s3pd --version" prints it`},
 		{[]string{"presign", "s3://b/k"}, 2, "", "aws s3 presign"},
 		{[]string{"mb", "s3://b/x"}, 2, "", "neither makes nor removes buckets"},
