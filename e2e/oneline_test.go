@@ -62,6 +62,18 @@ func TestMissingKeyIsReportedOnce(t *testing.T) {
 		t.Errorf("cat of a missing key: exit %d, stdout %q, stderr %q; want 1, nothing, one line", r.code, r.stdout, r.stderr)
 	}
 
+	// A bucket that does not exist: nothing transferred, no DEST.
+	r = run(t, nil, s.cmd("get", "s3://no-such-bucket/d/", dest)...)
+	if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "NoSuchBucket") {
+		t.Errorf("get from a missing bucket: exit %d, stderr %q; want 2 and one line", r.code, r.stderr)
+	}
+	noDest(t, "get from a missing bucket", dest)
+	r = run(t, nil, s.cmd("get", "--dry-run", s.url("d/"), dest)...)
+	if r.code != 0 {
+		t.Errorf("get --dry-run: exit %d\n%s", r.code, r.stderr)
+	}
+	noDest(t, "get --dry-run", dest)
+
 	// --json still ends with the error line, which counts the failures.
 	r = run(t, nil, s.cmd("get", "--json", s.url("d/nope.bin"), dest)...)
 	if r.code != 1 || !strings.Contains(r.stdout, `"type":"error","error":"1 of 1 object failed"`) || strings.Count(r.stderr, "\n") != 1 {
