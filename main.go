@@ -3,10 +3,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/s3pd/s3pd/cmd"
 )
@@ -14,7 +11,7 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmd.SignalContext()
 	code := cmd.Execute(ctx, cmd.SystemStreams(), version, os.Args[1:])
 	stop()
 	os.Exit(code)

@@ -222,8 +222,15 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(runOutput) er
 			return err
 		}
 	}
+	if w := out.textOut(f.Factory); n == 1 && w != nil {
+		fmt.Fprintln(w, singleRoundNote)
+	}
 	return nil
 }
+
+// singleRoundNote follows the summary of a bench of one round: on a
+// shared machine a second run can differ by half.
+const singleRoundNote = "one round: a second run on a busy machine can differ by half; --repeat 3 and s3pd bench compare tell a change from noise"
 
 // check checks bench's flags against each other (they do not depend on
 // the settings) and returns --sweep's settings (nil without it).

@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -111,9 +113,19 @@ func readRounds(path string) ([]report.Round, error) {
 
 func meanText(mean, sd float64, n int) string {
 	if n < 2 {
-		return fmt.Sprintf("%.4g", mean)
+		return plainNumber(mean, 4)
 	}
-	return fmt.Sprintf("%.4g ± %.2g", mean, sd)
+	return plainNumber(mean, 4) + " ± " + plainNumber(sd, 2)
+}
+
+// plainNumber writes v with digits significant digits, never in
+// exponent form: 25670, not 2.567e+04.
+func plainNumber(v float64, digits int) string {
+	if math.Abs(v) >= math.Pow(10, float64(digits)) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64) // rounded
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // figureCount is how many of the compared figures some round has.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,7 +163,15 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	if ds := emu.Dataset(); len(ds.Groups) > 0 {
 		desc = fmt.Sprintf("%s dataset %s (%s, %.2f GiB)", opts.backend, opts.dataset, plural(ds.Objects(), "object"), float64(ds.Bytes())/(1<<30))
 	}
-	fmt.Fprintf(out, "s3pd emulator serving bucket %q at %s: %s\n", s3emu.DefaultBucket, endpoint, desc)
+	served := fmt.Sprintf("bucket %q", s3emu.DefaultBucket)
+	if len(opts.buckets) > 0 {
+		quoted := []string{strconv.Quote(s3emu.DefaultBucket)}
+		for _, b := range opts.buckets {
+			quoted = append(quoted, strconv.Quote(b))
+		}
+		served = "buckets " + strings.Join(quoted, ", ")
+	}
+	fmt.Fprintf(out, "s3pd emulator serving %s at %s: %s\n", served, endpoint, desc)
 	fmt.Fprintf(out, "  s3pd get s3://%s/ DEST --endpoint-url %s --no-sign-request%s\n", s3emu.DefaultBucket, endpoint, caFlag)
 	<-ctx.Done()
 	st := emu.Stats()

@@ -374,3 +374,23 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestBenchServeNamesEveryBucket: the first line names the buckets
+// --bucket adds, not only "bench".
+func TestBenchServeNamesEveryBucket(t *testing.T) {
+	pr, pw := io.Pipe()
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
+	c := NewCmdBenchServe(f, nil)
+	c.SetArgs([]string{"--listen", "127.0.0.1:0", "--backend", "memory", "--bucket", "mybucket"})
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { err := c.ExecuteContext(ctx); pw.Close(); done <- err }()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	cancel()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil || !strings.Contains(line, `serving buckets "bench", "mybucket" at http://127.0.0.1:`) {
+		t.Fatalf("bench serve --bucket mybucket: %v, first line %q", err, line)
+	}
+}

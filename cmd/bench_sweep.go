@@ -223,8 +223,8 @@ func bestReason(best sweep.Result, results []sweep.Result) string {
 	if fastest.Cell == best.Cell {
 		return "the fastest row"
 	}
-	return fmt.Sprintf("the fewest requests in flight, then the smallest parts, of the rows within %.0f%% of the fastest (--partsize %s --max-concurrent-requests %d, %.3f Gibps): a gap that small is within a short measurement's noise, and fewer requests and smaller parts take fewer connections and less memory",
-		sweep.CloseEnough*100, config.FormatSize(fastest.PartSize), fastest.Requests, fastest.Gibps)
+	return fmt.Sprintf("the fewest requests in flight, then the smallest parts, of the rows within %.0f%% of the fastest (--partsize %s --max-concurrent-requests %d, %s): a gap that small is within a short measurement's noise, and fewer requests and smaller parts take fewer connections and less memory",
+		sweep.CloseEnough*100, config.FormatSize(fastest.PartSize), fastest.Requests, report.RateOfGibps(fastest.Gibps))
 }
 
 // userPresetDir is where saved presets live: presets/ in s3pd's config

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/sweep"
 )
 
@@ -19,10 +20,30 @@ func TestSweepSaysHowItChose(t *testing.T) {
 		want    string
 	}{
 		{fast, []sweep.Result{slow, fast}, "the fastest row"},
-		{cheap, []sweep.Result{slow, cheap, fast}, "of the rows within 5% of the fastest (--partsize 16MiB --max-concurrent-requests 256, 0.401 Gibps)"},
+		// One unit per kind: the rate as every other line writes it.
+		{cheap, []sweep.Result{slow, cheap, fast}, "of the rows within 5% of the fastest (--partsize 16MiB --max-concurrent-requests 256, " + report.RateOfGibps(0.401) + ")"},
 	} {
-		if got := bestReason(tt.best, tt.results); !strings.Contains(got, tt.want) {
+		if got := bestReason(tt.best, tt.results); !strings.Contains(got, tt.want) || strings.Contains(got, "Gibps") {
 			t.Errorf("best %+v: reason %q, want %q in it", tt.best.Cell, got, tt.want)
+		}
+	}
+}
+
+// TestCompareWritesPlainNumbers: bench compare's figures are never in
+// exponent form (peak memory 25670 KiB, not 2.567e+04).
+func TestCompareWritesPlainNumbers(t *testing.T) {
+	for _, tt := range []struct {
+		mean, sd float64
+		n        int
+		want     string
+	}{
+		{25670, 0, 1, "25670"},
+		{25670.4, 1234.4, 3, "25670 ± 1234"},
+		{1.23456, 0.00001234, 3, "1.235 ± 0.000012"},
+		{568.3, 12.34, 3, "568.3 ± 12"},
+	} {
+		if got := meanText(tt.mean, tt.sd, tt.n); got != tt.want {
+			t.Errorf("meanText(%v, %v, %d): %q, want %q", tt.mean, tt.sd, tt.n, got, tt.want)
 		}
 	}
 }

@@ -150,11 +150,10 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return err
 	}
 	var failures atomic.Int64 // entries of a local source that could not be read
-	spec, err := opts.spec(f, settings, origins, threshold, t, &failures)
+	spec, err := opts.spec(ctx, f, settings, origins, threshold, t, &failures)
 	if err != nil {
 		return err
 	}
-	warnIncludeAlone(f, opts.rules.rules)
 	eopts, err := runOptions(settings, opts.output)
 	if err != nil {
 		return err
@@ -175,7 +174,7 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return nil
 	}
 	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts, Bandwidth: settings.MaxBandwidth},
-		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check})
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: verb, origin: origin, check: check, source: opts.src})
 }
 
 // localTo is where a copy from local files goes, "local" or "s3" ("":
@@ -192,7 +191,7 @@ func localTo(src, dst string) string {
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -219,13 +218,9 @@ func (opts *copyOptions) spec(f *runEnv, settings config.Settings, origins *conf
 		}
 	}
 	if opts.crossStore() {
-		so := spec.Client
-		so.EndpointURL = cmp.Or(opts.source.endpoint, so.EndpointURL)
-		so.Region = cmp.Or(opts.source.region, so.Region)
-		so.Profile = cmp.Or(opts.source.profile, so.Profile)
-		spec.SourceClient = &so
+		spec.SourceClient, err = sourceSide(ctx, f, opts, settings, spec.Client)
 	}
-	return spec, nil
+	return spec, err
 }
 
 // transport is the run's transport when SRC or DEST is in S3 (nil for
@@ -248,7 +243,7 @@ func (opts *copyOptions) check() (int64, error) {
 	if err := checkModes(opts.output, opts.benchmark, opts.dst); err != nil {
 		return 0, err
 	}
-	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores} {
+	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores, func() error { return opts.rules.refuseIncludeAlone(opts.src) }} {
 		if err := check(); err != nil {
 			return 0, err
 		}

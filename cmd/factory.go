@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/term"
+
+	"github.com/s3pd/s3pd/pkg/config"
 )
 
 // IOStreams are the streams a command reads and writes; tests replace them
@@ -69,6 +71,9 @@ type runEnv struct {
 	// credentials says where requests' credentials come from, for the
 	// --debug start line ("" when not at debug).
 	credentials string
+	// origins say where the run's settings came from (nil until they
+	// are loaded), for errors that name a preset.
+	origins *config.Origins
 }
 
 // newRunEnv is the environment of a run that has built nothing of its
@@ -110,7 +115,7 @@ const (
 	ExitOK          = 0
 	ExitFailed      = 1   // some objects failed
 	ExitUsage       = 2   // usage or configuration error; nothing transferred
-	ExitInterrupted = 130 // SIGINT
+	ExitInterrupted = 130 // SIGINT (143, ExitTerminated, for SIGTERM)
 )
 
 // ExitError carries an exit code with the error that caused it.
@@ -127,6 +132,13 @@ func (e *ExitError) Error() string {
 }
 
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// said marks an error whose every cause the run has already written on
+// stderr, one line each: Execute writes no line of its own for it (a
+// --json error line still carries it).
+type said struct{ error }
+
+func (s said) Unwrap() error { return s.error }
 
 // usageError marks err as a usage or configuration error (exit 2).
 func usageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }

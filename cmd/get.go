@@ -53,6 +53,8 @@ type outputFlags struct {
 	adaptive string
 	// verifyExisting: get --verify-existing.
 	verifyExisting bool
+	// allowEmpty: --allow-empty, a run that selects nothing succeeds.
+	allowEmpty bool
 	// report holds bench's and get's --report and --interval.
 	report reportFlags
 }
@@ -91,6 +93,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.verify, "verify", "auto", `what to verify: "auto" checks every full-object CRC64NVME, CRC32C or CRC32 checksum the object has, combined from per-range CRCs at almost no cost; "full" also checks MD5 ETags of single-part objects, which costs about three times the CPU of the transfer itself; "require" checks what "full" does and fails every object no checksum could check, with the reason; "off" checks nothing`)
 	positiveDurationVar(fs, &o.stall, "stall-timeout", 30*time.Second, "abandon a connection that delivers nothing for this long and retry its range on a new one")
 	fs.StringVar(&o.adaptive, "adaptive", "on", `"on": `+transfer.AdaptiveRule()+`; "off": always max_concurrent_requests`)
+	fs.BoolVar(&o.allowEmpty, "allow-empty", false, "succeed when the source, or what --include/--exclude or a pattern select of it, holds no object (else exit 1)")
 	o.registerHabits(fs)
 }
 
@@ -184,6 +187,9 @@ func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
 	if err := checkModes(opts.output, opts.benchmark, opts.dest); err != nil {
 		return u, nil, err
 	}
+	if err := opts.rules.refuseIncludeAlone(opts.src); err != nil {
+		return u, nil, err
+	}
 	if err := opts.checkKeep(u); err != nil {
 		return u, nil, err
 	}
@@ -273,7 +279,6 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, f.output(opts.output), opts.sink
-	warnIncludeAlone(f, opts.rules.rules)
 	out.about = reportAbout{origins: origins, command: "get", source: opts.src, dest: dest,
 		lines: opts.flags != nil && opts.flags.Changed("interval")}
 	planNICs(f, &settings, out.dryRun)
@@ -305,7 +310,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
-		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: s3Origin(u.Bucket)})
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: s3Origin(u.Bucket), source: opts.src})
 }
 
 // jobError reports an error of building a job: a usage error when the

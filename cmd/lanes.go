@@ -30,6 +30,8 @@ type runTransport struct {
 	t          *job.Transport
 	err        error
 	handshakes job.Handshakes
+	// insecure: the run has warned that certificates go unchecked.
+	insecure sync.Once
 }
 
 // transport returns the run's transport, built from s the first time
@@ -53,11 +55,20 @@ func (f *runEnv) handshakeCounts() job.HandshakeCounts {
 
 func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
 	opts := transportOptions(s)
+	if s.NoVerifySSL && !strings.HasPrefix(s.EndpointURL, "http://") && f.Logger != nil {
+		f.net.insecure.Do(func() {
+			f.Logger.Warn("no_verify_ssl: the server's certificate is not checked, so anyone on the network path could read or change the requests and their answers; trust its authority with ca_bundle (--ca-bundle) instead")
+		})
+	}
 	// Every lane counts its handshakes into the run's one counter: each
 	// request is traced once, whichever client sends it.
 	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
 	lanes, err := job.DialLanes(s.NICs)
 	if err != nil {
+		if or := f.origins; or != nil && or.Get("nics").Source == config.SourcePreset {
+			return nil, usageErrorf("preset %s sets nics %s, which this machine cannot use (%s): name its cards with --nics or S3PD_NICS (s3pd nics lists them)",
+				or.Get("nics").Detail, strings.Join(s.NICs, ","), strings.TrimPrefix(err.Error(), "--nics "))
+		}
 		return nil, usageError(err)
 	}
 	opts.Lanes = lanes

@@ -68,7 +68,7 @@ func startRun(fac *Factory, fs *pflag.FlagSet, out *outputFlags, dataOnStdout bo
 			log.Warn(w)
 		}
 	}
-	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, route: env.route, exits: env.exits, net: env.net}
+	env = &runEnv{Factory: fac, Logger: log, LogJSON: settings.LogFormat == "json", JSON: env.JSON, route: env.route, exits: env.exits, net: env.net, origins: origins}
 	if log.Core().Enabled(zapcore.DebugLevel) {
 		c := credentialSource(fac.Getenv, l)
 		env.credentials = strings.TrimSuffix(c.Source+" ("+c.Location+")", " ()")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/internal/job"
-	"github.com/s3pd/s3pd/pkg/raid"
 )
 
 type lsOptions struct {
@@ -100,17 +100,38 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	}
 	var total job.Usage
 	entries := 0
+	// As the AWS CLI, each page's PRE lines come before its objects: the
+	// objects are held a page (lsPage) at a time.
+	var held []job.Entry
+	flush := func() error {
+		for _, e := range held {
+			if err := printLsEntry(out, e, strings.TrimPrefix(e.Key, dir), opts.human); err != nil {
+				return err
+			}
+		}
+		held = held[:0]
+		return nil
+	}
 	err = src.ListDir(ctx, u.Key, opts.recursive, func(e job.Entry) error {
 		entries++
 		if !e.Dir {
 			total.Objects++
 			total.Bytes += e.Size
 		}
-		if opts.asJSON {
+		switch {
+		case opts.asJSON:
 			return enc.Encode(lsEntryLine(e))
+		case e.Dir:
+			return printLsEntry(out, e, strings.TrimPrefix(e.Key, dir), opts.human)
 		}
-		return printLsEntry(out, e, strings.TrimPrefix(e.Key, dir), opts.human)
+		if held = append(held, e); len(held) >= lsPage {
+			return flush()
+		}
+		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return startError(ctx, err)
 	}
@@ -147,12 +168,29 @@ func printLsEntry(w io.Writer, e job.Entry, name string, human bool) error {
 	return err
 }
 
-// sizeText is n in bytes, or in binary units when human.
+// lsPage is how many objects ls holds back so that the PRE lines
+// among them come first: a page of S3's listing.
+const lsPage = 1000
+
+// sizeText is n in bytes, or, when human, as the AWS CLI writes it:
+// "1 Byte", "3 Bytes", "1.5 KiB", "1.0 MiB".
 func sizeText(n int64, human bool) string {
-	if human {
-		return raid.HumanBytes(n)
+	if !human {
+		return fmt.Sprint(n)
 	}
-	return fmt.Sprint(n)
+	switch {
+	case n == 1:
+		return "1 Byte"
+	case n < 1024:
+		return fmt.Sprintf("%d Bytes", n)
+	}
+	v := float64(n)
+	for _, unit := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		if v /= 1024; math.Round(v) < 1024 { // the AWS CLI's rule
+			return fmt.Sprintf("%.1f %s", v, unit)
+		}
+	}
+	return fmt.Sprintf("%.1f EiB", v/1024)
 }
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.

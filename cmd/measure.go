@@ -378,8 +378,12 @@ func printMeasures(w io.Writer, r runMeasures) {
 			c.Name, size, c.Objects, humanRate(c.BytesPerSecond), humanCount(c.ObjectsPerSecond), c.TTFB50ms, c.TTFB90ms, c.TTFB99ms)
 	}
 	if r.Scheme == "https" {
-		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms, %.1f%% of request time\n",
-			r.Transport, r.TLSHandshakes, r.TLSResumed, r.TLSHandshakeMS, 100*r.TLSShare)
+		mean := 0.0
+		if r.TLSHandshakes > 0 {
+			mean = r.TLSHandshakeMS / float64(r.TLSHandshakes)
+		}
+		fmt.Fprintf(w, "tls: over %s; %d handshakes (%d resumed), %.1f ms each on average, %.1f%% of the request time\n",
+			r.Transport, r.TLSHandshakes, r.TLSResumed, mean, 100*r.TLSShare)
 	} else {
 		fmt.Fprintf(w, "tls: none, over %s\n", r.Transport)
 	}
@@ -435,6 +439,9 @@ func (m *measurement) finish(ctx context.Context, runErr error) error {
 			return runErr
 		}
 		return err
+	}
+	if w := m.rep.out; w != nil {
+		fmt.Fprintf(w, "report: %s\n", printable(m.flags.path))
 	}
 	return runErr
 }

@@ -80,3 +80,16 @@ type idleServer struct{}
 
 func (idleServer) cpu() time.Duration { return 0 }
 func (idleServer) peakRSSKiB() int64  { return 0 }
+
+// TestTLSLineIsAMeanAndAShare: the handshakes' time, summed over
+// connections that handshake at once, is said as a mean per handshake
+// and a share of the request time, never as a sum in milliseconds that
+// can exceed the run.
+func TestTLSLineIsAMeanAndAShare(t *testing.T) {
+	var b strings.Builder
+	printMeasures(&b, runMeasures{Scheme: "https", Transport: "HTTPS", TLSHandshakes: 258, TLSResumed: 257, TLSHandshakeMS: 44354.8, TLSShare: 0.065})
+	want := "tls: over HTTPS; 258 handshakes (257 resumed), 171.9 ms each on average, 6.5% of the request time\n"
+	if !strings.Contains(b.String(), want) || strings.Contains(b.String(), "44354.8") {
+		t.Errorf("measures:\n%s\nwant the line %q", b.String(), want)
+	}
+}

@@ -25,15 +25,18 @@ import (
 // reporter renders the engine's events: a progress bar on a terminal,
 // one zap line per failed object, and JSON lines with --json.
 type reporter struct {
-	out   io.Writer // human lines; nil with --json
-	dry   bool      // --dry-run: list what would happen
-	log   *zap.Logger
-	json  *json.Encoder // nil without --json
-	mu    sync.Mutex    // serialises JSON lines
-	bytes atomic.Int64
-	stop  chan struct{}
-	done  chan struct{}
-	bar   *progressbar.ProgressBar
+	out io.Writer // human lines; nil with --json
+	// failOut is where a failed object's one line goes, as text (nil:
+	// through log, as JSON, under --log-format json)
+	failOut io.Writer
+	dry     bool // --dry-run: list what would happen
+	log     *zap.Logger
+	json    *json.Encoder // nil without --json
+	mu      sync.Mutex    // serialises JSON lines
+	bytes   atomic.Int64
+	stop    chan struct{}
+	done    chan struct{}
+	bar     *progressbar.ProgressBar
 	// listed, when set, gives the bar its total once the listing ends.
 	listed *listedBytes
 
@@ -81,6 +84,9 @@ type reporter struct {
 func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
 	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, upload: out.upload, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
+	if !out.logJSON {
+		r.failOut = f.IO.ErrOut
+	}
 	if w := out.jsonOut(f); w != nil {
 		r.json = json.NewEncoder(w)
 	}
@@ -116,11 +122,11 @@ func (r *reporter) render() {
 	defer t.Stop()
 	var shown int64
 	sized := false
-	// The bar shows the byte rate in binary units; the description adds
-	// the bit rate in decimal Gbit/s over the last second, as network
-	// cards are rated.
-	var window [10]int64
-	tick := 0
+	// The bar shows the byte rate in binary units, a rolling mean of
+	// its last ten seconds; the description adds the bit rate in
+	// decimal Gbit/s, as network cards are rated, over the same ten
+	// seconds, so that the two say the same rate.
+	var rate rateWindow
 	for {
 		select {
 		case <-r.stop:
@@ -133,15 +139,29 @@ func (r *reporter) render() {
 				sized = true
 			}
 			now := r.bytes.Load()
-			oldest := window[tick%len(window)]
-			window[tick%len(window)] = now
-			tick++
-			secs := float64(min(tick, len(window))) / 10
-			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, float64(now-oldest)*8/1e9/secs))
+			r.bar.Describe(barDescription(r.ended.Load(), r.started.Load(), objects, complete, rate.gbps(now)))
 			r.bar.Add64(now - shown)
 			shown = now
 		}
 	}
+}
+
+// rateWindow is the bit rate over the last ten seconds of counts taken
+// every 100 ms (the bar's own window).
+type rateWindow struct {
+	counts [100]int64
+	ticks  int
+}
+
+// gbps records the count now and returns the rate, in Gbit/s, since
+// the count ten seconds ago (since the start, before ten seconds).
+func (w *rateWindow) gbps(now int64) float64 {
+	i := w.ticks % len(w.counts)
+	oldest := w.counts[i]
+	w.counts[i] = now
+	w.ticks++
+	secs := float64(min(w.ticks, len(w.counts))) / 10
+	return float64(now-oldest) * 8 / 1e9 / secs
 }
 
 // barDescription is the bar's count of objects: those done of those
@@ -196,20 +216,16 @@ type tally struct {
 	unverified, unverifiedBytes int64
 	unverifiedWhy               map[string]int64 // by Verification.Unverified
 	partsCheckedBytes           int64            // of the objects unverified as parts-only
-	checksums                   map[string]int64 // verified objects by algorithm
-	resumed, resumedBytes       int64
-	interrupted                 int64 // ended by an interruption
-	kept                        int64 // among them, those kept for resume
-	intact                      int64 // skipped, read and found intact (--verify-existing)
-	failed                      []failure
-	failedCount                 int64
+	// unverifiedWords are, by reason, the first few distinct details
+	// (Verification.Detail): the summary says them when the reason has
+	// no hint of its own
+	unverifiedWords       map[string][]string
+	checksums             map[string]int64 // verified objects by algorithm
+	resumed, resumedBytes int64
+	interrupted           int64 // ended by an interruption
+	kept                  int64 // among them, those kept for resume
+	intact                int64 // skipped, read and found intact (--verify-existing)
 }
-
-// failure is one failed object, for the recap at the end.
-type failure struct{ key, reason string }
-
-// maxRecap bounds the failures the human summary lists.
-const maxRecap = 10
 
 func (r *reporter) ObjectDone(res transfer.Result) {
 	status := statusOK
@@ -221,7 +237,7 @@ func (r *reporter) ObjectDone(res transfer.Result) {
 	case res.Err != nil:
 		status = statusFailed
 		r.failures.Add(1)
-		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", oneLine(res.Err.Error())))
+		r.sayFailed(res)
 	case res.Skipped == transfer.DryRunReason:
 		status = statusWouldTransfer
 	case res.Skipped != "":
@@ -284,11 +300,6 @@ func (r *reporter) count(res transfer.Result, status string) {
 		if res.Kept {
 			t.kept++
 		}
-	case statusFailed:
-		t.failedCount++
-		if len(t.failed) < maxRecap {
-			t.failed = append(t.failed, failure{res.Object.Key, oneLine(res.Err.Error())})
-		}
 	case statusOK:
 		v := res.Verification
 		if v.Off {
@@ -307,7 +318,7 @@ func (r *reporter) count(res transfer.Result, status string) {
 			t.unverified++
 			t.unverifiedBytes += max(res.Object.Size, 0)
 		}
-		if v.Unverified != "" {
+		if v.Unverified != "" && !v.Verified() { // a check missed beside one made is no reason
 			if t.unverifiedWhy == nil {
 				t.unverifiedWhy = map[string]int64{}
 			}
@@ -315,8 +326,40 @@ func (r *reporter) count(res transfer.Result, status string) {
 			if v.Unverified == transfer.UnverifiedPartsOnly {
 				t.partsCheckedBytes += max(res.Object.Size, 0)
 			}
+			t.unverifiedWords = addWords(t.unverifiedWords, v.Unverified, v.Detail)
 		}
 	}
+}
+
+// sayFailed writes a failed object's one line on stderr: plain words
+// with the key printable, or a JSON log line under --log-format json.
+func (r *reporter) sayFailed(res transfer.Result) {
+	reason := oneLine(res.Err.Error())
+	if r.failOut == nil {
+		r.log.Error("object failed", logKey(res.Object.Key), zap.String("reason", reason))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.failOut, "s3pd: failed: %s: %s\n", printable(res.Object.Key), reason)
+}
+
+// maxWords bounds the distinct details the summary keeps of a reason.
+const maxWords = 3
+
+// addWords records detail among m's details of reason, once, up to
+// maxWords of them.
+func addWords(m map[string][]string, reason, detail string) map[string][]string {
+	if detail == "" {
+		return m
+	}
+	if m == nil {
+		m = map[string][]string{}
+	}
+	if w := m[reason]; len(w) < maxWords && !slices.Contains(w, detail) {
+		m[reason] = append(w, detail)
+	}
+	return m
 }
 
 func (r *reporter) dryRun(res transfer.Result) {

@@ -74,6 +74,9 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		err = explainUnknownCommand(root, args, err)
 	}
+	if swallowed := swallowedURL(root, args); swallowed != nil && isUsage(err) && strings.Contains(err.Error(), "argument(s)") {
+		err = swallowed
+	}
 	env := newRunEnv(f) // a run that failed before it started its own
 	if re := (*runError)(nil); errors.As(err, &re) {
 		env = re.env
@@ -89,19 +92,31 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 	if isUnknownCommand(err) {
 		code = ExitUsage
 	}
+	if code == ExitInterrupted {
+		code = interruptedCode(ctx)
+	}
 	msg := oneLine(err.Error())
 	var ce *job.CertificateError
+	var ne *job.EndpointError
+	var ia *includeAloneError
 	switch {
-	case errors.As(err, &ce):
-		// What to do, without the SDK's chain around it.
-		msg = ce.Error()
+	case errors.As(err, &ia):
+		msg = ia.explain(args)
+	case ctx.Err() == nil && errors.As(err, &ce):
+		// What to do, without the SDK's chain around it; an endpoint
+		// that cannot be reached is exit 1 in every command.
+		code, msg = ExitFailed, ce.Error()
+	case ctx.Err() == nil && errors.As(err, &ne):
+		code, msg = ExitFailed, ne.Error()
 	case ctx.Err() != nil && !isUsage(err):
-		code, msg = ExitInterrupted, "interrupted"
+		code, msg = interruptedCode(ctx), "interrupted"
 	case job.NoCredentials(err):
 		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError
-	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted // the run said why
+	var s said
+	quiet := errors.As(err, &ee) && ee.Err == nil && code != ExitInterrupted && code != ExitTerminated || // the run said why
+		errors.As(err, &s)
 	reportError(env, args, err, msg, code, quiet)
 	return code
 }
@@ -111,7 +126,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 // other JSON lines.
 func reportError(f *runEnv, args []string, err error, msg string, code int, quiet bool) {
 	ecode, status := errorCode(err)
-	if code == ExitInterrupted {
+	if code == ExitInterrupted || code == ExitTerminated {
 		ecode = codeInterrupted
 	}
 	if f.JSON != nil || hasFlag(args, "json") {
@@ -159,6 +174,29 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// swallowedURL is the error of a flag that took an s3:// URL as its
+// value (--region s3://b/p/ DEST, the region forgotten): the command
+// then counts one argument short. nil when no flag did.
+func swallowedURL(root *cobra.Command, args []string) error {
+	c, _, err := root.Find(args)
+	if err != nil {
+		return nil
+	}
+	for i := 0; i+1 < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if args[i] == "--" {
+			return nil
+		}
+		if !ok || strings.Contains(name, "=") || !strings.HasPrefix(args[i+1], "s3://") {
+			continue
+		}
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Value.Type() != "bool" && fl.NoOptDefVal == "" {
+			return usageErrorf("--%s took %s as its value: give --%s a value of its own before the URL", name, args[i+1], name)
+		}
+	}
+	return nil
 }
 
 func isUsage(err error) bool { return exitCode(err) == ExitUsage }

@@ -12,6 +12,10 @@ import (
 type ruleFlags struct {
 	rules transfer.Rules
 	raw   bool
+	// firstInclude is the pattern of an --include given before any
+	// --exclude ("" when none is): refuseIncludeAlone refuses it.
+	firstInclude string
+	excluded     bool
 }
 
 func (r *ruleFlags) register(fs *pflag.FlagSet) {
@@ -41,6 +45,12 @@ type ruleValue struct {
 func (v *ruleValue) String() string { return "" }
 func (v *ruleValue) Type() string   { return "pattern" }
 func (v *ruleValue) Set(s string) error {
+	switch {
+	case !v.include:
+		v.r.excluded = true
+	case !v.r.excluded && v.r.firstInclude == "":
+		v.r.firstInclude = s
+	}
 	v.r.rules = append(v.r.rules, transfer.Rule{Include: v.include, Pattern: s})
 	return nil
 }

@@ -29,6 +29,8 @@ type jobRun struct {
 	// the objects by class (bench).
 	clock   *benchClock
 	classes *job.Classes
+	// source is SRC as given, which a run that selects nothing names.
+	source string
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -137,6 +139,10 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) && !errors.Is(err, job.ErrUnaccounted) {
 		return startError(ctx, err)
 	}
+	if err == nil && ctx.Err() == nil && how.empty(run, sum) {
+		_, listed, _ := total.totals()
+		return emptyError(how.verb, how.source, run.LocalTo != "", listed, rep.selection.line())
+	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures)
 	switch {
 	case ctx.Err() != nil:
@@ -148,18 +154,37 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	case err != nil:
 		return badManifest(err)
 	case sum.Failed-cut > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %s failed", sum.Failed-cut, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}
+		// Each failed object has had its line on stderr: the count goes
+		// to --json's error line only.
+		return &ExitError{Code: ExitFailed, Err: said{fmt.Errorf("%d of %s failed", sum.Failed-cut, plural(sum.Failed+sum.Objects+sum.Skipped, "object"))}}
 	case rep.archived.Load() > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s archived and skipped: restore them first", plural(rep.archived.Load(), "object"))}
 	}
 	return nil
 }
 
+// empty says the run selected nothing and may not: no object
+// transferred, skipped or failed, without --allow-empty, and not a
+// shard whose share is empty of a listing that is not.
+func (how jobRun) empty(run *job.Run, sum transfer.Summary) bool {
+	if how.source == "" || how.out.allowEmpty || sum.Objects+sum.Failed+sum.Skipped > 0 {
+		return false
+	}
+	if rep := run.ShardReport(); rep != nil && rep.ListingObjects > 0 {
+		return false
+	}
+	return true
+}
+
 // spaceMessage says what a destination without room lacks, and what to
 // do about it.
 func spaceMessage(se *job.SpaceError) error {
+	need := humanBytes(se.Need)
+	if se.AtLeast {
+		need = "at least " + need
+	}
 	return fmt.Errorf("not enough space in %s: %s still to write, %s free on its file system; make room, or pass --no-space-check to go ahead anyway",
-		se.Dest, humanBytes(se.Need), humanBytes(se.Free))
+		se.Dest, need, humanBytes(se.Free))
 }
 
 // reportDeletes runs remove, which calls report for each file or object

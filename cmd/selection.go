@@ -3,23 +3,86 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// includeAloneWarning is said when the first rule is an --include: under
-// the AWS CLI's rule an include only re-admits what an earlier --exclude
-// removed, so it alone selects everything.
-const includeAloneWarning = "--include %q selects everything: an --include only takes back what an earlier --exclude left out (the AWS CLI's rule); to take only what matches, write --exclude '*' --include %q"
+// includeAloneError refuses an --include that no --exclude comes
+// before: under the AWS CLI's rule it would only take back what an
+// earlier --exclude left out, so it alone selects everything, which is
+// never what the hf or rclone habit means. Execute words it with the
+// command line the user probably meant (explain).
+type includeAloneError struct{ pattern string }
 
-// warnIncludeAlone warns, before the first request, when rules start
-// with an --include, which then selects nothing out.
-func warnIncludeAlone(f *runEnv, rules transfer.Rules) {
-	if len(rules) == 0 || !rules[0].Include || f.Logger == nil {
-		return
+func (e *includeAloneError) Error() string {
+	return fmt.Sprintf("--include %s with no --exclude before it would select everything (the AWS CLI's rule: an --include only takes back what an earlier --exclude left out); to take only what matches, put --exclude '*' before it", shellQuote(e.pattern))
+}
+
+// explain is the error's line with the command to run: args with
+// --exclude '*' before the first --include.
+func (e *includeAloneError) explain(args []string) string {
+	words := []string{"s3pd"}
+	done := false
+	for _, a := range args {
+		if !done && (a == "--include" || strings.HasPrefix(a, "--include=")) {
+			words, done = append(words, "--exclude", "'*'"), true
+		}
+		words = append(words, shellQuote(a))
 	}
-	f.Logger.Warn(fmt.Sprintf(includeAloneWarning, rules[0].Pattern, rules[0].Pattern))
+	return fmt.Sprintf("--include %s with no --exclude before it would select everything (the AWS CLI's rule: an --include only takes back what an earlier --exclude left out); to take only what matches: %s",
+		shellQuote(e.pattern), strings.Join(words, " "))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// refuseIncludeAlone refuses flag rules that start with an --include,
+// unless src's wildcard (s3://b/p/*.json, an --exclude '*' and an
+// --include of its own) comes before them.
+func (r *ruleFlags) refuseIncludeAlone(src string) error {
+	if r.firstInclude == "" {
+		return nil
+	}
+	if u, err := job.ParseURL(src); !r.raw && err == nil && u.Pattern != "" {
+		return nil
+	}
+	return usageError(&includeAloneError{pattern: r.firstInclude})
+}
+
+// emptyError is a run that selected nothing: an empty or mistyped
+// prefix, or rules or a pattern that match none of what is listed.
+func emptyError(verb, source string, local bool, listed int64, sel *selectionLine) error {
+	what, under := "object", "under "+source
+	if local {
+		what = "file"
+	}
+	var msg string
+	switch {
+	case sel != nil && sel.ListedObjects > 0:
+		if u, err := job.ParseURL(source); err == nil && u.Pattern != "" {
+			msg = fmt.Sprintf("%s matches none of the %s under s3://%s/%s", source, plural(sel.ListedObjects, what), u.Bucket, u.Key)
+		} else {
+			msg = fmt.Sprintf("--include/--exclude select none of the %s %s", plural(sel.ListedObjects, what), under)
+		}
+	case listed > 0:
+		msg = fmt.Sprintf("none of the %s %s was selected", plural(listed, what), under)
+	default:
+		if u, err := job.ParseURL(source); err == nil && u.Pattern != "" {
+			under = fmt.Sprintf("under s3://%s/%s", u.Bucket, u.Key)
+		}
+		msg = fmt.Sprintf("no %s %s", what, under)
+	}
+	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("nothing to %s: %s (--allow-empty accepts an empty result)", verb, printable(msg))}
 }
 
 // selection counts what the listing gave and what the rules selected of

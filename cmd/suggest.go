@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/s3pd/s3pd/pkg/config"
 )
 
 // explainUnknownCommand turns cobra's "unknown command" into one line
@@ -32,8 +34,22 @@ func explainUnknownCommand(root *cobra.Command, args []string, err error) error 
 	return usageErrorf(`unknown command %q: "s3pd --help" lists the commands`, word)
 }
 
+// otherToolsFlags are flags of s5cmd, rclone and hf download that s3pd
+// spells otherwise, with what to write instead.
+var otherToolsFlags = map[string]string{
+	"concurrency":           "--max-concurrent-requests, the requests in flight in all (s5cmd's --concurrency is parts in flight per file; s3pd shares one budget)",
+	"numworkers":            "--workers, the objects open at once (s5cmd's --numworkers)",
+	"transfers":             "--workers, the objects open at once (rclone's --transfers)",
+	"multi-thread-streams":  "--threads, the ranges in flight of one object (rclone's --multi-thread-streams)",
+	"s3-chunk-size":         "--partsize (rclone's --s3-chunk-size)",
+	"s3-upload-concurrency": "--max-concurrent-requests (rclone's --s3-upload-concurrency)",
+	"local-dir":             "DEST, the second argument: s3pd get s3://BUCKET/PREFIX/ DIR (hf download's --local-dir)",
+	"max-workers":           "--workers (hf download's --max-workers)",
+}
+
 // suggestFlag adds "did you mean --x?" to pflag's unknown-flag error when
-// a flag of c is spelled closely.
+// a flag of c is spelled closely, and what to write for another tool's
+// flag.
 func suggestFlag(c *cobra.Command, err error) error {
 	const prefix = "unknown flag: --"
 	msg := err.Error()
@@ -41,12 +57,15 @@ func suggestFlag(c *cobra.Command, err error) error {
 		return err
 	}
 	name := strings.TrimPrefix(msg, prefix)
+	if instead, ok := otherToolsFlags[name]; ok && c.Flags().Lookup("workers") != nil {
+		return fmt.Errorf("%w: s3pd writes %s", err, instead)
+	}
 	best, dist := "", 3
 	c.Flags().VisitAll(func(fl *pflag.Flag) {
 		if fl.Hidden {
 			return
 		}
-		d := editDistance(name, fl.Name)
+		d := config.EditDistance(name, fl.Name)
 		if strings.HasPrefix(fl.Name, name) && len(name) >= 3 {
 			d = min(d, 1)
 		}
@@ -58,27 +77,6 @@ func suggestFlag(c *cobra.Command, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: did you mean --%s?", err, best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // refuseUnknownSubcommands makes every command under c that only groups
@@ -104,6 +102,14 @@ func refuseUnknownSubcommands(c *cobra.Command) {
 	}
 }
 
+// cmpOr is s unless it is the placeholder, else what.
+func cmpOr(s, what, placeholder string) string {
+	if s == placeholder {
+		return what
+	}
+	return s
+}
+
 // otherToolsCommand says what to run instead of a command of the AWS
 // CLI, s5cmd or rclone that s3pd does not have, given its arguments:
 // edit distance would offer "du or ls" for mv.
@@ -114,13 +120,25 @@ func otherToolsCommand(word string, args []string) (string, bool) {
 	}
 	switch word {
 	case "sync":
+		// As aws s3 sync, the like-for-like command deletes nothing;
+		// --delete is named as the choice it is.
 		if strings.HasPrefix(src, "s3://") && !strings.HasPrefix(dest, "s3://") {
-			return fmt.Sprintf(`s3pd has no sync command: "s3pd get --delete %s %s" mirrors a prefix into a directory (new and changed objects fetched, files whose keys are gone removed)`, src, dest), true
+			return fmt.Sprintf(`s3pd has no sync command: "s3pd get %s %s" fetches what is new or changed and skips what DEST already has, as aws s3 sync does; add --delete to also remove files whose keys are gone`, src, dest), true
 		}
-		return fmt.Sprintf(`s3pd has no sync command: "s3pd copy --delete %s %s" mirrors SRC into DEST (new and changed files copied, what SRC no longer has removed from DEST)`, src, dest), true
+		return fmt.Sprintf(`s3pd has no sync command: "s3pd copy %s %s" copies what is new or changed and skips what DEST already has, as aws s3 sync does; add --delete to also remove from DEST what SRC no longer has`, src, dest), true
+	case "download", "pull", "fetch":
+		return fmt.Sprintf(`s3pd has no %s command: "s3pd get %s %s" downloads an object or a prefix (for only some files: --exclude '*' --include PATTERN, or a pattern in the key)`, word, cmpOr(src, "s3://BUCKET/PREFIX/", "SRC"), dest), true
+	case "upload", "push":
+		return fmt.Sprintf(`s3pd has no %s command: "s3pd copy %s %s" uploads a file or a directory`, word, src, cmpOr(dest, "s3://BUCKET/PREFIX/", "DEST")), true
+	case "version":
+		return `s3pd has no version command: "s3pd --version" prints it`, true
+	case "presign":
+		return `s3pd has no presign command: "aws s3 presign s3://BUCKET/KEY" makes a presigned URL, which s3pd get does not need`, true
+	case "mb", "rb":
+		return fmt.Sprintf("s3pd has no %s command: it reads and copies objects and neither makes nor removes buckets (aws s3 %s does)", word, word), true
 	case "mv", "move", "moveto":
 		return fmt.Sprintf(`s3pd has no mv command: "s3pd copy %s %s" copies; s3pd never deletes a source, so remove it yourself once the copy succeeded`, src, dest), true
-	case "rm", "delete", "rb", "mb":
+	case "rm", "delete":
 		return fmt.Sprintf("s3pd has no %s command: it reads and copies, and deletes only under DEST with copy --delete or get --delete", word), true
 	}
 	return "", false

@@ -249,7 +249,6 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 	for _, l := range line.Lanes {
 		fmt.Fprintf(w, "nic %s: %s, %s\n", l.Name, humanBytes(l.Bytes), humanRate(l.BytesPerSecond))
 	}
-	r.printFailures(w)
 }
 
 // interrupted is how many objects an interruption (or bench's clock)
@@ -329,6 +328,18 @@ func (r *reporter) hint(why string) string {
 	return unverifiedHints[why]
 }
 
+// words are the details the objects unverified for reason why gave,
+// one printable line.
+func (r *reporter) words(why string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.tally.unverifiedWords[why]
+	for i := range w {
+		w[i] = oneLine(w[i])
+	}
+	return strings.Join(w, "; ")
+}
+
 // printVerification says how many objects were verified, by which
 // checksums, and how many could not be and why.
 func (r *reporter) printVerification(w io.Writer, line summaryLine) {
@@ -364,27 +375,13 @@ func (r *reporter) printVerification(w io.Writer, line summaryLine) {
 			continue
 		}
 		hint := r.hint(why)
+		if hint == "" {
+			hint = r.words(why) // what the objects said, in words
+		}
 		if hint != "" {
 			hint = ": " + hint
 		}
 		fmt.Fprintf(w, "  %d %s%s\n", line.UnverifiedReasons[why], why, hint)
-	}
-}
-
-// printFailures recaps the failed objects, at most maxRecap of them.
-func (r *reporter) printFailures(w io.Writer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.tally
-	if t.failedCount == 0 {
-		return
-	}
-	fmt.Fprintf(w, "failed: %s\n", plural(t.failedCount, "object"))
-	for _, f := range t.failed {
-		fmt.Fprintf(w, "  %s: %s\n", printable(f.key), f.reason)
-	}
-	if more := t.failedCount - int64(len(t.failed)); more > 0 {
-		fmt.Fprintf(w, "  ... and %d more (--json lists every one)\n", more)
 	}
 }
 

@@ -43,7 +43,7 @@ func TestHumanUnits(t *testing.T) {
 }
 
 // The summary uses adaptive units, objects per second, retries, how the
-// objects were verified and a recap of the failures.
+// objects were verified (each failure is said on stderr, not here).
 func TestHumanSummary(t *testing.T) {
 	r := &reporter{log: zap.NewNop()}
 	ok := transfer.Result{Object: transfer.Object{Key: "a", Size: 2 << 20}, Bytes: 2 << 20,
@@ -65,11 +65,14 @@ func TestHumanSummary(t *testing.T) {
 		"1 md5-only: --verify full checks their MD5 ETags",
 		"requests: 5, retries: 3",
 		"window 48 (knee)",
-		"failed: 1 object\n  c: 404 NoSuchKey",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+	// Each failure is said once, on stderr, as it happens: no recap.
+	if strings.Contains(out, "NoSuchKey") || strings.Contains(out, "failed: ") {
+		t.Errorf("summary repeats the failure:\n%s", out)
 	}
 	if strings.Contains(out, "0.000") {
 		t.Errorf("summary has a zero with three decimals:\n%s", out)
@@ -114,7 +117,7 @@ func TestSingularCounts(t *testing.T) {
 	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "c", Size: 5}, Err: context.Canceled})
 	var b strings.Builder
 	r.printSummary(&b, transfer.Summary{Objects: 1, Failed: 2, Bytes: 5, Elapsed: time.Second}, runOutput{}, false, nil, nil)
-	for _, want := range []string{"verified: 1 object (5 B)", "failed: 1 object\n", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
+	for _, want := range []string{"verified: 1 object (5 B)", "interrupted: 1 object had no part on disk to keep: a rerun fetches it whole"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}
@@ -405,6 +408,33 @@ func TestShardsCheckAccounts(t *testing.T) {
 	}
 }
 
+// TestUnverifiedReasonsInWords: a reason without a hint of its own is
+// said with what the objects gave, in words, each distinct detail once
+// and a few at most; a reason with a hint keeps its hint.
+func TestUnverifiedReasonsInWords(t *testing.T) {
+	r := &reporter{log: zap.NewNop()}
+	bad := func(key, detail string) transfer.Result {
+		return transfer.Result{Object: transfer.Object{Key: key, Size: 9}, Bytes: 9,
+			Verification: transfer.Verification{Unverified: transfer.UnverifiedUnsupported, Detail: detail}}
+	}
+	four := `the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8`
+	for i, d := range []string{four, four, "a", "b", "c"} {
+		r.ObjectDone(bad(fmt.Sprint(i), d))
+	}
+	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "m", Size: 9}, Bytes: 9,
+		Verification: transfer.Verification{Unverified: transfer.UnverifiedMD5Only, Detail: "its only checksum is its MD5 ETag"}})
+	var b strings.Builder
+	r.printSummary(&b, transfer.Summary{Objects: 6, Bytes: 54, Elapsed: time.Second}, runOutput{}, false, nil, nil)
+	for _, want := range []string{
+		`  5 unsupported: the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8; a; b` + "\n",
+		"  1 md5-only: --verify full checks their MD5 ETags\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 // TestUnaccountedIsItsOwnError: a run whose counts disagree is reported
 // with its own error code, wrapped or not.
 func TestUnaccountedIsItsOwnError(t *testing.T) {
@@ -414,5 +444,28 @@ func TestUnaccountedIsItsOwnError(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "internal error in the job's listing: 1 listed object without a verdict") {
 		t.Errorf("message %q does not name the difference", err)
+	}
+}
+
+// TestBarRateWindow: the description's rate is over the bar's own ten
+// seconds, so a burst in the last second does not make the two rates
+// disagree.
+func TestBarRateWindow(t *testing.T) {
+	var w rateWindow
+	var got float64
+	now := int64(0)
+	for range 150 { // 15 s at 125 MB/s (1 Gbit/s), counted every 100 ms
+		now += 12_500_000
+		got = w.gbps(now)
+	}
+	if got < 0.99 || got > 1.01 {
+		t.Fatalf("steady 1 Gbit/s reads %.3f", got)
+	}
+	for range 10 { // one second at 10 Gbit/s
+		now += 125_000_000
+		got = w.gbps(now)
+	}
+	if got < 1.8 || got > 2.0 { // (9 s x 1 + 1 s x 10) / 10 s
+		t.Errorf("after a one-second burst: %.2f Gbit/s, want the ten-second mean, 1.9", got)
 	}
 }

@@ -197,3 +197,17 @@ func TestBenchDurationRereadsTheDataset(t *testing.T) {
 		t.Errorf("exit %d, want a steady line and no interruption or failure:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestBenchSaysOneRoundIsNoisy: a bench of one round says that a second
+// can differ, and how to tell change from noise; --repeat does not.
+func TestBenchSaysOneRoundIsNoisy(t *testing.T) {
+	const note = "one round: a second run on a busy machine can differ by half; --repeat 3 and s3pd bench compare"
+	r := run(t, nil, "bench", "--dataset", "d:2:1MiB", "--ttfb", "1ms")
+	if r.code != 0 || !strings.Contains(r.stdout, note) {
+		t.Errorf("bench: exit %d, stdout lacks the note\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "bench", "--repeat", "2", "--dataset", "d:2:1MiB", "--ttfb", "1ms")
+	if r.code != 0 || strings.Contains(r.stdout, "one round:") {
+		t.Errorf("bench --repeat 2: exit %d, stdout has the note\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

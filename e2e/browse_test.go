@@ -31,10 +31,12 @@ func TestLs(t *testing.T) {
 		args  []string
 		lines []string // each a suffix of one output line, in order
 	}{
-		{"one level", []string{s.url("m/")}, []string{"1500 a.safetensors", "7 config.json", "PRE sub/"}},
-		{"prefix as given", []string{s.url("m")}, []string{"3 m.txt", "PRE m/"}}, // key order: "." < "/"
+		// As the AWS CLI: a page's PRE lines first, then its objects.
+		{"one level", []string{s.url("m/")}, []string{"PRE sub/", "1500 a.safetensors", "7 config.json"}},
+		{"prefix as given", []string{s.url("m")}, []string{"PRE m/", "3 m.txt"}},
 		{"recursive", []string{"--recursive", s.url("m/")}, []string{"1500 m/a.safetensors", "7 m/config.json", "2097152 m/sub/b.safetensors"}},
-		{"summarize, human", []string{"-r", "-H", "--summarize", s.url("m/")}, []string{"m/a.safetensors", "m/config.json", "2 MiB m/sub/b.safetensors", "", "Total Objects: 3", "Total Size: 2.0 MiB"}},
+		// Sizes as the AWS CLI writes them with --human-readable.
+		{"summarize, human", []string{"-r", "-H", "--summarize", s.url("m/")}, []string{" 1.5 KiB m/a.safetensors", " 7 Bytes m/config.json", " 2.0 MiB m/sub/b.safetensors", "", "Total Objects: 3", "Total Size: 2.0 MiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -63,7 +63,7 @@ func TestKeysWithControlCharactersPrintEscaped(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("get with every GET denied: exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	check("failure recap", r.stdout+r.stderr, 4, "  k/")
+	check("failure lines", r.stderr, 4, "s3pd: failed: k/") // one each, on stderr
 }
 
 // TestInvisibleKeysPrintApart: keys that differ only in a zero-width

@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/md5"
 	"encoding/base64"
+	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -28,53 +29,56 @@ func everydayStore(t *testing.T) *store {
 	return s
 }
 
-// TestEverydaySelection: an --include alone warns, before any request,
-// that it selects everything; the summary, --dry-run and --json say
-// what the rules selected of what was listed.
+// TestEverydaySelection: an --include that no --exclude comes before
+// is refused before any request (exit 2), with the command the user
+// probably meant; the summary, --dry-run and --json say what the rules
+// selected of what was listed.
 func TestEverydaySelection(t *testing.T) {
 	s := everydayStore(t)
-	const warning = "selects everything"
 	tests := []struct {
 		name      string
 		flags     []string
-		warn      bool
+		code      int
+		stderr    string   // what stderr must hold ("": nothing)
 		stdout    []string // lines stdout must hold
 		noStdout  bool     // stdout stays empty
-		files     int      // files landed (-1: not a download)
+		files     int      // files landed (-1: DEST is not made)
 		selection string   // the summary's selection in --json, "" for none
 	}{
-		{"include alone", []string{"--include", "config.json"}, true,
-			[]string{"selected: 3 of 3 objects (7.82 KiB of 7.82 KiB)", "objects: 3 transferred"}, false, 3, ""},
-		{"exclude then include", []string{"--exclude", "*", "--include", "config.json"}, false,
+		{"include alone", []string{"--include", "config.json"}, 2,
+			"--include config.json with no --exclude before it would select everything", nil, true, -1, ""},
+		{"include alone, --quiet", []string{"--quiet", "--include", "*.json"}, 2,
+			"to take only what matches: s3pd get --endpoint-url", nil, true, -1, ""},
+		{"include alone, --only-show-errors", []string{"--only-show-errors", "--include=*.json"}, 2,
+			"--only-show-errors --exclude '*' '--include=*.json' s3://", nil, true, -1, ""},
+		{"exclude then include", []string{"--exclude", "*", "--include", "config.json"}, 0, "",
 			[]string{"selected: 1 of 3 objects (7 B of 7.82 KiB)", "objects: 1 transferred"}, false, 1, ""},
-		{"wildcard source", nil, false, // the URL's rules start with an exclude
+		{"wildcard source", nil, 0, "", // the URL's rules start with an exclude
 			[]string{"selected: 2 of 3 objects"}, false, 2, ""},
-		{"include after a wildcard", []string{"--include", "*.json"}, false,
+		{"include after a wildcard", []string{"--include", "*.json"}, 0, "",
 			[]string{"selected: 3 of 3 objects"}, false, 3, ""},
-		{"no rules", nil, false, []string{"objects: 3 transferred"}, false, 3, ""},
-		{"include alone, --quiet", []string{"--quiet", "--include", "config.json"}, true, nil, true, 3, ""},
-		{"include alone, --only-show-errors", []string{"--only-show-errors", "--include", "config.json"}, true, nil, true, 3, ""},
-		{"dry run", []string{"--dry-run", "--exclude", "*", "--include", "*.json"}, false,
-			[]string{"selected: 1 of 3 objects (7 B of 7.82 KiB)", "would fetch: m/config.json"}, false, 0, ""},
-		{"json", []string{"--json", "--exclude", "*.safetensors"}, false, nil, false, 1,
+		{"no rules", nil, 0, "", []string{"objects: 3 transferred"}, false, 3, ""},
+		{"dry run", []string{"--dry-run", "--exclude", "*", "--include", "*.json"}, 0, "",
+			[]string{"selected: 1 of 3 objects (7 B of 7.82 KiB)", "would fetch: m/config.json"}, false, -1, ""},
+		{"json", []string{"--json", "--exclude", "*.safetensors"}, 0, "", nil, false, 1,
 			`"selection":{"listed_objects":3,"listed_bytes":8007,"selected_objects":1,"selected_bytes":7}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dest := t.TempDir()
+			dest := filepath.Join(t.TempDir(), "dest")
 			src := s.url("m/")
 			if strings.Contains(tt.name, "wildcard") {
 				src = s.url("m/*.safetensors")
 			}
 			r := run(t, nil, s.cmd("get", append(tt.flags, src, dest)...)...)
-			if r.code != 0 {
-				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", r.code, tt.code, r.stderr)
 			}
-			if got := strings.Contains(r.stderr, warning); got != tt.warn {
-				t.Errorf("warning %q on stderr: %v, want %v\n%s", warning, got, tt.warn, r.stderr)
+			if tt.stderr != "" && (!strings.Contains(r.stderr, tt.stderr) || strings.Count(r.stderr, "\n") != 1) {
+				t.Errorf("stderr %q, want one line with %q", r.stderr, tt.stderr)
 			}
-			if tt.warn && !strings.Contains(r.stderr, `--exclude '*' --include "config.json"`) {
-				t.Errorf("the warning does not give the fix:\n%s", r.stderr)
+			if tt.stderr == "" && r.stderr != "" {
+				t.Errorf("stderr %q, want none", r.stderr)
 			}
 			for _, l := range tt.stdout {
 				if !strings.Contains(r.stdout, l) {
@@ -90,8 +94,64 @@ func TestEverydaySelection(t *testing.T) {
 			if tt.selection == "" && strings.Contains(r.stdout, `"selection"`) {
 				t.Errorf("a selection without rules:\n%s", r.stdout)
 			}
-			if got := len(tree(t, dest)); got != tt.files {
+			if tt.files < 0 {
+				if _, err := os.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("DEST was made (%v), want none", err)
+				}
+			} else if got := len(tree(t, dest)); got != tt.files {
 				t.Errorf("%d files landed, want %d", got, tt.files)
+			}
+		})
+	}
+}
+
+// TestNothingSelected: a prefix with no object, or rules or a pattern
+// that match none, exits 1 with one line naming it and makes no DEST;
+// --allow-empty accepts the empty result. The same for copy, and an
+// --include alone is refused by copy too.
+func TestNothingSelected(t *testing.T) {
+	s := everydayStore(t)
+	emptyDir := t.TempDir()
+	files := writeFiles(t, t.TempDir(), map[string][]byte{"a.txt": []byte("a")})
+	tests := []struct {
+		name   string
+		args   []string // before DEST
+		code   int
+		stderr string
+	}{
+		{"empty prefix", []string{"get", s.url("nope/")}, 1, "nothing to download: no object under " + s.url("nope/")},
+		{"pattern matches none", []string{"get", s.url("m/*.bin")}, 1, "nothing to download: " + s.url("m/*.bin") + " matches none of the 3 objects under " + s.url("m/")},
+		{"pattern under an empty prefix", []string{"get", s.url("nope/*.bin")}, 1, "nothing to download: no object under " + s.url("nope/")},
+		{"rules select none", []string{"get", "--exclude", "*", "--include", "*.bin", s.url("m/")}, 1,
+			"nothing to download: --include/--exclude select none of the 3 objects under " + s.url("m/")},
+		{"dry run", []string{"get", "--dry-run", s.url("nope/")}, 1, "nothing to download: no object under"},
+		{"json", []string{"get", "--json", s.url("nope/")}, 1, "nothing to download"},
+		{"allow empty", []string{"get", "--allow-empty", s.url("nope/")}, 0, ""},
+		{"copy of an empty folder", []string{"copy", emptyDir}, 1, "nothing to upload: no file under " + emptyDir},
+		{"copy S3 to local", []string{"copy", s.url("nope/")}, 1, "nothing to download: no object under"},
+		{"copy include alone", []string{"copy", "--include", "*.txt", files}, 2, "to take only what matches: s3pd copy --endpoint-url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dest := filepath.Join(t.TempDir(), "dest")
+			if strings.HasPrefix(tt.name, "copy of") {
+				dest = s.url("up/")
+			}
+			r := run(t, nil, s.cmd(tt.args[0], append(tt.args[1:], dest)...)...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if tt.stderr != "" && (!strings.Contains(r.stderr, tt.stderr) || strings.Count(r.stderr, "\n") != 1) {
+				t.Errorf("stderr %q, want one line with %q", r.stderr, tt.stderr)
+			}
+			if tt.code != 0 && tt.name != "json" && r.stdout != "" {
+				t.Errorf("stdout %q, want nothing", r.stdout)
+			}
+			if tt.name == "json" && !strings.Contains(r.stdout, `"exit_code":1`) {
+				t.Errorf("--json: no error line with exit_code 1 on stdout:\n%s", r.stdout)
+			}
+			if _, err := os.Stat(dest); !strings.HasPrefix(dest, "s3://") && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("DEST was made (%v), want none", err)
 			}
 		})
 	}

@@ -252,8 +252,12 @@ func TestGetMissingObjectIsAnError(t *testing.T) {
 		t.Fatalf("get of a missing object: exit %d, stderr %q; want 1 and a clear error", r.code, r.stderr)
 	}
 	r = run(t, nil, s.cmd("get", s.url("empty/"), t.TempDir())...)
+	if r.code != 1 || !strings.Contains(r.stderr, "nothing to download: no object under "+s.url("empty/")) {
+		t.Fatalf("get of an empty prefix: exit %d, want 1 naming it\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, s.cmd("get", "--allow-empty", s.url("empty/"), t.TempDir())...)
 	if r.code != 0 || !strings.Contains(r.stdout, "objects: 0 transferred") {
-		t.Fatalf("get of an empty prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		t.Fatalf("get --allow-empty of an empty prefix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

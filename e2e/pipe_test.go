@@ -211,7 +211,9 @@ func TestMissingKeyIsNoSuchKey(t *testing.T) {
 		t.Errorf("get --json of a missing key into %s: exit %d, want 1 and %s:\n%s", file, r.code, want, r.stdout)
 	}
 	for _, args := range [][]string{{"cat", s.url("d")}, {"get", s.url("d"), "-"}} {
-		if r := run(t, nil, s.cmd(args[0], args[1:]...)...); r.code != 2 || !strings.Contains(r.stderr, "is a prefix") {
+		// cat has no DEST: the line says standard output, and what to
+		// run for a prefix.
+		if r := run(t, nil, s.cmd(args[0], args[1:]...)...); r.code != 2 || !strings.Contains(r.stderr, "is a prefix, and standard output (cat, or DEST -) takes a single object: s3pd ls") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2, a prefix", args, r.code, r.stderr)
 		}
 	}

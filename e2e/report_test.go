@@ -339,3 +339,27 @@ func TestReportOfFailedAndInterruptedRuns(t *testing.T) {
 		t.Fatalf("report of an interrupted run: %v\n%.300s", err, b)
 	}
 }
+
+// TestReportSaysWhereItWrote: bench --report and get --report say the
+// page's path once it is written; --quiet still says nothing.
+func TestReportSaysWhereItWrote(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "bench.html")
+	r := run(t, nil, "bench", "--report", page, "--dataset", "d:2:1MiB", "--ttfb", "1ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "report: "+page+"\n") {
+		t.Fatalf("bench --report: exit %d, stdout lacks %q\n%s%s", r.code, "report: "+page, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(page); err != nil {
+		t.Fatalf("the report it names: %v", err)
+	}
+	s := emuStore(t, s3emu.Options{Dataset: "g:2:1MiB"})
+	page = filepath.Join(dir, "get.html")
+	r = run(t, nil, s.cmd("get", "--report", page, s.url("g/"), filepath.Join(dir, "out"))...)
+	if r.code != 0 || !strings.Contains(r.stdout, "report: "+page+"\n") {
+		t.Errorf("get --report: exit %d, stdout lacks %q\n%s%s", r.code, "report: "+page, r.stdout, r.stderr)
+	}
+	r = run(t, nil, s.cmd("get", "--quiet", "--report", filepath.Join(dir, "q.html"), s.url("g/"), filepath.Join(dir, "q"))...)
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("get --quiet --report: exit %d, stdout %q, stderr %q; want nothing", r.code, r.stdout, r.stderr)
+	}
+}

@@ -32,6 +32,13 @@ import (
 // its key into dir and returns their paths.
 func selfSignedFiles(t *testing.T, dir string) (certFile, keyFile string) {
 	t.Helper()
+	return selfSignedFor(t, dir, []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"})
+}
+
+// selfSignedFor writes a self-signed certificate for ips and names and
+// its key into dir and returns their paths.
+func selfSignedFor(t *testing.T, dir string, ips []net.IP, names []string) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func selfSignedFiles(t *testing.T, dir string) (certFile, keyFile string) {
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "e2e"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
+		BasicConstraintsValid: true, IsCA: true, IPAddresses: ips, DNSNames: names}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 		case err != nil:
 			return nil, err
 		case found || s.Prefix:
-			return nil, specErrorf("DEST - takes a single object; %s is a prefix", spec.URL)
+			return nil, specErrorf("%s is a prefix, and standard output (cat, or DEST -) takes a single object: s3pd ls lists what it holds, s3pd get SRC DIR fetches it", spec.URL)
 		}
 		// Nothing there: the run fails its one object as "no such key"
 		// (MustExist), as into a file.

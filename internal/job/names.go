@@ -65,6 +65,10 @@ func NoCredentials(err error) bool { return s3store.NoCredentials(err) }
 // what to do about it.
 type CertificateError = s3store.CertificateError
 
+// EndpointError is an endpoint that cannot be reached (refused, no such
+// host) or that speaks another scheme than its URL, in plain words.
+type EndpointError = s3store.EndpointError
+
 // ErrBadListing is a listing the server answered wrongly.
 var ErrBadListing = s3store.ErrBadListing
 

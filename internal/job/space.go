@@ -25,6 +25,9 @@ type spaceSink interface {
 const (
 	spaceLookahead = 1000
 	spaceWait      = time.Second
+	// spaceCountOn bounds the objects counted on, once they do not
+	// fit, for the whole figure: a listing of millions stops there.
+	spaceCountOn = 100_000
 )
 
 // SpaceError is a destination without room for what is still to land:
@@ -33,6 +36,9 @@ const (
 type SpaceError struct {
 	Dest       string
 	Need, Free int64
+	// AtLeast: Need is what the listing had given when the run stopped
+	// (bytes were landing, or the listing was long), not the whole.
+	AtLeast bool
 }
 
 func (e *SpaceError) Error() string {
@@ -68,6 +74,11 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 		held     []transfer.Object
 		holding  = true
 		flushErr error
+		// over: the held objects passed the free space before any was
+		// handed on; the rest is counted, not emitted, so the refusal
+		// names the whole figure (up to spaceCountOn more objects)
+		over    bool
+		counted int
 	)
 	flush := func() error {
 		holding = false
@@ -97,12 +108,20 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 			return flushErr
 		}
 		need += max(o.Size-l.sink.Landed(o), 0)
-		if need > l.free {
-			err := &SpaceError{Dest: l.dest, Need: need, Free: l.free}
-			if !holding {
-				l.stop(err) // bytes are landing: stop them
+		if over {
+			if counted++; counted >= spaceCountOn {
+				return &SpaceError{Dest: l.dest, Need: need, Free: l.free, AtLeast: true}
 			}
-			return err
+			return nil
+		}
+		if need > l.free {
+			if !holding {
+				err := &SpaceError{Dest: l.dest, Need: need, Free: l.free, AtLeast: true}
+				l.stop(err) // bytes are landing: stop them
+				return err
+			}
+			over, held = true, nil
+			return nil
 		}
 		if !holding {
 			return emit(o)
@@ -118,6 +137,9 @@ func (l *spaceLister) List(ctx context.Context, emit func(transfer.Object) error
 	var se *SpaceError
 	if errors.As(err, &se) {
 		return err
+	}
+	if over {
+		return &SpaceError{Dest: l.dest, Need: need, Free: l.free, AtLeast: err != nil}
 	}
 	if flushErr != nil {
 		return flushErr

@@ -45,7 +45,9 @@ func objects(n int, size int64) []transfer.Object {
 // the lookahead is checked (a short listing: its whole), or a trickling
 // listing's first second passed; a listing that does not fit hands
 // nothing on when the lookahead catches it, and stops the run when a
-// later object does.
+// later object does. A listing caught while nothing was handed on is
+// counted to its end, so the refusal names the whole figure; one caught
+// while bytes land names what it had ("at least").
 func TestSpaceListerHoldsThenChecks(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -56,14 +58,17 @@ func TestSpaceListerHoldsThenChecks(t *testing.T) {
 		wantEmits int64 // emitted in all
 		first     int   // objects listed when the first is handed on
 		stopped   bool  // the run was stopped with the error
+		need      int64 // the error's figure
+		atLeast   bool  // the figure is what was listed when it stopped
 	}{
-		{"a short listing is checked whole", objects(10, 100), 0, fixedSpace{free: 1000}, false, 10, 10, false},
-		{"a short listing that does not fit", objects(11, 100), 0, fixedSpace{free: 1000}, true, 0, 0, false},
-		{"what has landed is not counted", objects(20, 100), 0, fixedSpace{free: 1000, landed: 60}, false, 20, 20, false},
-		{"a long listing, past the lookahead", objects(spaceLookahead+10, 1), 0, fixedSpace{free: spaceLookahead + 5}, true, spaceLookahead + 5, spaceLookahead, true},
+		{"a short listing is checked whole", objects(10, 100), 0, fixedSpace{free: 1000}, false, 10, 10, false, 0, false},
+		{"a short listing that does not fit", objects(11, 100), 0, fixedSpace{free: 1000}, true, 0, 0, false, 1100, false},
+		{"the whole figure of what does not fit", objects(30, 100), 0, fixedSpace{free: 1000}, true, 0, 0, false, 3000, false},
+		{"what has landed is not counted", objects(20, 100), 0, fixedSpace{free: 1000, landed: 60}, false, 20, 20, false, 0, false},
+		{"a long listing, past the lookahead", objects(spaceLookahead+10, 1), 0, fixedSpace{free: spaceLookahead + 5}, true, spaceLookahead + 5, spaceLookahead, true, spaceLookahead + 6, true},
 		// The second object comes 1.5 s after the first, which went on
 		// at once: the hold had ended a second into the listing.
-		{"a trickling listing is not held past a second", objects(2, 1), 1500 * time.Millisecond, fixedSpace{free: 10}, false, 2, 1, false},
+		{"a trickling listing is not held past a second", objects(2, 1), 1500 * time.Millisecond, fixedSpace{free: 10}, false, 2, 1, false, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +92,9 @@ func TestSpaceListerHoldsThenChecks(t *testing.T) {
 			var se *SpaceError
 			if got := errors.As(err, &se); got != tt.wantErr {
 				t.Fatalf("error %v, want a space error: %v", err, tt.wantErr)
+			}
+			if se != nil && (se.Need != tt.need || se.AtLeast != tt.atLeast) {
+				t.Errorf("space error needs %d (at least: %v), want %d (%v)", se.Need, se.AtLeast, tt.need, tt.atLeast)
 			}
 			if emits.Load() != tt.wantEmits {
 				t.Errorf("%d objects handed on, want %d", emits.Load(), tt.wantEmits)

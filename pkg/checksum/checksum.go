@@ -87,20 +87,20 @@ func Decode(alg Algorithm, b64 string) (v uint64, composite bool, err error) {
 	s := strings.TrimSpace(b64)
 	if i := strings.LastIndexByte(s, '-'); i >= 0 {
 		if !isDigits(s[i+1:]) {
-			return 0, false, fmt.Errorf("decode %s checksum %q: bad part count after '-'", alg, b64)
+			return 0, false, fmt.Errorf("the server's %s checksum %q has no part count after its '-'", alg, b64)
 		}
 		s, composite = s[:i], true
 	}
 	size := alg.Size()
 	if size == 0 {
-		return 0, composite, fmt.Errorf("decode %s checksum %q: unsupported algorithm", alg, b64)
+		return 0, composite, fmt.Errorf("the server's checksum %q is of %s, which s3pd does not compute", b64, alg)
 	}
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return 0, composite, fmt.Errorf("decode %s checksum %q: %w", alg, b64, err)
+		return 0, composite, fmt.Errorf("the server's %s checksum %q is not base64: %w", alg, b64, err)
 	}
 	if len(raw) != size {
-		return 0, composite, fmt.Errorf("decode %s checksum %q: %d bytes, want %d", alg, b64, len(raw), size)
+		return 0, composite, fmt.Errorf("the server's %s checksum %q is %d bytes, not %d", alg, b64, len(raw), size)
 	}
 	if size == 8 {
 		return binary.BigEndian.Uint64(raw), composite, nil

@@ -2,8 +2,11 @@ package checksum
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/hex"
 	"hash/crc64"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -180,6 +183,27 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// TestDecodeSaysWhyInWords: a value Decode refuses is said as a person
+// would say it, for the summary's reasons.
+func TestDecodeSaysWhyInWords(t *testing.T) {
+	for _, tt := range []struct {
+		alg  Algorithm
+		in   string
+		want string
+	}{
+		{CRC64NVME, "mf7UyA==", `the server's CRC64NVME checksum "mf7UyA==" is 4 bytes, not 8`},
+		{CRC32C, "jSnVw/bqjr4=", `the server's CRC32C checksum "jSnVw/bqjr4=" is 8 bytes, not 4`},
+		{CRC32, "yZRlqg==-", `the server's CRC32 checksum "yZRlqg==-" has no part count after its '-'`},
+		{CRC32C, "!!!!!!==", `the server's CRC32C checksum "!!!!!!==" is not base64`},
+		{"SHA256", "uU0=", `the server's checksum "uU0=" is of SHA256, which s3pd does not compute`},
+	} {
+		_, _, err := Decode(tt.alg, tt.in)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("Decode(%s, %q): error %v, want %q", tt.alg, tt.in, err, tt.want)
+		}
+	}
+}
+
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, alg := range algorithms {
@@ -242,5 +266,37 @@ func TestUnsupportedPanics(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// TestMultipartETag: an ETag of parts is the MD5 of the parts' MD5s with
+// "-N", as S3 makes it; only that form parses.
+func TestMultipartETag(t *testing.T) {
+	a, b := md5.Sum([]byte("first part")), md5.Sum([]byte("second"))
+	h := md5.New()
+	h.Write(a[:])
+	h.Write(b[:])
+	want := hex.EncodeToString(h.Sum(nil)) + "-2"
+	if got := MultipartETag([][16]byte{a, b}); got != want {
+		t.Fatalf("MultipartETag: %s, want %s", got, want)
+	}
+	for _, tt := range []struct {
+		etag  string
+		parts int
+		ok    bool
+	}{
+		{`"` + want + `"`, 2, true},
+		{"W/\"" + want + "\"", 2, true},
+		{want[:32], 0, false},            // a single part's MD5
+		{want[:32] + "-0", 0, false},     // no parts
+		{want[:32] + "-10001", 0, false}, // more than S3 allows
+		{want[:31] + "-2", 0, false},     // not an MD5
+		{"zz" + want[2:], 0, false},      // not hex
+		{want[:32] + "-", 0, false},      // no count
+	} {
+		_, n, ok := ParseMultipartETag(tt.etag)
+		if ok != tt.ok || n != tt.parts {
+			t.Errorf("ParseMultipartETag(%q): %d, %v; want %d, %v", tt.etag, n, ok, tt.parts, tt.ok)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package checksum
 
 import (
+	"crypto/md5"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -34,4 +36,33 @@ func ParseMD5ETag(etag string) ([16]byte, bool) {
 		return [16]byte{}, false
 	}
 	return sum, true
+}
+
+// ParseMultipartETag returns the 16 bytes and the part count of the
+// ETag S3 gives an object uploaded in parts without SSE-KMS or SSE-C,
+// "HEX-N": the MD5 of the N parts' MD5s (MultipartETag). It reports
+// false for any other ETag.
+func ParseMultipartETag(etag string) ([16]byte, int, bool) {
+	s := strings.TrimPrefix(strings.TrimSpace(etag), "W/")
+	s = strings.Trim(s, `"`)
+	i := strings.LastIndexByte(s, '-')
+	if i < 0 || !isDigits(s[i+1:]) || len(s)-i-1 > 5 {
+		return [16]byte{}, 0, false
+	}
+	sum, ok := ParseMD5ETag(s[:i])
+	n, err := strconv.Atoi(s[i+1:])
+	if !ok || err != nil || n < 1 || n > 10000 {
+		return [16]byte{}, 0, false
+	}
+	return sum, n, true
+}
+
+// MultipartETag is the ETag of an object whose parts have the MD5s
+// sums, in order: the MD5 of their concatenation, with "-N".
+func MultipartETag(sums [][16]byte) string {
+	h := md5.New()
+	for _, s := range sums {
+		h.Write(s[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)) + "-" + strconv.Itoa(len(sums))
 }

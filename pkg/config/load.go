@@ -73,6 +73,15 @@ type Sources struct {
 	// KnownEnv are S3PD_* variables that s3pd reads elsewhere; any other
 	// S3PD_* variable that is not a setting's is an error (a typo).
 	KnownEnv []string
+	// Profile, when set, is the AWS profile to read, whatever --profile
+	// and AWS_PROFILE say, with ProfileOrigin as where it was named: the
+	// other side of a copy (--source-profile) is loaded this way.
+	Profile       string
+	ProfileOrigin Origin
+	// SkipFlags are settings whose flags are not read: the flags of one
+	// side of a copy that do not apply to the other (--endpoint-url is
+	// DEST's when --source-profile names SRC's).
+	SkipFlags []string
 }
 
 // Loaded is what Load resolved, with the sources it read.
@@ -134,7 +143,9 @@ func (l *loader) flag(name string) (string, bool) {
 func (l *loader) awsConfig() error {
 	getenv, out := l.src.Getenv, l.out
 	profileOrigin := Origin{}
-	if v, ok := l.flag(FlagProfile); ok {
+	if l.src.Profile != "" {
+		out.Profile, profileOrigin = l.src.Profile, l.src.ProfileOrigin
+	} else if v, ok := l.flag(FlagProfile); ok {
 		out.Profile, profileOrigin = v, Origin{Source: SourceFlag, Detail: "--" + FlagProfile}
 	} else if v := getenv("AWS_PROFILE"); v != "" {
 		out.Profile, profileOrigin = v, Origin{Source: SourceEnv, Detail: "AWS_PROFILE"}
@@ -269,6 +280,9 @@ func (l *loader) flags() error {
 		}
 	}
 	for _, d := range All() {
+		if slices.Contains(l.src.SkipFlags, d.Name) {
+			continue
+		}
 		if v, ok := l.flag(d.Flag); ok {
 			if err := l.r.Set(d.Name, v, Origin{Source: SourceFlag, Detail: "--" + d.Flag}); err != nil {
 				return err
@@ -350,7 +364,7 @@ func applyYAML(r *Resolver, b []byte, name string, profiles bool, profile string
 		for key := range m {
 			if _, known := Lookup(key); !known {
 				return &SettingError{Setting: key, Value: fmt.Sprint(m[key]), Origin: po,
-					Err: fmt.Errorf("unknown setting (known: %s)", strings.Join(Names(), ", "))}
+					Err: unknownSetting(key)}
 			}
 		}
 	}

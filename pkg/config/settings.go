@@ -165,9 +165,57 @@ var errUnknown = errors.New("unknown setting")
 func (s *Settings) Set(name, value string) error {
 	d, ok := Lookup(name)
 	if !ok {
-		return fmt.Errorf("%w (known: %s)", errUnknown, strings.Join(Names(), ", "))
+		return unknownSetting(name)
 	}
 	return d.set(s, value)
+}
+
+// unknownSetting is the error of a key that names no setting: "did
+// you mean" the closest one, when one is close, else the list.
+func unknownSetting(name string) error {
+	if near := Closest(name); near != "" {
+		return fmt.Errorf("%w: did you mean %s?", errUnknown, near)
+	}
+	return fmt.Errorf("%w (known: %s)", errUnknown, strings.Join(Names(), ", "))
+}
+
+// Closest is the setting whose name is nearest name, within a few
+// edits ("" when none is): max_concurent_requests is
+// max_concurrent_requests.
+func Closest(name string) string {
+	for _, d := range All() {
+		if strings.ReplaceAll(strings.ToLower(name), "_", "-") == d.Flag {
+			return d.Name // the flag's name, for the setting's
+		}
+	}
+	best, dist := "", max(2, len(name)/5)+1
+	for _, n := range Names() {
+		if d := EditDistance(strings.ToLower(name), n); d < dist {
+			best, dist = n, d
+		}
+	}
+	return best
+}
+
+// EditDistance is the Levenshtein distance between a and b, for "did
+// you mean" suggestions.
+func EditDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Value returns the typed value of the setting named name (int, int64,

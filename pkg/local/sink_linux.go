@@ -84,7 +84,10 @@ type Sink struct {
 	runID  string
 	closed bool
 	dir    string
-	opts   Options
+	// made are the folders NewSink made for dir, dir first: Close removes
+	// those left empty, so a run that landed nothing leaves no DEST.
+	made []string
+	opts Options
 	// empty: the root held nothing when the sink opened, so no file in it
 	// can be unchanged and Check looks for none (a stat per object saved
 	// on a fresh download; files others create meanwhile are not seen).
@@ -108,6 +111,7 @@ type Sink struct {
 // the destination's lock, and checks that it is writable before any data
 // is fetched. A dry run takes no lock and makes no work folder.
 func NewSink(dir string, opts Options) (*Sink, error) {
+	made := missingDirs(dir)
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
@@ -120,7 +124,7 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
-	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, opts: opts, runID: newRunID()}
+	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, made: made, opts: opts, runID: newRunID()}
 	if !opts.DryRun {
 		if err := s.openWork(); err != nil {
 			s.Close()
@@ -241,7 +245,28 @@ func (s *Sink) Close() error {
 		unix.Close(s.workFd)
 	}
 	unix.Close(s.rootFd)
-	return s.root.Close()
+	err := s.root.Close()
+	for _, d := range s.made {
+		if os.Remove(d) != nil { // not empty: something landed
+			break
+		}
+	}
+	return err
+}
+
+// missingDirs are dir and those of its parents that do not exist, dir
+// first: what MkdirAll(dir) is about to make.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		if filepath.Dir(d) == d {
+			return out
+		}
+	}
 }
 
 // beneath is how every path under the root is resolved: never above it,

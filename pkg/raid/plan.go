@@ -209,8 +209,11 @@ func (s *Spec) normalize() error {
 	if s.Fstab && s.FstabFile == "" {
 		s.FstabFile = "/etc/fstab"
 	}
-	if len(s.Devices) < 2 {
-		return fmt.Errorf("plan: %d devices: striping needs at least 2", len(s.Devices))
+	switch len(s.Devices) {
+	case 0:
+		return fmt.Errorf("plan: no device: striping needs at least 2")
+	case 1:
+		return fmt.Errorf("plan: one device (%s): striping needs at least 2", s.Devices[0])
 	}
 	if s.Owner != "" && !ownerPattern.MatchString(s.Owner) {
 		return fmt.Errorf("plan: owner %q: want USER or USER:GROUP", s.Owner)

@@ -101,6 +101,15 @@ func (t TLS) Share(requestTime time.Duration) float64 {
 	return float64(t.Time) / float64(requestTime)
 }
 
+// MeanMS is the mean time of one handshake, in milliseconds: Time is
+// summed over the connections, which handshake at once.
+func (t TLS) MeanMS() float64 {
+	if t.Handshakes <= 0 {
+		return 0
+	}
+	return float64(t.Time) / float64(t.Handshakes) / float64(time.Millisecond)
+}
+
 // Setting is one effective setting and where it came from.
 type Setting struct {
 	Name, Value, Origin string

@@ -55,18 +55,23 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 		{"handshakes", func(r *Run) {
 			r.TLS = TLS{Handshakes: 1280, Resumed: 10, Time: 7 * time.Second}
 			r.CPU = 75 * time.Second // what the handshakes cost is named first
-		}, BottleneckTLS, []string{"1280 handshakes (10 resumed)", "5.5% of the request time", "resumed sessions"}},
+		}, BottleneckTLS, []string{"1280 handshakes (10 resumed), 5.5 ms each on average, took 5.5% of the request time", "resumed sessions"}},
+		{"handshakes that resume already", func(r *Run) {
+			r.TLS = TLS{Handshakes: 258, Resumed: 257, Time: 7 * time.Second}
+		}, BottleneckTLS, []string{"258 handshakes (257 resumed), 27.1 ms each on average", "the sessions resume already"}},
 		{"handshakes under the threshold", func(r *Run) { r.TLS = TLS{Handshakes: 256, Time: 6 * time.Second} }, BottleneckWork, nil},
 		{"cores busy", func(r *Run) { r.CPU = 75 * time.Second }, BottleneckCPU, []string{"94%", "8 cores"}},
 		{"line rate", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 10000 }, BottleneckNetwork, []string{"8.59 Gbit/s", "86%", "10 Gbit/s"}},
 		{"unknown link speed is no evidence", func(r *Run) { r.Machine.NICs[0].SpeedMbps = 0 }, BottleneckWork, nil},
 		{"writes", func(r *Run) { r.Summary.WriteTime = 100 * time.Second }, BottleneckDisk, []string{"78%"}},
-		{"bound full", func(r *Run) { r.MaxRequests = 128 }, BottleneckConcurrency, []string{"128 in flight", "max_concurrent_requests"}},
+		{"bound full", func(r *Run) { r.MaxRequests = 128 }, BottleneckConcurrency, []string{"128.0 in flight", "max_concurrent_requests"}},
 		{"bound full, latency", func(r *Run) {
 			r.MaxRequests = 128
 			r.Summary.TTFB = hist(80*time.Millisecond, 1280)
 		}, BottleneckConcurrency, []string{"first byte", "larger parts"}},
-		{"bound half empty", func(r *Run) {}, BottleneckWork, []string{"128 requests in flight on average of the 256"}},
+		{"bound half empty", func(r *Run) {}, BottleneckWork, []string{"128.0 requests in flight on average of the 256"}},
+		// The summary's mean, where the run has one, not the samples'.
+		{"the summary's mean", func(r *Run) { r.Summary.InFlightMean = 103.5 }, BottleneckWork, []string{"103.5 requests in flight on average"}},
 		{"window at its knee", func(r *Run) {
 			r.Summary.Window, r.Summary.WindowStop, r.Summary.WindowKnee = 128, transfer.WindowKnee, 128
 		}, BottleneckKnee, []string{"stopped at 128 of the 256", "bought no more throughput"}},

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -60,10 +61,13 @@ func Diagnose(r Run) Verdict {
 			s.SlowDowns, 100*share, s.Requests)}
 	}
 	if share := r.TLS.Share(s.RequestTime); share >= handshakeShare {
+		advice := "every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less"
+		if r.TLS.Resumed*10 >= r.TLS.Handshakes*9 {
+			advice = "the sessions resume already, so what is left is a handshake per new connection: fewer connections (max_concurrent_requests) cost less"
+		}
 		return Verdict{BottleneckTLS, fmt.Sprintf(
-			"TLS handshakes: %d handshakes (%d resumed) took %.1f%% of the request time (%.2f of %.1f request-seconds): "+
-				"every new connection pays one, a full one unless it resumes a session; fewer connections (max_concurrent_requests) or resumed sessions cost less",
-			r.TLS.Handshakes, r.TLS.Resumed, 100*share, r.TLS.Time.Seconds(), s.RequestTime.Seconds())}
+			"TLS handshakes: %d handshakes (%d resumed), %.1f ms each on average, took %.1f%% of the request time: %s",
+			r.TLS.Handshakes, r.TLS.Resumed, r.TLS.MeanMS(), 100*share, advice)}
 	}
 	if v, ok := cpuVerdict(r); ok {
 		return v
@@ -98,6 +102,9 @@ func Diagnose(r Run) Verdict {
 	// The requests in flight are judged over the steady part alone.
 	samples := steadySamples(r.Samples, steady.Warmup)
 	st := StatsOf(samples)
+	// The mean the summary's "in flight" line gives, where the run
+	// counted one: the verdict says the same figure.
+	inFlight := cmp.Or(s.InFlightMean, st.InFlightMean)
 	atBound := atBoundShareOf(samples, inFlightShare*float64(r.MaxRequests))
 	if r.MaxRequests > 0 && atBound >= atBoundShare {
 		why := ""
@@ -107,8 +114,8 @@ func Diagnose(r Run) Verdict {
 			why = "; more requests in flight (max_concurrent_requests) would help"
 		}
 		return Verdict{BottleneckConcurrency, fmt.Sprintf(
-			"per-connection rate x requests in flight: %.1f MiB/s per request x %.0f in flight (at the bound of %d in %.0f%% of the run) is about %s%s",
-			perConn, st.InFlightMean, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
+			"per-connection rate x requests in flight: %.1f MiB/s per request x %.1f in flight on average (at the bound of %d in %.0f%% of the run) is about %s%s",
+			perConn, inFlight, r.MaxRequests, 100*atBound, RateOfGibps(rate), why)}
 	}
 	if v, ok := machineVerdict(r); ok {
 		return v
@@ -119,8 +126,8 @@ func Diagnose(r Run) Verdict {
 			s.WindowKnee, r.MaxRequests, perConn)}
 	}
 	return Verdict{BottleneckWork, fmt.Sprintf(
-		"too little work in flight: %.0f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",
-		st.InFlightMean, r.MaxRequests, perConn)}
+		"too little work in flight: %.1f requests in flight on average of the %d allowed, at %.1f MiB/s each; few or small objects, or the listing, kept the bound from filling",
+		inFlight, r.MaxRequests, perConn)}
 }
 
 // cpuVerdict names the cores as the bottleneck when they were busy: the

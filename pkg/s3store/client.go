@@ -157,7 +157,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 			so.MaxBackoff = 5 * time.Second
 			so.RateLimiter = ratelimit.None
 			so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial),
-				retry.IsErrorRetryableFunc(noRetryOnCertificate)}, so.Retryables...)
+				retry.IsErrorRetryableFunc(noRetryOnCertificate), retry.IsErrorRetryableFunc(noRetryOnWrongScheme)}, so.Retryables...)
 		}), opts.OnRetry}
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -218,6 +218,15 @@ func noRetryOnDial(err error) aws.Ternary {
 // not retried: it will not verify on a new connection either.
 func noRetryOnCertificate(err error) aws.Ternary {
 	if certificateFailed(err) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
+
+// noRetryOnWrongScheme says that an endpoint of the wrong scheme is not
+// retried: it answers the same on a new connection.
+func noRetryOnWrongScheme(err error) aws.Ternary {
+	if wrongScheme(err) {
 		return aws.FalseTernary
 	}
 	return aws.UnknownTernary

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -170,7 +172,9 @@ func (t *Transport) Names() []string {
 
 // Lane returns the HTTP client of lane i, with Accept-Encoding: identity
 // on every request, so bytes are saved as stored.
-func (t *Transport) Lane(i int) aws.HTTPClient { return identity{certificates{t.lanes[i].client}} }
+func (t *Transport) Lane(i int) aws.HTTPClient {
+	return identity{reachability{certificates{t.lanes[i].client}}}
+}
 
 // RoundRobin returns an HTTP client that sends each request over the next
 // lane in turn: an upload's or a server-side copy's parts spread over
@@ -179,7 +183,7 @@ func (t *Transport) RoundRobin() aws.HTTPClient {
 	if len(t.lanes) == 1 {
 		return t.Lane(0)
 	}
-	return identity{certificates{roundRobin{t}}}
+	return identity{reachability{certificates{roundRobin{t}}}}
 }
 
 type roundRobin struct{ t *Transport }
@@ -270,6 +274,11 @@ type CertificateError struct {
 }
 
 func (e *CertificateError) Error() string {
+	var he x509.HostnameError
+	if errors.As(e.Err, &he) && he.Certificate != nil {
+		return fmt.Sprintf("tls: the certificate of %s is for %s, not %s: write the endpoint with a name the certificate holds (endpoint_url, --endpoint-url), or skip the check with no_verify_ssl (--no-verify-ssl)",
+			e.Host, certNames(he.Certificate), he.Host)
+	}
 	return fmt.Sprintf("tls: the certificate of %s does not verify (%v): trust its authority with ca_bundle (--ca-bundle, AWS_CA_BUNDLE) or skip the check with no_verify_ssl (--no-verify-ssl)",
 		e.Host, certCause(e.Err))
 }
@@ -279,6 +288,21 @@ func (e *CertificateError) Unwrap() error { return e.Err }
 // Retriable is false: a certificate that does not verify will not verify
 // on a new connection either.
 func (e *CertificateError) Retriable() bool { return false }
+
+// certNames are the names and addresses a certificate is for.
+func certNames(c *x509.Certificate) string {
+	names := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 && c.Subject.CommonName != "" {
+		names = append(names, c.Subject.CommonName)
+	}
+	if len(names) == 0 {
+		return "no name"
+	}
+	return strings.Join(names, ", ")
+}
 
 // certCause is the innermost reason of a certificate failure, without the
 // URL and the SDK's chain around it.

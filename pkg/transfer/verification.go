@@ -31,6 +31,9 @@ const (
 	// as it arrived (its answers echoed them) and its size matched, but it
 	// keeps no checksum of the whole object to compare with.
 	UnverifiedPartsOnly = "parts-only"
+	// UnverifiedNoPartLayout: the object's only check is its ETag of
+	// parts, and the server does not say how the object was cut.
+	UnverifiedNoPartLayout = "no-part-layout"
 )
 
 // Verification says how one object's bytes were checked.

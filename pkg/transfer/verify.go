@@ -102,6 +102,9 @@ type verifier struct {
 	// md5Offered: the ETag looks like an MD5, which --verify full checks
 	md5Offered bool
 	opaque     bool // the source's ETags are not MD5s (Options.OpaqueETags)
+	// multi is the check of an ETag of parts under --verify full (nil:
+	// none)
+	multi *partsETag
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -127,6 +130,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	}
 	crcKnown := ok && alg.Supported()
 	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
+	e.planPartsETag(ctx, c, o)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
 	}
@@ -290,7 +294,19 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 			return v, err
 		}
 	}
-	if c.alg == "" && c.etag == "" {
+	if c.multi != nil {
+		reason, detail, err := c.checkPartsETag(f, size)
+		switch {
+		case err != nil:
+			return v, err
+		case reason == "":
+			v.Checksums = append(v.Checksums, "md5-parts")
+		case !v.Verified():
+			// A check that cannot be made takes nothing from one made.
+			v.unverified(reason, detail)
+		}
+	}
+	if c.alg == "" && c.etag == "" && c.multi == nil {
 		switch {
 		case c.md5Offered:
 			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
