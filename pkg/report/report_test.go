@@ -94,7 +94,7 @@ func TestDiagnoseNamesTheBottleneck(t *testing.T) {
 				r.Samples[i].InFlight = 256
 			}
 			r.Warmup = 5 * time.Second
-		}, BottleneckConcurrency, []string{"256 in flight"}},
+		}, BottleneckConcurrency, []string{"256.0 in flight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
