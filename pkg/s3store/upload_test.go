@@ -394,3 +394,42 @@ func TestUploadPutsNoBytesThatDifferFromTheSource(t *testing.T) {
 		t.Errorf("bad: bytes that differ from the source were put")
 	}
 }
+
+// TestUploadWithoutRoomForItsJournal: a journal directory that cannot be
+// made (a cache on a read-only disk) costs the upload its journal, not
+// the object: a multipart upload and a stream both land, with a line
+// that says so, and no incomplete upload is left behind to bill.
+func TestUploadWithoutRoomForItsJournal(t *testing.T) {
+	const part = 5 << 20
+	_, c := emulator(t)
+	dir := t.TempDir()
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(2*part+1, 7)
+	if err := os.WriteFile(filepath.Join(dir, "big"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var said atomic.Int64
+	opts := UploadOptions{JournalDir: filepath.Join(blocker, "uploads"), Report: func(string) { said.Add(1) }}
+	sum := upload(t, c, dir, opts, transfer.Options{Workers: 1, Threads: 2, PartSize: part, Threshold: part})
+	if sum.Objects != 1 || sum.Failed != 0 {
+		t.Fatalf("upload: %d uploaded, %d failed, want 1, 0", sum.Objects, sum.Failed)
+	}
+	opts.PartSize, opts.Threshold = part, part
+	if _, err := NewUploadSink(c, testBucket, opts).Stream(context.Background(), "stream", bytes.NewReader(data), part, 2, func(int64) {}); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	for _, k := range []string{"big", "stream"} {
+		if !bytes.Equal(getObject(t, c, testBucket, k), data) {
+			t.Errorf("%s: the object differs", k)
+		}
+	}
+	if n := pendingUploads(t, c, testBucket); n != 0 {
+		t.Errorf("%d incomplete uploads left, want 0", n)
+	}
+	if said.Load() == 0 {
+		t.Errorf("no line said the journal could not be kept")
+	}
+}
