@@ -433,3 +433,40 @@ func TestUploadWithoutRoomForItsJournal(t *testing.T) {
 		t.Errorf("no line said the journal could not be kept")
 	}
 }
+
+// seekBody is an in-memory part body that can be read twice (a file's).
+type seekBody struct{ *bytes.Reader }
+
+func (seekBody) Close() error { return nil }
+
+// TestSuspendAfterCompleteKeepsNothing: an upload whose Complete
+// succeeded is no longer incomplete, so one interrupted after it (while
+// what landed was checked) keeps nothing for a rerun to resume; it was
+// counted kept for resume, in an upload's words "kept as incomplete
+// uploads with their parts in S3", which none was.
+func TestSuspendAfterCompleteKeepsNothing(t *testing.T) {
+	const part = 5 << 20
+	_, c := emulator(t)
+	ctx := context.Background()
+	data := randomBytes(2*part, 3)
+	sink := NewUploadSink(c, testBucket, UploadOptions{PartSize: part, Threshold: part, JournalDir: t.TempDir()})
+	f, err := sink.Create(ctx, transfer.Object{Key: "k", Name: "k", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(0); off < int64(len(data)); off += part {
+		body := &transfer.Body{ReadCloser: seekBody{bytes.NewReader(data[off : off+part])}, Off: off, Len: part, Size: int64(len(data))}
+		if _, err := f.(transfer.PartWriter).WritePart(ctx, off, part, body, func(int64) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := f.(transfer.Suspender).Suspend(); kept || err != nil {
+		t.Errorf("Suspend after the upload completed: kept %v (%v), want nothing kept", kept, err)
+	}
+	if !bytes.Equal(getObject(t, c, testBucket, "k"), data) {
+		t.Errorf("the completed object differs")
+	}
+}
