@@ -7,10 +7,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -22,8 +18,7 @@ import (
 // "1 transferred; 0 listed", before).
 func TestStreamAccountsForItsObject(t *testing.T) {
 	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory})
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
-		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
+	client := emuClient(ts)
 	for _, tt := range []struct {
 		name       string
 		in         io.Reader
