@@ -341,7 +341,7 @@ func directMode(v string) job.DirectMode {
 
 // sinkWarn logs what a local sink warns of.
 func sinkWarn(f *runEnv) func(string) {
-	return func(msg string) { f.Logger.Warn(msg) }
+	return func(msg string) { f.Logger.Warn(printableText(msg)) }
 }
 
 // startError reports an error before anything was transferred: a missing

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -82,6 +83,24 @@ func TestOneLine(t *testing.T) {
 	} {
 		if got := oneLine(c.in); got != c.want {
 			t.Errorf("oneLine(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestStoresWarningsEscapeKeys: the lines a store warns of (an upload
+// it aborted, a local sink's warning) name keys, and go to the terminal
+// through the logger, which escapes control characters but not the
+// bidirectional ones: they are escaped as every other key is.
+func TestStoresWarningsEscapeKeys(t *testing.T) {
+	for name, warn := range map[string]func(*runEnv) func(string){"upload": uploadReport, "sink": sinkWarn} {
+		var buf bytes.Buffer
+		l, err := newLogger(&buf, "info", "console")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warn(&runEnv{Logger: l})("aborted the incomplete upload 1 of s3://b/a\u202ecod.exe")
+		if got := buf.String(); strings.ContainsRune(got, '\u202e') || !strings.Contains(got, `a\u202ecod.exe`) {
+			t.Errorf("%s: %q, want the key's U+202E escaped", name, got)
 		}
 	}
 }

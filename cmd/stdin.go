@@ -103,10 +103,10 @@ func uploadJournalDir(getenv func(string) string) string {
 	return ""
 }
 
-// uploadReport prints, one line each, the incomplete uploads a run
-// aborts.
+// uploadReport prints, one line each (its keys escaped, printableText),
+// the incomplete uploads a run aborts.
 func uploadReport(f *runEnv) func(string) {
-	return func(msg string) { f.Logger.Warn(msg) }
+	return func(msg string) { f.Logger.Warn(printableText(msg)) }
 }
 
 // refuseClosedStdin refuses a standard input that is closed (the Go

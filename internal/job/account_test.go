@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
@@ -37,8 +36,7 @@ func (d dropping) List(ctx context.Context, emit func(transfer.Object) error) er
 // for every key (the unsafe one failed, named).
 func TestTransferAccountsForEveryListedKey(t *testing.T) {
 	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory})
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
-		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
+	client := emuClient(ts)
 	for _, k := range []string{"/abs-x", "ok/plain", "ok/skip.tmp"} {
 		if _, err := client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(s3emu.DefaultBucket), Key: aws.String(k), Body: bytes.NewReader([]byte(k))}); err != nil {
 			t.Fatal(err)

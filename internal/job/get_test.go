@@ -20,11 +20,16 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
+// emuClient is an anonymous client of the emulator ts.
+func emuClient(ts *s3emu.TestServer) *s3.Client {
+	return s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
+}
+
 func emuLanes(t *testing.T) ([]S3Lane, *s3emu.TestServer) {
 	t.Helper()
 	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB", LogRequests: true})
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
-		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
+	client := emuClient(ts)
 	return []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}, ts
 }
 

@@ -67,7 +67,8 @@ func (s *stream) transfer(ctx context.Context, obs transfer.Observer, require bo
 	}
 	result := transfer.Result{Object: transfer.Object{Key: s.key, Name: s.key, Size: res.Bytes},
 		Bytes: res.Bytes, Elapsed: res.Elapsed, Err: err}
-	sum := transfer.Summary{Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests, Retries: res.Retries, SlowDowns: res.SlowDowns}
+	// The stream is the run's one object: listed, and given its verdict.
+	sum := transfer.Summary{Listed: 1, Bytes: res.Bytes, Elapsed: res.Elapsed, Requests: res.Requests, Retries: res.Retries, SlowDowns: res.SlowDowns}
 	if err != nil {
 		sum.Failed = 1
 	} else {

@@ -106,6 +106,19 @@ func (u *UploadSink) readJournal(key string) (*journalHeader, map[int32]journalP
 	return &h, parts
 }
 
+// startJournal starts the journal of a new upload, replacing any. A
+// journal that cannot be written (a cache directory on a read-only disk)
+// costs the upload its journal, not the object: Report is told, and the
+// upload goes on without one (nil), as without a JournalDir.
+func (u *UploadSink) startJournal(h journalHeader) *uploadJournal {
+	j, err := u.createJournal(h)
+	if err != nil {
+		u.report(fmt.Sprintf("no journal for the upload of %s: %v", u.url(h.Key), err))
+		return nil
+	}
+	return j
+}
+
 // createJournal starts the journal of a new upload, replacing any.
 func (u *UploadSink) createJournal(h journalHeader) (*uploadJournal, error) {
 	p := u.journalPath(h.Key)

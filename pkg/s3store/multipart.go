@@ -56,9 +56,9 @@ func (f *uploadFile) startMultipart(ctx context.Context, obj transfer.Object) er
 	if f.journal == nil {
 		// A new upload, or one resumed by its listing: journaled from
 		// now on (the parts kept are journaled as WritePart keeps them).
-		f.journal, err = u.createJournal(f.header(obj))
+		f.journal = u.startJournal(f.header(obj))
 	}
-	return err
+	return nil
 }
 
 // header is the journal's header for the upload of obj.

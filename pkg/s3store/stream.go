@@ -256,9 +256,9 @@ func (st *stream) create(ctx context.Context) error {
 		return fmt.Errorf("create upload %s: %w", st.sink.url(st.key), statusError(err))
 	}
 	st.uploadID = aws.ToString(out.UploadId)
-	st.journal, err = st.sink.createJournal(journalHeader{Key: st.key, UploadID: st.uploadID, Stream: true,
+	st.journal = st.sink.startJournal(journalHeader{Key: st.key, UploadID: st.uploadID, Stream: true,
 		PartSize: st.partSize, Algorithm: o.ChecksumAlgorithm, Size: -1})
-	return err
+	return nil
 }
 
 // clearStale aborts the incomplete uploads of the key that earlier runs

@@ -211,6 +211,9 @@ type uploadFile struct {
 	parts    []types.CompletedPart // by part number - 1; nil for PutObject
 	previous map[int32]types.Part  // parts of a resumed upload
 	put      bool                  // the PutObject was sent
+	// completed: the CompleteMultipartUpload succeeded, so the upload is
+	// incomplete no longer and nothing of it is left to resume.
+	completed bool
 
 	// sums are the CRCs of the parts as sent, combined at Commit into
 	// the object's, which the destination's must equal (nil for a
@@ -341,9 +344,10 @@ func (f *uploadFile) Reused() int64 { return f.reused.Load() }
 
 // Suspend implements transfer.Suspender: an interrupted multipart upload
 // that S3 acknowledged parts of is kept, with its journal, for the next
-// run to resume; one with none is aborted.
+// run to resume; one with none is aborted, and one already completed
+// (interrupted while what landed was checked) keeps nothing.
 func (f *uploadFile) Suspend() (bool, error) {
-	if f.uploadID == "" {
+	if f.uploadID == "" || f.completed {
 		return false, nil
 	}
 	if !slices.ContainsFunc(f.parts, func(p types.CompletedPart) bool { return p.PartNumber != nil }) {
@@ -498,6 +502,7 @@ func (f *uploadFile) Commit() error {
 	if err != nil {
 		return fmt.Errorf("complete %s: %w", f.sink.url(f.key), statusError(err))
 	}
+	f.completed = true
 	if f.sums == nil {
 		return nil // a server-side copy: no byte was sent
 	}

@@ -394,3 +394,79 @@ func TestUploadPutsNoBytesThatDifferFromTheSource(t *testing.T) {
 		t.Errorf("bad: bytes that differ from the source were put")
 	}
 }
+
+// TestUploadWithoutRoomForItsJournal: a journal directory that cannot be
+// made (a cache on a read-only disk) costs the upload its journal, not
+// the object: a multipart upload and a stream both land, with a line
+// that says so, and no incomplete upload is left behind to bill.
+func TestUploadWithoutRoomForItsJournal(t *testing.T) {
+	const part = 5 << 20
+	_, c := emulator(t)
+	dir := t.TempDir()
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(2*part+1, 7)
+	if err := os.WriteFile(filepath.Join(dir, "big"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var said atomic.Int64
+	opts := UploadOptions{JournalDir: filepath.Join(blocker, "uploads"), Report: func(string) { said.Add(1) }}
+	sum := upload(t, c, dir, opts, transfer.Options{Workers: 1, Threads: 2, PartSize: part, Threshold: part})
+	if sum.Objects != 1 || sum.Failed != 0 {
+		t.Fatalf("upload: %d uploaded, %d failed, want 1, 0", sum.Objects, sum.Failed)
+	}
+	opts.PartSize, opts.Threshold = part, part
+	if _, err := NewUploadSink(c, testBucket, opts).Stream(context.Background(), "stream", bytes.NewReader(data), part, 2, func(int64) {}); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	for _, k := range []string{"big", "stream"} {
+		if !bytes.Equal(getObject(t, c, testBucket, k), data) {
+			t.Errorf("%s: the object differs", k)
+		}
+	}
+	if n := pendingUploads(t, c, testBucket); n != 0 {
+		t.Errorf("%d incomplete uploads left, want 0", n)
+	}
+	if said.Load() == 0 {
+		t.Errorf("no line said the journal could not be kept")
+	}
+}
+
+// seekBody is an in-memory part body that can be read twice (a file's).
+type seekBody struct{ *bytes.Reader }
+
+func (seekBody) Close() error { return nil }
+
+// TestSuspendAfterCompleteKeepsNothing: an upload whose Complete
+// succeeded is no longer incomplete, so one interrupted after it (while
+// what landed was checked) keeps nothing for a rerun to resume; it was
+// counted kept for resume, in an upload's words "kept as incomplete
+// uploads with their parts in S3", which none was.
+func TestSuspendAfterCompleteKeepsNothing(t *testing.T) {
+	const part = 5 << 20
+	_, c := emulator(t)
+	ctx := context.Background()
+	data := randomBytes(2*part, 3)
+	sink := NewUploadSink(c, testBucket, UploadOptions{PartSize: part, Threshold: part, JournalDir: t.TempDir()})
+	f, err := sink.Create(ctx, transfer.Object{Key: "k", Name: "k", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := int64(0); off < int64(len(data)); off += part {
+		body := &transfer.Body{ReadCloser: seekBody{bytes.NewReader(data[off : off+part])}, Off: off, Len: part, Size: int64(len(data))}
+		if _, err := f.(transfer.PartWriter).WritePart(ctx, off, part, body, func(int64) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := f.(transfer.Suspender).Suspend(); kept || err != nil {
+		t.Errorf("Suspend after the upload completed: kept %v (%v), want nothing kept", kept, err)
+	}
+	if !bytes.Equal(getObject(t, c, testBucket, "k"), data) {
+		t.Errorf("the completed object differs")
+	}
+}

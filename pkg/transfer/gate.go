@@ -429,7 +429,10 @@ func (g *gate) answeredWithin(now, d time.Duration) int {
 }
 
 // apply publishes state s after old: a new step's counts start at 0, and
-// a wider window wakes the requests waiting for it. Under stateMu.
+// a window with room wakes the requests waiting for it. Not only a wider
+// one: a slot freed by a SlowDown under the current window wakes no one
+// (release), so where every slot was refused before this sample, the cut
+// window has room that no later release will announce. Under stateMu.
 func (g *gate) apply(old, s windowState) {
 	if s.Step != old.Step {
 		g.out[s.Step%stepRing].Store(0)
@@ -443,7 +446,7 @@ func (g *gate) apply(old, s windowState) {
 		g.epoch.Store(s.Epoch)
 	}
 	g.allowed.Store(int64(s.Window))
-	if s.Window > old.Window && g.waiters.Load() > 0 {
+	if g.waiters.Load() > 0 && g.inFlight.Load() < int64(s.Window) {
 		g.mu.Lock()
 		g.cond.Broadcast()
 		g.mu.Unlock()

@@ -423,3 +423,37 @@ func BenchmarkGateAtTheBudget(b *testing.B) {
 		}
 	})
 }
+
+// TestGateWakesAWaiterWhenACutLeavesRoom: a request waiting for room
+// while every slot is refused SlowDown under the current window is woken
+// once the cut window has room, though no release woke it (a slot freed
+// by a SlowDown wakes no one until the window allows) and the window did
+// not grow: the server answered everything, so no later release would.
+func TestGateWakesAWaiterWhenACutLeavesRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := newGateAt(8, 4, true, ttfb30ms, nil)
+		slots := acquireN(ctx, t, g, 4)
+		got := make(chan error, 1)
+		go func() {
+			_, err := g.acquire(ctx) // the window is full
+			got <- err
+		}()
+		synctest.Wait()
+		for _, s := range slots {
+			g.release(s, true) // all refused before the sampler's next tick
+		}
+		go g.run(ctx)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("the waiter still waits with window %d and %d in flight", g.bound(), g.inFlightNow())
+		}
+	})
+}
