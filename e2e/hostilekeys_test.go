@@ -468,7 +468,7 @@ func TestLeadingSlashKeyRefusedOnBothServers(t *testing.T) {
 		s.put(t, "ok/plain", []byte("plain"))
 		dest := t.TempDir()
 		r := run(t, nil, s.cmd("get", s.url(""), dest)...)
-		if r.code != 1 || !strings.Contains(r.stdout, "/abs-x: unsafe key \"/abs-x\": absolute path") ||
+		if r.code != 1 || !strings.Contains(r.stderr, "/abs-x: unsafe key \"/abs-x\": absolute path") ||
 			!strings.Contains(r.stdout, "objects: 1 transferred, 0 skipped, 1 failed; 2 listed") {
 			t.Errorf("%s: exit %d, want 1 with /abs-x refused and 2 listed\n%s%s", s.name, r.code, r.stdout, r.stderr)
 		}

@@ -103,7 +103,7 @@ func TestUploadsCheckWhatLanded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runStdin(t, tt.stdin, tt.args...)
-			if r.code != 1 || strings.Contains(r.stdout, "verified: ") || !strings.Contains(r.stdout, "checksum mismatch") {
+			if r.code != 1 || strings.Contains(r.stdout, "verified: ") || !strings.Contains(r.stderr, "checksum mismatch") {
 				t.Errorf("exit %d, want 1, a mismatch named and no verified\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 			}
 			for _, k := range tt.keys {
@@ -184,9 +184,9 @@ func TestVerifyRequire(t *testing.T) {
 	}
 	fake := gofakes3Store(t)
 	r := run(t, nil, fake.cmd("copy", "--verify", "require", dir+"/", fake.url("up/"))...)
-	if r.code != 1 || !strings.Contains(r.stdout, "failed: 1 object\n") ||
-		!strings.Contains(r.stdout, "not verified, as --verify require asks: the server's answers carried no checksum") {
-		t.Errorf("files to gofakes3: exit %d, want 1 with the non-empty object failed and why\n%s", r.code, r.stdout)
+	if r.code != 1 || !strings.Contains(r.stdout, ", 1 failed;") ||
+		!strings.Contains(r.stderr, "not verified, as --verify require asks: the server's answers carried no checksum") {
+		t.Errorf("files to gofakes3: exit %d, want 1 with the non-empty object failed and why\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	in := runStdin(t, files["a"], fake.cmd("copy", "--verify", "require", "-", fake.url("in"))...)
 	if in.code != 1 || !strings.Contains(in.stderr, "not verified, as --verify require asks") {
@@ -220,8 +220,8 @@ func TestVerifyRequire(t *testing.T) {
 		code   int
 	}{{"full", 0}, {"require", 1}} {
 		r := run(t, nil, moto.cmd("get", "--verify", tt.verify, moto.url("parts"), filepath.Join(dest, tt.verify))...)
-		if r.code != tt.code || tt.code == 1 && !strings.Contains(r.stdout, "not verified, as --verify require asks") {
-			t.Errorf("get --verify %s of a multipart object without checksums: exit %d, want %d\n%s", tt.verify, r.code, tt.code, r.stdout)
+		if r.code != tt.code || tt.code == 1 && !strings.Contains(r.stderr, "not verified, as --verify require asks") {
+			t.Errorf("get --verify %s of a multipart object without checksums: exit %d, want %d\n%s%s", tt.verify, r.code, tt.code, r.stdout, r.stderr)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dest, "require")); err == nil {
