@@ -1,7 +1,6 @@
 package s3emu
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -63,11 +62,12 @@ func (s *Server) wrongRegion(home, signed string) (header bool, answer error) {
 // respWriter counts the bytes of a response and remembers its status.
 type respWriter struct {
 	http.ResponseWriter
-	sent    *atomic.Int64
-	status  int
-	n       int64
-	capture *bytes.Buffer // when set, a copy of the body (small XML answers)
-	opaque  bool          // a directory bucket's answer: its ETag is made opaque
+	sent   *atomic.Int64
+	status int
+	n      int64
+	opaque bool // a directory bucket's answer: its ETag is made opaque
+	// cors sets the CORS headers of the answer before it is sent.
+	cors func(http.Header)
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -75,6 +75,9 @@ func (w *respWriter) WriteHeader(code int) {
 		w.status = code
 		if w.opaque {
 			opaqueHeader(w.Header())
+		}
+		if w.cors != nil {
+			w.cors(w.Header())
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -87,9 +90,6 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
 	w.sent.Add(int64(n))
-	if w.capture != nil {
-		w.capture.Write(p[:n])
-	}
 	return n, err
 }
 
@@ -115,7 +115,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.c.inFlight.Add(-1)
 	for m := s.c.maxInFlight.Load(); in > m && !s.c.maxInFlight.CompareAndSwap(m, in); m = s.c.maxInFlight.Load() {
 	}
-	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent}
+	origin := r.Header.Get("Origin")
+	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent, cors: func(h http.Header) { s.corsHeaders(h, origin) }}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &countingBody{ReadCloser: r.Body, n: &s.c.received}
 	}
@@ -134,6 +135,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}()
 		}
 	}
+	if s.guard(rw, r, key) {
+		return
+	}
+	continueExpected(w, r)
 	if r.URL.Path == statsPath {
 		s.serveStats(rw, r)
 		return
@@ -223,6 +228,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.writeError(rw, r, err)
+	}
+}
+
+// continueExpected sends 100 Continue to a request that expects it,
+// before its body is read, as S3 does, also when the body is empty
+// (net/http sends none then). botocore sends Expect: 100-continue with
+// every PUT, even an empty one, and a final answer to it with no 100
+// Continue first leaves its connection unable to read the next answer.
+func continueExpected(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		w.WriteHeader(http.StatusContinue)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/minio/crc64nvme"
 )
 
 // bodyCloser reads through r and closes the original body.
@@ -25,15 +25,10 @@ type bodyCloser struct {
 // on a mismatch, and nothing stored), stores the object and remembers the
 // checksum: the one the client sent, or a CRC64NVME, as S3 does by default.
 func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) error {
-	alg, want, err := requestedChecksum(r.Header)
+	vr, err := uploadReader(r)
 	if err != nil {
 		return err
 	}
-	body, size, err := uploadBody(r)
-	if err != nil {
-		return err
-	}
-	vr := newVerifyingReader(body, size, alg, want)
 	if s.discard != nil {
 		if _, err := io.Copy(io.Discard, vr); err != nil {
 			return err
@@ -49,10 +44,12 @@ func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) e
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	r.Body = bodyCloser{vr, r.Body}
-	s.fake.ServeHTTP(w, r)
-	if w.status != 0 {
-		return nil // an error, already answered
+	rec, err := s.serveUpload(r, vr)
+	if err != nil {
+		return err
+	}
+	if !rec.ok() {
+		return replay(w, rec)
 	}
 	obj, err := s.backend.b.HeadObject(bucket, key)
 	if err != nil {
@@ -61,8 +58,22 @@ func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) e
 	obj.Contents.Close()
 	hh := hex.EncodeToString(obj.Hash)
 	s.backend.remember(bucket, key, &sideEntry{hashHex: hh, etag: `"` + hh + `"`, algorithm: vr.algorithm(), value: vr.value()})
-	w.Header().Set(ChecksumHeader(vr.algorithm()), vr.value())
-	return nil
+	rec.header.Set(ChecksumHeader(vr.algorithm()), vr.value())
+	return replay(w, rec)
+}
+
+// serveUpload has gofakes3 store an upload whose body is read through
+// vr. An error the body's reading met (a bad checksum, bad framing) is
+// returned, to be answered with its S3 code rather than as gofakes3
+// renders an error it does not know; otherwise what gofakes3 answered.
+func (s *Server) serveUpload(r *http.Request, vr *verifyingReader) (*recorder, error) {
+	r.Body = bodyCloser{vr, r.Body}
+	rec := &recorder{header: http.Header{}}
+	s.fake.ServeHTTP(rec, r)
+	if vr.failed != nil {
+		return nil, vr.failed
+	}
+	return rec, nil
 }
 
 // requestMeta returns the headers of an upload that S3 stores.
@@ -79,50 +90,23 @@ func requestMeta(h http.Header) map[string]string {
 // uploadPart handles UploadPart: gofakes3 stores the part, the emulator
 // verifies its checksum on the way.
 func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
-	alg, want, err := requestedChecksum(r.Header)
+	vr, err := uploadReader(r)
 	if err != nil {
 		return err
 	}
-	body, size, err := uploadBody(r)
+	rec, err := s.serveUpload(r, vr)
 	if err != nil {
 		return err
 	}
-	vr := newVerifyingReader(body, size, alg, want)
-	r.Body = bodyCloser{vr, r.Body}
-	s.fake.ServeHTTP(w, r)
-	if w.status == 0 && alg != "" {
-		w.Header().Set(ChecksumHeader(alg), vr.value())
+	if !rec.ok() {
+		return replay(w, rec)
 	}
-	return nil
-}
-
-// completeUpload handles CompleteMultipartUpload and, for the memory
-// backend, remembers the multipart ETag and the object's CRC64NVME.
-func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key string) error {
-	if s.discard != nil {
-		s.fake.ServeHTTP(w, r)
-		return nil
+	q := r.URL.Query()
+	s.parts.put(q.Get("uploadId"), q.Get("partNumber"), vr.n)
+	if vr.alg != "" {
+		rec.header.Set(ChecksumHeader(vr.alg), vr.value())
 	}
-	w.capture = &bytes.Buffer{}
-	s.fake.ServeHTTP(w, r)
-	if w.status != http.StatusOK {
-		return nil
-	}
-	var res struct{ ETag string }
-	if err := xml.Unmarshal(w.capture.Bytes(), &res); err != nil || res.ETag == "" {
-		return nil
-	}
-	obj, err := s.backend.b.GetObject(bucket, key, nil)
-	if err != nil {
-		return nil
-	}
-	defer obj.Contents.Close()
-	h := crc64nvme.New()
-	if _, err := io.Copy(h, obj.Contents); err != nil {
-		return nil
-	}
-	s.backend.remember(bucket, key, &sideEntry{hashHex: hex.EncodeToString(obj.Hash), etag: res.ETag, algorithm: AlgCRC64NVME, value: crc64Value(h.Sum64())})
-	return nil
+	return replay(w, rec)
 }
 
 // recorder is a ResponseWriter that keeps what gofakes3 answers to a
@@ -134,6 +118,9 @@ type recorder struct {
 }
 
 func (rec *recorder) Header() http.Header { return rec.header }
+
+// ok reports whether the answer recorded is a success.
+func (rec *recorder) ok() bool { return rec.status == 0 || rec.status == http.StatusOK }
 func (rec *recorder) WriteHeader(code int) {
 	if rec.status == 0 {
 		rec.status = code
@@ -187,6 +174,9 @@ func (s *Server) uploadPartCopy(w *respWriter, r *http.Request, q url.Values) er
 	inner.Header.Set("Content-Length", strconv.FormatInt(n, 10))
 	rec := &recorder{header: http.Header{}}
 	s.fake.ServeHTTP(rec, inner)
+	if rec.status == 0 || rec.status == http.StatusOK {
+		s.parts.put(q.Get("uploadId"), q.Get("partNumber"), n)
+	}
 	if rec.status != 0 && rec.status != http.StatusOK {
 		for k, v := range rec.header {
 			w.Header()[k] = v
@@ -227,7 +217,40 @@ func parseCopySource(v string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
-// uploadBody returns the body of an upload and its length (-1 if unknown).
-func uploadBody(r *http.Request) (io.Reader, int64, error) {
-	return r.Body, r.ContentLength, nil
+// uploadReader decodes an upload's aws-chunked body, if it is one, and
+// returns the body as a reader that verifies the checksum the request
+// names, in a header or in the body's trailer.
+func uploadReader(r *http.Request) (*verifyingReader, error) {
+	alg, want, err := requestedChecksum(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	cb, trailer, err := decodeUpload(r)
+	if err != nil {
+		return nil, err
+	}
+	if trailer != "" {
+		talg := ""
+		for _, a := range checksumAlgorithms {
+			if ChecksumHeader(a) == trailer {
+				talg = a
+			}
+		}
+		switch {
+		case talg == "":
+			return nil, &apiError{http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("x-amz-trailer %q is not a checksum S3 knows", trailer)}
+		case alg != "":
+			return nil, &apiError{http.StatusBadRequest, "InvalidRequest", "Expecting a single x-amz-checksum- header."}
+		}
+		alg = talg
+	}
+	size := r.ContentLength
+	if cb != nil {
+		size = -1 // the decoder checks the length, and ends with io.EOF
+	}
+	vr := newVerifyingReader(r.Body, size, alg, want)
+	if trailer != "" {
+		vr.trailer = cb
+	}
+	return vr, nil
 }
