@@ -22,10 +22,14 @@ const maxChunkLine = 4 << 10
 
 // isAWSChunked reports whether a request body is aws-chunked: its
 // x-amz-content-sha256 names a streaming payload, or its Content-Encoding
-// says aws-chunked.
+// says aws-chunked and x-amz-decoded-content-length gives the length
+// (a client may name aws-chunked in Content-Encoding of a plain body).
 func isAWSChunked(h http.Header) bool {
 	if strings.HasPrefix(h.Get("X-Amz-Content-Sha256"), "STREAMING-") {
 		return true
+	}
+	if h.Get("X-Amz-Decoded-Content-Length") == "" {
+		return false
 	}
 	for _, e := range strings.Split(h.Get("Content-Encoding"), ",") {
 		if strings.TrimSpace(e) == "aws-chunked" {
@@ -33,6 +37,24 @@ func isAWSChunked(h http.Header) bool {
 		}
 	}
 	return false
+}
+
+// dropChunkedEncoding removes aws-chunked from Content-Encoding: it names
+// the upload's framing, not the object's encoding, and S3 does not store it.
+func dropChunkedEncoding(h http.Header) {
+	if h.Get("Content-Encoding") == "" {
+		return
+	}
+	var enc []string
+	for _, e := range strings.Split(h.Get("Content-Encoding"), ",") {
+		if e = strings.TrimSpace(e); e != "" && e != "aws-chunked" {
+			enc = append(enc, e)
+		}
+	}
+	h.Del("Content-Encoding")
+	if len(enc) > 0 {
+		h.Set("Content-Encoding", strings.Join(enc, ", "))
+	}
 }
 
 // chunkedBody decodes an aws-chunked body. It reads the framing after a
@@ -180,6 +202,7 @@ func incompleteBody(msg string) error {
 // that carries the body's checksum, if the request names one.
 func decodeUpload(r *http.Request) (*chunkedBody, string, error) {
 	if !isAWSChunked(r.Header) {
+		dropChunkedEncoding(r.Header)
 		return nil, "", nil
 	}
 	dl := r.Header.Get("X-Amz-Decoded-Content-Length")
@@ -200,16 +223,7 @@ func decodeUpload(r *http.Request) (*chunkedBody, string, error) {
 	h := r.Header
 	h.Set("Content-Length", strconv.FormatInt(decoded, 10))
 	h.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
-	var enc []string
-	for _, e := range strings.Split(h.Get("Content-Encoding"), ",") {
-		if e = strings.TrimSpace(e); e != "" && e != "aws-chunked" {
-			enc = append(enc, e)
-		}
-	}
-	h.Del("Content-Encoding")
-	if len(enc) > 0 {
-		h.Set("Content-Encoding", strings.Join(enc, ","))
-	}
+	dropChunkedEncoding(h)
 	for _, k := range []string{"X-Amz-Decoded-Content-Length", "X-Amz-Trailer"} {
 		h.Del(k)
 	}

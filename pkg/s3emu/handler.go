@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/johannesboyne/gofakes3"
 )
@@ -139,11 +141,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	continueExpected(w, r)
+	rw.Header().Set("X-Amz-Request-Id", strconv.FormatInt(s.c.requests.Load(), 16))
+	if key != "" && !utf8.ValidString(key) {
+		s.writeError(rw, r, &apiError{http.StatusBadRequest, "InvalidURI", "Couldn't parse the specified URI: the key is not UTF-8."})
+		return
+	}
 	if r.URL.Path == statsPath {
 		s.serveStats(rw, r)
 		return
 	}
 	q := r.URL.Query()
+	if q.Get("versionId") == "null" {
+		// An unversioned bucket's objects are each their one version,
+		// "null", which gofakes3 (without versioning) does not know.
+		q.Del("versionId")
+		r.URL.RawQuery = q.Encode()
+	}
 	if IsDirectoryBucket(bucket) && s.serveDirectory(rw, r, bucket, q) {
 		return
 	}
@@ -223,6 +236,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = s.uploadPartCopy(rw, r, q)
 	case opComplete:
 		err = s.completeUpload(rw, r, bucket, key)
+	case opCreateUpload:
+		err = s.createUpload(rw, r)
+	case opAttributes:
+		err = s.serveAttributes(rw, r, bucket, key)
+	case opObjectACL:
+		err = s.serveObjectACL(rw, r, bucket, key)
+	case opCopy:
+		err = s.copyObject(rw, r, bucket, key)
+	case opDeleteMulti:
+		err = s.deleteMulti(rw, r)
 	default:
 		s.fake.ServeHTTP(rw, r)
 	}
@@ -254,6 +277,10 @@ const (
 	opUploadPartCopy
 	opComplete
 	opCopy
+	opCreateUpload
+	opAttributes
+	opObjectACL
+	opDeleteMulti
 	opWrite // other writes (DELETE, bucket writes, multipart create/abort)
 )
 
@@ -264,16 +291,22 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 	case bucket == "":
 		return opOther
 	case key == "" && r.Method == http.MethodGet:
-		for _, sub := range []string{"location", "uploads", "versions", "versioning"} {
+		for _, sub := range []string{"location", "uploads", "versioning", "tagging", "acl", "policy", "cors", "lifecycle", "encryption", "object-lock", "ownershipControls", "website", "logging", "notification", "replication", "requestPayment", "accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "publicAccessBlock"} {
 			if _, ok := q[sub]; ok {
 				return opOther
 			}
 		}
 		return opList
+	case key == "" && r.Method == http.MethodPost && q.Has("delete"):
+		return opDeleteMulti
 	case key == "" && r.Method == http.MethodPost:
 		return opWrite
 	case key == "":
 		return opOther
+	case r.Method == http.MethodGet && q.Has("attributes"):
+		return opAttributes
+	case r.Method == http.MethodGet && q.Has("acl"):
+		return opObjectACL
 	case r.Method == http.MethodGet && !upload:
 		return opGet
 	case r.Method == http.MethodHead:
@@ -288,6 +321,8 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 		return opPut
 	case r.Method == http.MethodPost && upload:
 		return opComplete
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		return opCreateUpload
 	case r.Method == http.MethodPost || r.Method == http.MethodDelete:
 		return opWrite
 	}
@@ -297,7 +332,7 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 // writes reports whether the operation changes an object.
 func (o op) writes() bool {
 	switch o {
-	case opPut, opUploadPart, opUploadPartCopy, opComplete, opCopy, opWrite:
+	case opPut, opUploadPart, opUploadPartCopy, opComplete, opCopy, opCreateUpload, opDeleteMulti, opWrite:
 		return true
 	}
 	return false
@@ -369,7 +404,7 @@ func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
 		return
 	}
 	io.WriteString(w, xml.Header)
-	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, Region: region, RequestID: "s3emu"})
+	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, Region: region, RequestID: h.Get("X-Amz-Request-Id")})
 }
 
 // signedRegion is the region a SigV4 Authorization header signs for

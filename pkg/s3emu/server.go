@@ -160,8 +160,8 @@ type Server struct {
 	tls     *tlsState // nil: plain HTTP
 	// sessions are the directory buckets' session credentials.
 	sessions *sessions
-	// parts are the sizes of the multipart parts uploaded.
-	parts partSizes
+	// uploads are the multipart uploads' checksums and parts.
+	uploads uploads
 
 	c counters
 

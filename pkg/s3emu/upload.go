@@ -2,6 +2,8 @@ package s3emu
 
 import (
 	"bytes"
+	"encoding/base64"
+	"hash"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
@@ -25,6 +27,24 @@ type bodyCloser struct {
 // on a mismatch, and nothing stored), stores the object and remembers the
 // checksum: the one the client sent, or a CRC64NVME, as S3 does by default.
 func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) error {
+	if err := s.checkConditions(r, bucket, key); err != nil {
+		return err
+	}
+	for _, h := range []string{"If-Match", "If-None-Match"} {
+		r.Header.Del(h) // checked: gofakes3 need not
+	}
+	keepHeaders(r.Header)
+	if r.ContentLength < 0 && !isAWSChunked(r.Header) {
+		// A body sent with Transfer-Encoding: chunked and no length:
+		// gofakes3 needs the length, so the body is read first.
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return fmt.Errorf("put %s/%s: read body: %w", bucket, key, err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	}
 	vr, err := uploadReader(r)
 	if err != nil {
 		return err
@@ -90,9 +110,15 @@ func requestMeta(h http.Header) map[string]string {
 // uploadPart handles UploadPart: gofakes3 stores the part, the emulator
 // verifies its checksum on the way.
 func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
+	q := r.URL.Query()
+	up := s.uploads.getOrAdd(q.Get("uploadId"))
 	vr, err := uploadReader(r)
 	if err != nil {
 		return err
+	}
+	if vr.alg == "" && up.alg != "" {
+		// S3 computes the part's checksum in the upload's algorithm.
+		vr.alg, vr.h, vr.noVerify = up.alg, newHash(up.alg), true
 	}
 	rec, err := s.serveUpload(r, vr)
 	if err != nil {
@@ -101,8 +127,12 @@ func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
 	if !rec.ok() {
 		return replay(w, rec)
 	}
-	q := r.URL.Query()
-	s.parts.put(q.Get("uploadId"), q.Get("partNumber"), vr.n)
+	pn, _ := strconv.Atoi(q.Get("partNumber"))
+	p := partInfo{size: vr.n}
+	if up.alg != "" && vr.alg == up.alg {
+		p.checksum = vr.value()
+	}
+	up.setPart(pn, p)
 	if vr.alg != "" {
 		rec.header.Set(ChecksumHeader(vr.alg), vr.value())
 	}
@@ -169,13 +199,25 @@ func (s *Server) uploadPartCopy(w *respWriter, r *http.Request, q url.Values) er
 	for _, h := range []string{"X-Amz-Copy-Source", "X-Amz-Copy-Source-Range", "X-Amz-Copy-Source-If-Match"} {
 		inner.Header.Del(h)
 	}
-	inner.Body = io.NopCloser(src)
+	up := s.uploads.getOrAdd(q.Get("uploadId"))
+	var body io.Reader = src
+	var h hash.Hash
+	if up.alg != "" {
+		h = newHash(up.alg)
+		body = io.TeeReader(src, h)
+	}
+	inner.Body = io.NopCloser(body)
 	inner.ContentLength = n
 	inner.Header.Set("Content-Length", strconv.FormatInt(n, 10))
 	rec := &recorder{header: http.Header{}}
 	s.fake.ServeHTTP(rec, inner)
-	if rec.status == 0 || rec.status == http.StatusOK {
-		s.parts.put(q.Get("uploadId"), q.Get("partNumber"), n)
+	if rec.ok() {
+		pn, _ := strconv.Atoi(q.Get("partNumber"))
+		p := partInfo{size: n}
+		if h != nil {
+			p.checksum = base64.StdEncoding.EncodeToString(h.Sum(nil))
+		}
+		up.setPart(pn, p)
 	}
 	if rec.status != 0 && rec.status != http.StatusOK {
 		for k, v := range rec.header {
