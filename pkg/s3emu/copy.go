@@ -97,6 +97,11 @@ func (s *Server) copyObject(w *respWriter, r *http.Request, bucket, key string) 
 			}
 		}
 	}
+	s.tombstones(bucket, key, func(k string) {
+		if _, ok := meta[k]; !ok {
+			meta[k] = tombstone
+		}
+	})
 	now := time.Now().UTC()
 	meta["Last-Modified"] = now.Format(http.TimeFormat)
 	var body io.ReadCloser = io.NopCloser(strings.NewReader(""))
@@ -159,4 +164,26 @@ func (s *Server) serveObjectACL(w *respWriter, r *http.Request, bucket, key stri
 	io.WriteString(w, xml.Header+`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Owner><ID>`+emulatorOwnerID+`</ID><DisplayName>s3emu</DisplayName></Owner>`+
 		`<AccessControlList><Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>`+emulatorOwnerID+`</ID><DisplayName>s3emu</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>`)
 	return nil
+}
+
+// tombstone is the value of a stored header the object no longer has.
+// gofakes3's memory backend carries an object's metadata over to the
+// object that replaces it (S3 does not), unless the new one has the key:
+// a tombstone is that key, skipped when headers are replayed. "\x00"
+// cannot come in an HTTP header.
+const tombstone = "\x00"
+
+// tombstones calls mark with each stored header of bucket/key that a
+// replacing object must not inherit.
+func (s *Server) tombstones(bucket, key string, mark func(k string)) {
+	obj, err := s.backend.b.HeadObject(bucket, key)
+	if err != nil {
+		return
+	}
+	obj.Contents.Close()
+	for k := range obj.Metadata {
+		if replayedHeader(k) || strings.HasPrefix(k, storedPrefix) {
+			mark(k)
+		}
+	}
 }

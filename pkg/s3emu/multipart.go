@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/johannesboyne/gofakes3"
 )
 
 // MinPartSize is S3's smallest part but the last of a multipart upload.
@@ -265,7 +267,10 @@ func (res *completeResult) setChecksum(alg, value string) {
 // stands gets the same answer, as on S3.
 func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key string) error {
 	uploadID := r.URL.Query().Get("uploadId")
-	up := s.uploads.getOrAdd(uploadID)
+	up := s.uploads.get(uploadID)
+	if up == nil {
+		return gofakes3.ErrorMessage(gofakes3.ErrNoSuchUpload, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")
+	}
 	if res := up.done; res != nil {
 		if m, err := s.backend.stat(bucket, key); err == nil && m.ETag == res.ETag {
 			return writeXML(w, res)
@@ -278,6 +283,21 @@ func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key stri
 	if err != nil {
 		return err
 	}
+	if up.ctype == TypeComposite {
+		// The checksum of the parts' checksums is known before joining.
+		_, _, sum, err := s.objectChecksum(up, infos, bucket, key)
+		if err != nil {
+			return err
+		}
+		if want := r.Header.Get(ChecksumHeader(up.alg)); want != "" && want != sum {
+			return badDigest(up.alg)
+		}
+	}
+	wantSums := map[string]string{}
+	for _, a := range checksumAlgorithms {
+		wantSums[a] = r.Header.Get(ChecksumHeader(a))
+		r.Header.Del(ChecksumHeader(a)) // checked here: gofakes3 would store them
+	}
 	rec := &recorder{header: http.Header{}}
 	s.fake.ServeHTTP(rec, r)
 	var res completeResult
@@ -288,7 +308,7 @@ func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key stri
 	if err != nil {
 		return err
 	}
-	if want := r.Header.Get(ChecksumHeader(alg)); want != "" && want != sum {
+	if want := wantSums[alg]; want != "" && want != sum {
 		s.backend.b.DeleteObject(bucket, key)
 		return badDigest(alg)
 	}

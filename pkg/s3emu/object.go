@@ -73,6 +73,9 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 		if m.Algorithm != "" {
 			h.Set("x-amz-checksum-type", checksumType(m))
 		}
+		if i, _ := strconv.Atoi(pn); i >= 1 && i <= len(m.PartSums) && m.PartSums[i-1] != "" {
+			h.Set(ChecksumHeader(m.Algorithm), m.PartSums[i-1])
+		}
 	}
 	if _, ignore := fault.(IgnoreRange); ignore {
 		rng = ""

@@ -163,6 +163,9 @@ func (s *backendStore) stat(bucket, key string) (objectMeta, error) {
 	hh := hex.EncodeToString(obj.Hash)
 	m := objectMeta{Size: obj.Size, ETag: `"` + hh + `"`, Header: map[string]string{}}
 	for k, v := range obj.Metadata {
+		if v == tombstone {
+			continue
+		}
 		if name, ok := strings.CutPrefix(k, storedPrefix); ok {
 			m.Header[name] = v
 		} else if replayedHeader(k) {

@@ -49,6 +49,12 @@ func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) e
 	if err != nil {
 		return err
 	}
+	// After uploadReader, which rewrites the headers of an aws-chunked body.
+	s.tombstones(bucket, key, func(k string) {
+		if _, ok := r.Header[k]; !ok {
+			r.Header.Set(k, tombstone)
+		}
+	})
 	if s.discard != nil {
 		if _, err := io.Copy(io.Discard, vr); err != nil {
 			return err
@@ -111,7 +117,10 @@ func requestMeta(h http.Header) map[string]string {
 // verifies its checksum on the way.
 func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
 	q := r.URL.Query()
-	up := s.uploads.getOrAdd(q.Get("uploadId"))
+	up := s.uploads.get(q.Get("uploadId"))
+	if up == nil {
+		return gofakes3.ErrorMessage(gofakes3.ErrNoSuchUpload, "The specified upload does not exist.")
+	}
 	vr, err := uploadReader(r)
 	if err != nil {
 		return err
@@ -199,7 +208,10 @@ func (s *Server) uploadPartCopy(w *respWriter, r *http.Request, q url.Values) er
 	for _, h := range []string{"X-Amz-Copy-Source", "X-Amz-Copy-Source-Range", "X-Amz-Copy-Source-If-Match"} {
 		inner.Header.Del(h)
 	}
-	up := s.uploads.getOrAdd(q.Get("uploadId"))
+	up := s.uploads.get(q.Get("uploadId"))
+	if up == nil {
+		return gofakes3.ErrorMessage(gofakes3.ErrNoSuchUpload, "The specified upload does not exist.")
+	}
 	var body io.Reader = src
 	var h hash.Hash
 	if up.alg != "" {
