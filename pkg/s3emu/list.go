@@ -40,9 +40,9 @@ type listResult struct {
 	Owner bool
 	// Versions makes it a ListVersionsResult of an unversioned bucket:
 	// every object is its one version, "null"; Marker is the key-marker.
-	Versions bool
-	Contents                              []listContent
-	CommonPrefixes                        []string
+	Versions       bool
+	Contents       []listContent
+	CommonPrefixes []string
 	// emptyNextToken writes an empty NextContinuationToken element (a
 	// listing fault).
 	emptyNextToken bool

@@ -3,10 +3,10 @@ package s3emu
 import (
 	"bytes"
 	"encoding/base64"
-	"hash"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
