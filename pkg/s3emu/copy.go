@@ -67,7 +67,11 @@ func (s *Server) copyObject(w *respWriter, r *http.Request, bucket, key string) 
 	if err != nil {
 		return err
 	}
-	if err := copySourceConditions(r.Header, m); err != nil {
+	cond := m
+	if IsDirectoryBucket(sb) {
+		cond.ETag = opaqueETag(m.ETag) // what the client was shown
+	}
+	if err := copySourceConditions(r.Header, cond); err != nil {
 		return err
 	}
 	directive := strings.ToUpper(r.Header.Get("X-Amz-Metadata-Directive"))

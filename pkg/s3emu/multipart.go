@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,6 +138,9 @@ func (p completedPart) checksum(alg string) string {
 	return ""
 }
 
+// etagElement is an ETag element of a CompleteMultipartUpload body.
+var etagElement = regexp.MustCompile(`<ETag>([^<]*)</ETag>`)
+
 // maxCompleteBody bounds a CompleteMultipartUpload body (10,000 parts of
 // a few hundred bytes each).
 const maxCompleteBody = 8 << 20
@@ -146,10 +150,18 @@ const maxCompleteBody = 8 << 20
 // against x-amz-mp-object-size and the parts' checksums against those
 // uploaded, and puts the body back for gofakes3. It returns the parts
 // listed with their sizes.
-func (s *Server) checkComplete(r *http.Request, up *upload) ([]completedPart, []partInfo, error) {
+func (s *Server) checkComplete(r *http.Request, up *upload, opaque bool) ([]completedPart, []partInfo, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxCompleteBody))
 	if err != nil {
 		return nil, nil, fmt.Errorf("complete upload: read body: %w", err)
+	}
+	if opaque {
+		// A directory bucket's part ETags were answered opaque.
+		body = etagElement.ReplaceAllFunc(body, func(el []byte) []byte {
+			v := etagElement.FindSubmatch(el)[1]
+			v = bytes.ReplaceAll(bytes.ReplaceAll(v, []byte("&#34;"), []byte(`"`)), []byte("&quot;"), []byte(`"`))
+			return []byte("<ETag>" + opaqueETag(string(v)) + "</ETag>")
+		})
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var in struct {
@@ -279,7 +291,7 @@ func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key stri
 	if err := s.checkConditions(r, bucket, key); err != nil {
 		return err
 	}
-	_, infos, err := s.checkComplete(r, up)
+	_, infos, err := s.checkComplete(r, up, w.opaque)
 	if err != nil {
 		return err
 	}
