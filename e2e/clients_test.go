@@ -14,13 +14,15 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -371,9 +373,23 @@ print(hashlib.sha256(open(path + '.back', 'rb').read()).hexdigest())
 	}
 }
 
-// TestTransferManager: the Go SDK's transfer manager (feature/s3/manager)
-// uploads in parts and downloads in ranges, byte for byte, over both
-// schemes.
+// bufferAt is an io.WriterAt into a buffer of the object's size.
+type bufferAt struct {
+	b []byte
+	n atomic.Int64
+}
+
+func (w *bufferAt) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(len(w.b)) {
+		return 0, fmt.Errorf("write of %d bytes at %d past the object's %d", len(p), off, len(w.b))
+	}
+	w.n.Add(int64(len(p)))
+	return copy(w.b[off:], p), nil
+}
+
+// TestTransferManager: the Go SDK's transfer manager
+// (feature/s3/transfermanager) uploads in parts and downloads in ranges,
+// byte for byte, over both schemes.
 func TestTransferManager(t *testing.T) {
 	for _, scheme := range []string{"http", "https"} {
 		t.Run(scheme, func(t *testing.T) {
@@ -394,17 +410,19 @@ func TestTransferManager(t *testing.T) {
 			for _, n := range []int{0, 1_000_000, 17 << 20} {
 				body := randomBytes(uint64(n)+4, n)
 				key := fmt.Sprintf("tm/%d", n)
-				up := manager.NewUploader(c, func(u *manager.Uploader) { u.PartSize = 5 << 20 })
-				if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String("cli"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+				tm := transfermanager.New(c, func(o *transfermanager.Options) {
+					o.PartSizeBytes = 5 << 20
+					o.GetObjectType = tmtypes.GetObjectRanges
+				})
+				if _, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{Bucket: aws.String("cli"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 					t.Fatalf("upload %s: %v", key, err)
 				}
-				buf := manager.NewWriteAtBuffer(nil)
-				dl := manager.NewDownloader(c, func(d *manager.Downloader) { d.PartSize = 5 << 20 })
-				if _, err := dl.Download(ctx, buf, &s3.GetObjectInput{Bucket: aws.String("cli"), Key: aws.String(key)}); err != nil {
+				buf := &bufferAt{b: make([]byte, n)}
+				if _, err := tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{Bucket: aws.String("cli"), Key: aws.String(key), WriterAt: buf}); err != nil {
 					t.Fatalf("download %s: %v", key, err)
 				}
-				if !bytes.Equal(buf.Bytes(), body) {
-					t.Errorf("%s: downloaded %d bytes (sha256 %s), want %d (%s)", key, len(buf.Bytes()), sum(buf.Bytes()), n, sum(body))
+				if !bytes.Equal(buf.b, body) || buf.n.Load() != int64(n) {
+					t.Errorf("%s: downloaded %d bytes (sha256 %s), want %d (%s)", key, buf.n.Load(), sum(buf.b), n, sum(body))
 				}
 			}
 			out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("cli"), Prefix: aws.String("tm/")})

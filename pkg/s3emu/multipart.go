@@ -56,13 +56,6 @@ func (u *uploads) get(id string) *upload {
 	return nil
 }
 
-// getOrAdd returns upload id, made (with no checksum) if the emulator did
-// not see it created.
-func (u *uploads) getOrAdd(id string) *upload {
-	v, _ := u.m.LoadOrStore(id, &upload{parts: map[int]partInfo{}})
-	return v.(*upload)
-}
-
 func (up *upload) setPart(n int, p partInfo) {
 	up.mu.Lock()
 	up.parts[n] = p
