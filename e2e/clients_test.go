@@ -329,25 +329,28 @@ func TestClients(t *testing.T) {
 }
 
 // TestBoto3AndBotocore: boto3 puts, gets, lists and uploads in parts;
-// botocore with one connection and a short read timeout sends an empty
-// PUT and then a PUT on the same connection (which stalled until the read
-// timeout when the empty PUT got no 100 Continue).
+// botocore with one connection sends an empty PUT and then a PUT on the
+// same connection, which stalled until its read timeout when the empty
+// PUT got no 100 Continue.
 func TestBoto3AndBotocore(t *testing.T) {
 	py := lookTool(t, "python3")
 	if err := exec.Command(py, "-c", "import boto3").Run(); err != nil {
 		unavailable(t, "python3 has no boto3 (.ci/run installs python3-boto3)")
 	}
 	script := `
-import sys, boto3, botocore.config, hashlib
+import sys, time, boto3, botocore.config, hashlib
 from boto3.s3.transfer import TransferConfig
 ep, ca, path = sys.argv[1], sys.argv[2] or None, sys.argv[3]
-cfg = botocore.config.Config(s3={'addressing_style': 'path'}, read_timeout=5, connect_timeout=5,
+cfg = botocore.config.Config(s3={'addressing_style': 'path'}, read_timeout=20, connect_timeout=5,
                              max_pool_connections=1, retries={'max_attempts': 1, 'mode': 'standard'})
 c = boto3.client('s3', endpoint_url=ep, verify=ca, region_name='us-east-1',
                  aws_access_key_id='test', aws_secret_access_key='test', config=cfg)
+slowest = 0
 for i in range(3):
     c.put_object(Bucket='cli', Key='zero%d' % i, Body=b'')
+    t = time.monotonic()
     c.put_object(Bucket='cli', Key='small%d' % i, Body=b'hello world')
+    slowest = max(slowest, time.monotonic() - t)
 assert c.get_object(Bucket='cli', Key='small2')['Body'].read() == b'hello world'
 assert c.get_object(Bucket='cli', Key='zero2')['Body'].read() == b''
 c.upload_file(path, 'cli', 'big', Config=TransferConfig(multipart_threshold=5*1024*1024, multipart_chunksize=5*1024*1024, max_concurrency=1))
@@ -355,6 +358,7 @@ c.download_file('cli', 'big', path + '.back')
 keys = sorted(o['Key'] for o in c.list_objects_v2(Bucket='cli')['Contents'])
 print(' '.join(keys))
 print(hashlib.sha256(open(path + '.back', 'rb').read()).hexdigest())
+print('stalled' if slowest >= 10 else 'no stall')
 `
 	for _, scheme := range []string{"http", "https"} {
 		t.Run(scheme, func(t *testing.T) {
@@ -366,8 +370,14 @@ print(hashlib.sha256(open(path + '.back', 'rb').read()).hexdigest())
 			}
 			out := runTool(t, nil, py, "-c", script, s.endpoint, s.ca, path)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if len(lines) < 2 || lines[len(lines)-2] != "big small0 small1 small2 zero0 zero1 zero2" || lines[len(lines)-1] != sum(big) {
+			if len(lines) < 3 || lines[len(lines)-3] != "big small0 small1 small2 zero0 zero1 zero2" || lines[len(lines)-2] != sum(big) {
 				t.Errorf("boto3 over %s printed %q, want the 7 keys and the sha256 %s of the multipart object", scheme, out, sum(big))
+			}
+			// A PUT after an empty one stalled until botocore's read
+			// timeout (20 s here); it takes milliseconds: 10 s is a bound
+			// no machine reaches but by that stall.
+			if lines[len(lines)-1] != "no stall" {
+				t.Errorf("boto3 over %s: a PUT after an empty PUT on the same connection stalled 10 s or more (%q)", scheme, out)
 			}
 		})
 	}
