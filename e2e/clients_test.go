@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +37,13 @@ type served struct {
 // backend and bucket "cli", over HTTPS when tls, until the test ends.
 func serveMemory(t *testing.T, tls bool) served {
 	t.Helper()
-	args := []string{"bench", "serve", "--backend", "memory", "--bucket", "cli", "--listen", "127.0.0.1:0"}
+	return serveMemoryAt(t, tls, "127.0.0.1:0")
+}
+
+// serveMemoryAt is serveMemory listening at addr.
+func serveMemoryAt(t *testing.T, tls bool, addr string) served {
+	t.Helper()
+	args := []string{"bench", "serve", "--backend", "memory", "--bucket", "cli", "--listen", addr}
 	var ca string
 	if tls {
 		ca = filepath.Join(t.TempDir(), "ca.pem")
@@ -192,6 +199,9 @@ type cliClient struct {
 	put, get, syncUp, syncDown func(s served, local, remote string) []string
 	list                       func(s served, remote string) []string
 	big                        int
+	// port, when set, is the port the client can reach for a scheme (the
+	// CRT reaches only 80 and 443); otherwise any.
+	port func(scheme string) string
 }
 
 func awsFlags(s served) []string {
@@ -233,6 +243,37 @@ func awsCLI(name, path string, big int) cliClient {
 			return append([]string{"s3", "ls", "--recursive", "s3://cli/" + r}, awsEndpoint(s)...)
 		},
 	}
+}
+
+// awsCLICRT is the AWS CLI v2 with its CRT transfer client, which
+// reaches an endpoint only on port 80 (http) or 443 (https).
+func awsCLICRT() cliClient {
+	c := awsCLI("aws-cli-v2-crt", "/usr/bin/aws", 12<<20)
+	c.env = func(t *testing.T, s served, home string) []string {
+		cfg := filepath.Join(home, "awsconfig")
+		os.WriteFile(cfg, []byte("[default]\nregion = us-east-1\ns3 =\n  preferred_transfer_client = crt\n"), 0o644)
+		return []string{"AWS_CONFIG_FILE=" + cfg, "AWS_DEFAULT_REGION=us-east-1"}
+	}
+	c.port = func(scheme string) string {
+		if scheme == "https" {
+			return "443"
+		}
+		return "80"
+	}
+	return c
+}
+
+// listenable reports, marking the test unavailable (a failure under CI)
+// otherwise, that addr can be listened on: a port under 1024 needs root,
+// and another server may hold it.
+func listenable(t *testing.T, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		unavailable(t, "cannot listen on %s (a port under 1024 needs root): %v", addr, err)
+		return
+	}
+	ln.Close()
 }
 
 func s5cmdBinary() string {
@@ -307,7 +348,12 @@ func TestClients(t *testing.T) {
 		for _, scheme := range []string{"http", "https"} {
 			t.Run(c.name+"/"+scheme, func(t *testing.T) {
 				tool := c.tool(t)
-				s := serveMemory(t, scheme == "https")
+				addr := "127.0.0.1:0"
+				if c.port != nil {
+					addr = "127.0.0.1:" + c.port(scheme)
+					listenable(t, addr)
+				}
+				s := serveMemoryAt(t, scheme == "https", addr)
 				home := t.TempDir()
 				env := c.env(t, s, home)
 				dir, want := clientFiles(t, c.big)
