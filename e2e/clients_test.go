@@ -202,6 +202,10 @@ type cliClient struct {
 	// port, when set, is the port the client can reach for a scheme (the
 	// CRT reaches only 80 and 443); otherwise any.
 	port func(scheme string) string
+	// rangesEmpty: the client reads even an empty object with a Range,
+	// which S3 (and the emulator) answers 416, so empty files are
+	// synced up but not down.
+	rangesEmpty bool
 }
 
 func awsFlags(s served) []string {
@@ -253,6 +257,11 @@ func awsCLICRT() cliClient {
 		cfg := filepath.Join(home, "awsconfig")
 		os.WriteFile(cfg, []byte("[default]\nregion = us-east-1\ns3 =\n  preferred_transfer_client = crt\n"), 0o644)
 		return []string{"AWS_CONFIG_FILE=" + cfg, "AWS_DEFAULT_REGION=us-east-1"}
+	}
+	c.rangesEmpty = true
+	down := c.syncDown
+	c.syncDown = func(s served, l, r string) []string {
+		return append(down(s, l, r), "--exclude", "*0", "--exclude", "*empty")
 	}
 	c.port = func(scheme string) string {
 		if scheme == "https" {
@@ -341,6 +350,7 @@ func TestClients(t *testing.T) {
 	clients := []cliClient{
 		awsCLI("aws-cli-v1", "aws", 20_000_000),
 		awsCLI("aws-cli-v2", "/usr/bin/aws", 12<<20),
+		awsCLICRT(),
 		s5cmdClient(),
 		rcloneClient(),
 	}
@@ -366,6 +376,13 @@ func TestClients(t *testing.T) {
 				runTool(t, env, tool, c.syncUp(s, filepath.Join(dir, "sync"), c.name+"/sync/")...)
 				down := t.TempDir()
 				runTool(t, env, tool, c.syncDown(s, down, c.name+"/sync/")...)
+				if c.rangesEmpty {
+					for name, b := range want {
+						if len(b) == 0 {
+							delete(want, name)
+						}
+					}
+				}
 				syncedTree(t, c.name, down, want)
 				out := runTool(t, env, tool, c.list(s, c.name+"/")...)
 				listed(t, c.name, out, "small.bin", "big.bin", "a0", "c0", "sub/empty")
