@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -34,8 +35,13 @@ type benchServeOptions struct {
 	caOut    string
 	// sessionLifetime is how long a directory bucket's sessions live.
 	sessionLifetime time.Duration
-	// allowRemote: --allow-remote, to listen beyond loopback
+	// allowRemote: --allow-remote, to listen beyond loopback and serve
+	// any Host
 	allowRemote bool
+	// corsOrigins: --cors-origin, the web origins whose pages may reach it
+	corsOrigins []string
+	// minPartSize: --min-part-size, the smallest part but the last
+	minPartSize string
 }
 
 // NewCmdBenchServe builds `s3pd bench serve`: the S3 emulator, standalone.
@@ -57,6 +63,11 @@ answer 503 SlowDown as S3 does; --stall-fraction stalls a seeded share of
 GETs mid-body (see docs/EMULATOR.md). A --bucket named BASE--ZONEID--x-s3
 is a directory bucket (S3 Express One Zone): CreateSession, s3express
 signatures checked, sessions living --session-lifetime (docs/DIRECTORY-BUCKETS.md).
+
+It serves only this machine: requests whose Host is not a loopback
+address or localhost are refused, and so are browser form uploads and
+CORS requests, unless --allow-remote (any host) or --cors-origin ORIGIN
+(a web page at ORIGIN may reach it) says otherwise.
 
 --tls serves HTTPS (HTTP/1.1 only, as S3) with a self-signed certificate
 for 127.0.0.1 and localhost, written to --ca-out (a temporary file
@@ -95,7 +106,9 @@ to paste; --tls-cert and --tls-key serve a certificate of your own.`,
 	fs.StringVar(&opts.tlsKeyAs, "tls-key-type", s3emu.KeyRSA, "key of the self-signed certificate: rsa (2048 bits, as S3's) or ecdsa (P-256)")
 	nonNegativeDurationVar(fs, &opts.sessionLifetime, "session-lifetime", s3emu.DefaultSessionLifetime, "how long a directory bucket's session credentials live")
 	fs.StringVar(&opts.caOut, "ca-out", "", "write the self-signed certificate here, kept at exit (default: a temporary file removed at exit)")
-	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "listen on an address other hosts can reach (every bucket is served without authentication, and the buckets in memory are writable by anyone)")
+	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "listen on an address other hosts can reach and serve any Host name (every bucket is served without authentication, and the buckets in memory are writable by anyone)")
+	fs.StringArrayVar(&opts.corsOrigins, "cors-origin", nil, "web origin (scheme://host[:port], or *) whose pages may reach the emulator through CORS (repeatable)")
+	fs.StringVar(&opts.minPartSize, "min-part-size", "5MiB", "answer EntityTooSmall to a multipart upload whose parts but the last are smaller, as S3 (0: any size)")
 	return c
 }
 
@@ -114,8 +127,18 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 	if remote && !opts.allowRemote {
 		return usageErrorf("--listen %s can be reached from other hosts, and the emulator checks no credentials: give --allow-remote to serve there anyway, or listen on 127.0.0.1", opts.listen)
 	}
+	minPart, err := s3emu.ParseSize(opts.minPartSize)
+	if err != nil {
+		return usageErrorf("--min-part-size %q: %v", opts.minPartSize, err)
+	}
+	for _, o := range opts.corsOrigins {
+		if err := checkOrigin(o); err != nil {
+			return usageErrorf("--cors-origin %q: %v", o, err)
+		}
+	}
 	eo := s3emu.Options{Backend: opts.backend, Buckets: opts.buckets, TTFB: opts.ttfb, ConnRate: rate,
-		Throttle: opts.throttle, Stalls: opts.stalls, SessionLifetime: opts.sessionLifetime}
+		Throttle: opts.throttle, Stalls: opts.stalls, SessionLifetime: opts.sessionLifetime,
+		AllowRemote: opts.allowRemote, CORSOrigins: opts.corsOrigins, MinPartSize: minPart}
 	if eo.TLS, err = opts.tlsOptions(); err != nil {
 		return err
 	}
@@ -152,6 +175,9 @@ func runBenchServe(ctx context.Context, f *Factory, opts *benchServeOptions) err
 			writable = "every bucket is writable (the " + opts.backend + " backend)"
 		}
 		fmt.Fprintf(f.IO.ErrOut, "s3pd: warning: --allow-remote: serving at %s to anyone who can reach it: every bucket can be listed and read without authentication, and %s, also deletable, by anyone\n", endpoint, writable)
+	}
+	if len(opts.corsOrigins) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "s3pd: warning: --cors-origin: web pages at %s can list, read, write and delete objects here\n", strings.Join(opts.corsOrigins, ", "))
 	}
 	caFlag, cleanup, err := opts.writeCA(emu)
 	if err != nil {
@@ -257,4 +283,17 @@ func reachableBeyondLoopback(addr string) (bool, error) {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip == nil || !ip.IsLoopback(), nil
+}
+
+// checkOrigin checks a --cors-origin: "*" or scheme://host[:port], as a
+// browser sends it in Origin (no path, no trailing slash).
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return errors.New("want scheme://host[:port] as a browser sends it, e.g. http://localhost:3000, or *")
+	}
+	return nil
 }

@@ -394,3 +394,109 @@ func TestBenchServeNamesEveryBucket(t *testing.T) {
 		t.Fatalf("bench serve --bucket mybucket: %v, first line %q", err, line)
 	}
 }
+
+// TestBenchServeClosedToBrowsers: bench serve refuses a request for a
+// foreign Host (DNS rebinding), a CORS preflight and a form upload unless
+// asked; --cors-origin grants one origin's pages; a bad origin is a usage
+// error.
+func TestBenchServeClosedToBrowsers(t *testing.T) {
+	do := func(method, url string, hdr map[string]string, host string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	ep, _ := runServe(t, "--listen", "127.0.0.1:0", "--backend", "memory")
+	preflight := map[string]string{"Origin": "http://evil.example", "Access-Control-Request-Method": "PUT"}
+	if resp := do(http.MethodGet, ep+"/bench", nil, "evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Host evil.example: %d, want 403", resp.StatusCode)
+	}
+	if resp := do(http.MethodGet, ep+"/bench", nil, "localhost"); resp.StatusCode != http.StatusOK {
+		t.Errorf("Host localhost: %d, want 200", resp.StatusCode)
+	}
+	if resp := do(http.MethodOptions, ep+"/bench/k", preflight, ""); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight: %d, Access-Control-Allow-Origin %q; want 403 and none", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if resp := do(http.MethodPost, ep+"/bench", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("form POST: %d, want 403", resp.StatusCode)
+	}
+
+	ep, _ = runServe(t, "--listen", "127.0.0.1:0", "--backend", "memory", "--cors-origin", "http://localhost:3000")
+	granted := map[string]string{"Origin": "http://localhost:3000", "Access-Control-Request-Method": "PUT"}
+	if resp := do(http.MethodOptions, ep+"/bench/k", granted, ""); resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "http://localhost:3000" {
+		t.Errorf("preflight of the --cors-origin: %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if resp := do(http.MethodOptions, ep+"/bench/k", preflight, ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("preflight of another origin with --cors-origin: %d, want 403", resp.StatusCode)
+	}
+
+	for _, bad := range []string{"localhost:3000", "http://localhost:3000/", "ftp://x"} {
+		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}, Getenv: func(string) string { return "" }}
+		c := NewCmdBenchServe(f, nil)
+		c.SetArgs([]string{"--listen", "127.0.0.1:0", "--cors-origin", bad})
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		err := c.ExecuteContext(context.Background())
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "--cors-origin") {
+			t.Errorf("--cors-origin %q: %v, want a usage error naming --cors-origin", bad, err)
+		}
+	}
+}
+
+// TestBenchServeMinPartSize: bench serve refuses, as S3, a multipart
+// upload whose first part is under 5 MiB; --min-part-size 0 takes it.
+func TestBenchServeMinPartSize(t *testing.T) {
+	complete := func(ep string) int {
+		t.Helper()
+		post := func(url, body string) (int, string) {
+			resp, err := http.Post(url, "application/xml", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		_, b := post(ep+"/bench/mp?uploads", "")
+		id := regexp.MustCompile(`<UploadId>([^<]+)</UploadId>`).FindStringSubmatch(b)
+		if id == nil {
+			t.Fatalf("CreateMultipartUpload answered %q", b)
+		}
+		var etags []string
+		for i := 1; i <= 2; i++ {
+			req, _ := http.NewRequest(http.MethodPut, ep+"/bench/mp?partNumber="+string(rune('0'+i))+"&uploadId="+id[1], strings.NewReader("small"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			etags = append(etags, resp.Header.Get("ETag"))
+		}
+		code, _ := post(ep+"/bench/mp?uploadId="+id[1], "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"+etags[0]+
+			"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>"+etags[1]+"</ETag></Part></CompleteMultipartUpload>")
+		return code
+	}
+	ep, _ := runServe(t, "--listen", "127.0.0.1:0", "--backend", "memory")
+	if code := complete(ep); code != http.StatusBadRequest {
+		t.Errorf("two 5-byte parts, default minimum: %d, want 400 EntityTooSmall", code)
+	}
+	ep, _ = runServe(t, "--listen", "127.0.0.1:0", "--backend", "memory", "--min-part-size", "0")
+	if code := complete(ep); code != http.StatusOK {
+		t.Errorf("two 5-byte parts, --min-part-size 0: %d, want 200", code)
+	}
+}

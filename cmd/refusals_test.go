@@ -158,6 +158,8 @@ func refusals() []refusal {
 		{args: []string{"config", "list"}, want: `unknown command "list" for "s3pd config": did you mean "s3pd config show"`},
 		{args: []string{"config", "zzzz"}, want: `unknown command "zzzz" for "s3pd config": "s3pd config --help" lists its commands`},
 		{args: []string{"bench", "serve", "--conn-rate", "fast"}, want: `--conn-rate: `},
+		{args: []string{"bench", "serve", "--min-part-size", "big"}, want: `--min-part-size "big": `},
+		{args: []string{"bench", "serve", "--cors-origin", "localhost:3000"}, want: `--cors-origin "localhost:3000": want scheme://host`},
 		{args: []string{"bench", "serve", "--ttfb", "-1s"}, want: `a duration cannot be negative`},
 		{args: []string{"bench", "serve", "--faults", "{missing}"}, want: `--faults: `},
 		{args: []string{"bench", "serve", "--faults", "{badfaults}"}, want: `--faults .*: `},

@@ -86,6 +86,13 @@ type verifyingReader struct {
 	want    string
 	h       hash.Hash
 	checked bool
+	// trailer, when set, carries want in its trailing headers, read by
+	// the time the body's last byte is.
+	trailer *chunkedBody
+	// noVerify computes alg's checksum without checking it (no want).
+	noVerify bool
+	// failed is the first error a read returned but io.EOF.
+	failed error
 }
 
 func newVerifyingReader(r io.Reader, size int64, alg, want string) *verifyingReader {
@@ -97,6 +104,14 @@ func newVerifyingReader(r io.Reader, size int64, alg, want string) *verifyingRea
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
+	n, err := v.read(p)
+	if err != nil && err != io.EOF && v.failed == nil {
+		v.failed = err
+	}
+	return n, err
+}
+
+func (v *verifyingReader) read(p []byte) (int, error) {
 	n, err := v.r.Read(p)
 	v.n += int64(n)
 	v.crc = crc64nvme.Update(v.crc, p[:n])
@@ -105,7 +120,13 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	}
 	if !v.checked && (err == io.EOF || v.size >= 0 && v.n >= v.size) {
 		v.checked = true
-		if v.alg != "" && v.value() != v.want {
+		if v.trailer != nil && v.alg != "" {
+			v.want = v.trailer.trailers.Get(ChecksumHeader(v.alg))
+			if v.want == "" {
+				return 0, &apiError{http.StatusBadRequest, "MalformedTrailerError", "x-amz-trailer names " + ChecksumHeader(v.alg) + " but the body's trailer does not carry it"}
+			}
+		}
+		if v.alg != "" && !v.noVerify && v.value() != v.want {
 			return 0, badDigest(v.alg)
 		}
 	}

@@ -1,15 +1,16 @@
 package s3emu
 
 import (
-	"bytes"
 	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/johannesboyne/gofakes3"
 )
@@ -63,11 +64,12 @@ func (s *Server) wrongRegion(home, signed string) (header bool, answer error) {
 // respWriter counts the bytes of a response and remembers its status.
 type respWriter struct {
 	http.ResponseWriter
-	sent    *atomic.Int64
-	status  int
-	n       int64
-	capture *bytes.Buffer // when set, a copy of the body (small XML answers)
-	opaque  bool          // a directory bucket's answer: its ETag is made opaque
+	sent   *atomic.Int64
+	status int
+	n      int64
+	opaque bool // a directory bucket's answer: its ETag is made opaque
+	// cors sets the CORS headers of the answer before it is sent.
+	cors func(http.Header)
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -75,6 +77,9 @@ func (w *respWriter) WriteHeader(code int) {
 		w.status = code
 		if w.opaque {
 			opaqueHeader(w.Header())
+		}
+		if w.cors != nil {
+			w.cors(w.Header())
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -87,9 +92,6 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
 	w.sent.Add(int64(n))
-	if w.capture != nil {
-		w.capture.Write(p[:n])
-	}
 	return n, err
 }
 
@@ -115,7 +117,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.c.inFlight.Add(-1)
 	for m := s.c.maxInFlight.Load(); in > m && !s.c.maxInFlight.CompareAndSwap(m, in); m = s.c.maxInFlight.Load() {
 	}
-	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent}
+	origin := r.Header.Get("Origin")
+	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent, cors: func(h http.Header) { s.corsHeaders(h, origin) }}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &countingBody{ReadCloser: r.Body, n: &s.c.received}
 	}
@@ -134,11 +137,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}()
 		}
 	}
+	if s.guard(rw, r, key) {
+		return
+	}
+	continueExpected(w, r)
+	rw.Header().Set("X-Amz-Request-Id", strconv.FormatInt(s.c.requests.Load(), 16))
+	if key != "" && !utf8.ValidString(key) {
+		s.writeError(rw, r, &apiError{http.StatusBadRequest, "InvalidURI", "Couldn't parse the specified URI: the key is not UTF-8."})
+		return
+	}
 	if r.URL.Path == statsPath {
 		s.serveStats(rw, r)
 		return
 	}
 	q := r.URL.Query()
+	if q.Get("versionId") == "null" {
+		// An unversioned bucket's objects are each their one version,
+		// "null", which gofakes3 (without versioning) does not know.
+		q.Del("versionId")
+		r.URL.RawQuery = q.Encode()
+	}
 	if IsDirectoryBucket(bucket) && s.serveDirectory(rw, r, bucket, q) {
 		return
 	}
@@ -218,11 +236,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = s.uploadPartCopy(rw, r, q)
 	case opComplete:
 		err = s.completeUpload(rw, r, bucket, key)
+	case opCreateUpload:
+		err = s.createUpload(rw, r)
+	case opAttributes:
+		err = s.serveAttributes(rw, r, bucket, key)
+	case opObjectACL:
+		err = s.serveObjectACL(rw, r, bucket, key)
+	case opCopy:
+		err = s.copyObject(rw, r, bucket, key)
+	case opDeleteMulti:
+		err = s.deleteMulti(rw, r)
 	default:
 		s.fake.ServeHTTP(rw, r)
 	}
 	if err != nil {
 		s.writeError(rw, r, err)
+	}
+}
+
+// continueExpected sends 100 Continue to a request that expects it,
+// before its body is read, as S3 does, also when the body is empty
+// (net/http sends none then). botocore sends Expect: 100-continue with
+// every PUT, even an empty one, and a final answer to it with no 100
+// Continue first leaves its connection unable to read the next answer.
+func continueExpected(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoAtLeast(1, 1) && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		w.WriteHeader(http.StatusContinue)
 	}
 }
 
@@ -238,6 +277,10 @@ const (
 	opUploadPartCopy
 	opComplete
 	opCopy
+	opCreateUpload
+	opAttributes
+	opObjectACL
+	opDeleteMulti
 	opWrite // other writes (DELETE, bucket writes, multipart create/abort)
 )
 
@@ -248,16 +291,22 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 	case bucket == "":
 		return opOther
 	case key == "" && r.Method == http.MethodGet:
-		for _, sub := range []string{"location", "uploads", "versions", "versioning"} {
+		for _, sub := range []string{"location", "uploads", "versioning", "tagging", "acl", "policy", "cors", "lifecycle", "encryption", "object-lock", "ownershipControls", "website", "logging", "notification", "replication", "requestPayment", "accelerate", "analytics", "inventory", "metrics", "intelligent-tiering", "publicAccessBlock"} {
 			if _, ok := q[sub]; ok {
 				return opOther
 			}
 		}
 		return opList
+	case key == "" && r.Method == http.MethodPost && q.Has("delete"):
+		return opDeleteMulti
 	case key == "" && r.Method == http.MethodPost:
 		return opWrite
 	case key == "":
 		return opOther
+	case r.Method == http.MethodGet && q.Has("attributes"):
+		return opAttributes
+	case r.Method == http.MethodGet && q.Has("acl"):
+		return opObjectACL
 	case r.Method == http.MethodGet && !upload:
 		return opGet
 	case r.Method == http.MethodHead:
@@ -272,6 +321,8 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 		return opPut
 	case r.Method == http.MethodPost && upload:
 		return opComplete
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		return opCreateUpload
 	case r.Method == http.MethodPost || r.Method == http.MethodDelete:
 		return opWrite
 	}
@@ -281,7 +332,7 @@ func classify(r *http.Request, bucket, key string, q url.Values) op {
 // writes reports whether the operation changes an object.
 func (o op) writes() bool {
 	switch o {
-	case opPut, opUploadPart, opUploadPartCopy, opComplete, opCopy, opWrite:
+	case opPut, opUploadPart, opUploadPartCopy, opComplete, opCopy, opCreateUpload, opDeleteMulti, opWrite:
 		return true
 	}
 	return false
@@ -353,7 +404,7 @@ func (s *Server) writeError(w *respWriter, r *http.Request, err error) {
 		return
 	}
 	io.WriteString(w, xml.Header)
-	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, Region: region, RequestID: "s3emu"})
+	xml.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Resource: r.URL.Path, Region: region, RequestID: h.Get("X-Amz-Request-Id")})
 }
 
 // signedRegion is the region a SigV4 Authorization header signs for

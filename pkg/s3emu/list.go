@@ -14,6 +14,9 @@ import (
 
 const maxListKeys = 1000
 
+// emulatorOwnerID is the owner of every bucket and object.
+const emulatorOwnerID = "s3emu"
+
 type listContent struct {
 	Key, LastModified, ETag, ChecksumAlgorithm string
 	Size                                       int64
@@ -30,8 +33,16 @@ type listResult struct {
 	Marker, NextMarker                    string
 	ContinuationToken, NextToken          string
 	StartAfter                            string
-	Contents                              []listContent
-	CommonPrefixes                        []string
+	// hasToken: the request named a continuation-token, maybe empty.
+	hasToken bool
+	// Owner puts each object's owner in the listing (V1 always, V2 with
+	// fetch-owner=true).
+	Owner bool
+	// Versions makes it a ListVersionsResult of an unversioned bucket:
+	// every object is its one version, "null"; Marker is the key-marker.
+	Versions       bool
+	Contents       []listContent
+	CommonPrefixes []string
 	// emptyNextToken writes an empty NextContinuationToken element (a
 	// listing fault).
 	emptyNextToken bool
@@ -50,8 +61,12 @@ func (res *listResult) writeTo(w io.Writer) error {
 		bw.WriteString(name)
 		bw.WriteByte('>')
 	}
+	root := "ListBucketResult"
+	if res.Versions {
+		root = "ListVersionsResult"
+	}
 	bw.WriteString(xml.Header)
-	bw.WriteString(`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
+	bw.WriteString(`<` + root + ` xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`)
 	el("Name", res.Name)
 	el("Prefix", res.Prefix)
 	if res.Delimiter != "" {
@@ -64,7 +79,7 @@ func (res *listResult) writeTo(w io.Writer) error {
 	el("IsTruncated", strconv.FormatBool(res.IsTruncated))
 	if res.V2 {
 		el("KeyCount", strconv.Itoa(res.KeyCount))
-		if res.ContinuationToken != "" {
+		if res.ContinuationToken != "" || res.hasToken {
 			el("ContinuationToken", res.ContinuationToken)
 		}
 		if res.NextToken != "" || res.emptyNextToken {
@@ -73,15 +88,30 @@ func (res *listResult) writeTo(w io.Writer) error {
 		if res.StartAfter != "" {
 			el("StartAfter", res.StartAfter)
 		}
+	} else if res.Versions {
+		el("KeyMarker", res.Marker)
+		el("VersionIdMarker", "")
+		if res.NextMarker != "" {
+			el("NextKeyMarker", res.NextMarker)
+			el("NextVersionIdMarker", "null")
+		}
 	} else {
 		el("Marker", res.Marker)
 		if res.NextMarker != "" {
 			el("NextMarker", res.NextMarker)
 		}
 	}
+	item := "Contents"
+	if res.Versions {
+		item = "Version"
+	}
 	for _, c := range res.Contents {
-		bw.WriteString("<Contents>")
+		bw.WriteString("<" + item + ">")
 		el("Key", c.Key)
+		if res.Versions {
+			el("VersionId", "null")
+			el("IsLatest", "true")
+		}
 		el("LastModified", c.LastModified)
 		el("ETag", c.ETag)
 		if c.ChecksumAlgorithm != "" {
@@ -90,14 +120,17 @@ func (res *listResult) writeTo(w io.Writer) error {
 		}
 		el("Size", strconv.FormatInt(c.Size, 10))
 		el("StorageClass", "STANDARD")
-		bw.WriteString("</Contents>")
+		if res.Versions || res.Owner {
+			bw.WriteString("<Owner><ID>" + emulatorOwnerID + "</ID><DisplayName>s3emu</DisplayName></Owner>")
+		}
+		bw.WriteString("</" + item + ">")
 	}
 	for _, p := range res.CommonPrefixes {
 		bw.WriteString("<CommonPrefixes>")
 		el("Prefix", p)
 		bw.WriteString("</CommonPrefixes>")
 	}
-	bw.WriteString("</ListBucketResult>")
+	bw.WriteString("</" + root + ">")
 	return bw.Flush()
 }
 
@@ -157,8 +190,11 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 			return err
 		}
 	}
+	versions := q.Has("versions")
 	var marker string
-	if v2 {
+	if versions {
+		marker = q.Get("key-marker")
+	} else if v2 {
 		marker = q.Get("start-after")
 		if tok := q.Get("continuation-token"); tok != "" {
 			b, err := base64.RawURLEncoding.DecodeString(tok)
@@ -175,12 +211,16 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		return err
 	}
 
-	res := listResult{Name: bucket, Prefix: prefix, Delimiter: delim, MaxKeys: maxKeys, V2: v2}
+	res := listResult{Name: bucket, Prefix: prefix, Delimiter: delim, MaxKeys: maxKeys, V2: v2 && !versions, Versions: versions,
+		Owner: !v2 || q.Get("fetch-owner") == "true", hasToken: q.Has("continuation-token")}
 	enc := func(s string) string { return s }
 	if q.Get("encoding-type") == "url" {
 		res.EncodingType = "url"
-		enc = func(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
-		res.Prefix, res.Delimiter = enc(prefix), enc(delim)
+		enc = urlEncodeKey
+		res.Delimiter = enc(delim)
+		if res.V2 {
+			res.Prefix = enc(prefix) // V1 sends its Prefix as given, as S3 does
+		}
 	}
 
 	// Start after the marker; a marker inside a rolled-up common prefix
@@ -195,6 +235,9 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		}
 	}
 	it.seekGE(from)
+	if maxKeys == 0 {
+		it = &sliceIter{} // max-keys=0: an empty page, not truncated (as S3)
+	}
 	var last string
 	count := 0
 	res.Contents = make([]listContent, 0, min(maxKeys, maxListKeys))
@@ -240,7 +283,7 @@ func (s *Server) serveList(w *respWriter, r *http.Request, bucket string, q url.
 		count++
 		last = e.Key
 	}
-	if v2 {
+	if res.V2 {
 		res.KeyCount = count
 		res.ContinuationToken = q.Get("continuation-token")
 		res.StartAfter = enc(q.Get("start-after"))
@@ -275,4 +318,10 @@ func successor(p string) string {
 		}
 	}
 	return "\xff\xff\xff\xff" // p is all 0xff: nothing follows in practice
+}
+
+// urlEncodeKey encodes a key for a listing with encoding-type=url as S3
+// does: percent-encoding with spaces as %20 and "/" left as it is.
+func urlEncodeKey(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(url.QueryEscape(s), "+", "%20"), "%2F", "/")
 }

@@ -28,16 +28,23 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 	if s.opts.NoChecksums {
 		m.Algorithm = ""
 	}
-	if im := r.Header.Get("If-Match"); im != "" && !etagMatches(im, m.ETag) {
-		return &apiError{http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold"}
+	notModified, err := readConditions(r.Header, m)
+	if err != nil {
+		return err
 	}
 	h := w.Header()
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, m.ETag) {
+	if notModified {
 		h.Set("ETag", m.ETag)
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
 	for k, v := range m.Header {
+		if strings.HasPrefix(k, "X-Amz-Meta-") {
+			// S3 sends user metadata names in lower case, and clients
+			// (botocore) keep the case they read.
+			h[strings.ToLower(k)] = []string{v}
+			continue
+		}
 		h.Set(k, v)
 	}
 	h.Set("ETag", m.ETag)
@@ -51,6 +58,25 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 
 	off, n, status := int64(0), m.Size, http.StatusOK
 	rng := r.Header.Get("Range")
+	if pn := r.URL.Query().Get("partNumber"); pn != "" {
+		if rng != "" {
+			return &apiError{http.StatusBadRequest, "InvalidRequest", "Cannot specify both Range header and partNumber query parameter"}
+		}
+		first, size, err := partRange(m, pn)
+		if err != nil {
+			return err
+		}
+		if len(m.PartSizes) > 0 {
+			h.Set("x-amz-mp-parts-count", strconv.Itoa(len(m.PartSizes)))
+			rng = "bytes=" + strconv.FormatInt(first, 10) + "-" + strconv.FormatInt(first+size-1, 10)
+		}
+		if m.Algorithm != "" {
+			h.Set("x-amz-checksum-type", checksumType(m))
+		}
+		if i, _ := strconv.Atoi(pn); i >= 1 && i <= len(m.PartSums) && m.PartSums[i-1] != "" {
+			h.Set(ChecksumHeader(m.Algorithm), m.PartSums[i-1])
+		}
+	}
 	if _, ignore := fault.(IgnoreRange); ignore {
 		rng = ""
 	}
@@ -76,7 +102,7 @@ func (s *Server) serveObject(w *respWriter, r *http.Request, bucket, key string,
 		// S3 returns a full-object checksum only for whole-object reads.
 		if v := m.checksum(); v != "" {
 			h.Set(ChecksumHeader(m.Algorithm), v)
-			h.Set("x-amz-checksum-type", "FULL_OBJECT")
+			h.Set("x-amz-checksum-type", checksumType(m))
 		}
 	}
 	length := n
@@ -240,4 +266,34 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// checksumType is the type of an object's checksum.
+func checksumType(m objectMeta) string {
+	if m.ChecksumType == "" {
+		return TypeFullObject
+	}
+	return m.ChecksumType
+}
+
+// partRange returns where part pn ("1", "2", ...) of an object starts and
+// its size: an object uploaded whole is its one part.
+func partRange(m objectMeta, pn string) (first, size int64, err error) {
+	n, perr := strconv.Atoi(pn)
+	if perr != nil || n < 1 || n > 10000 {
+		return 0, 0, &apiError{http.StatusBadRequest, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive"}
+	}
+	if len(m.PartSizes) == 0 {
+		if n != 1 {
+			return 0, 0, &apiError{http.StatusBadRequest, "InvalidPart", "The requested partnumber is not satisfiable"}
+		}
+		return 0, m.Size, nil
+	}
+	if n > len(m.PartSizes) {
+		return 0, 0, &apiError{http.StatusBadRequest, "InvalidPart", "The requested partnumber is not satisfiable"}
+	}
+	for _, sz := range m.PartSizes[:n-1] {
+		first += sz
+	}
+	return first, m.PartSizes[n-1], nil
 }

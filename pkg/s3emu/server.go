@@ -74,6 +74,20 @@ type Options struct {
 	// TLS, when set, makes Start serve HTTPS (HTTP/1.1 only) with the
 	// certificate it names or a self-signed one.
 	TLS *TLSOptions
+	// AllowRemote serves requests whatever host their Host header names
+	// and takes browser form POST uploads; without it only requests for a
+	// loopback address, localhost or the listening address are served
+	// (see access.go).
+	AllowRemote bool
+	// CORSOrigins are the web origins ("http://localhost:3000", or "*")
+	// whose pages may reach the emulator: preflights from them are granted
+	// and answers to them carry CORS headers. Other origins get none.
+	CORSOrigins []string
+	// MinPartSize, when above zero, answers a CompleteMultipartUpload
+	// whose parts but the last are smaller with 400 EntityTooSmall, as S3
+	// does at MinPartSize (5 MiB). Zero takes parts of any size, for tests
+	// that upload small objects in many parts.
+	MinPartSize int64
 	// SessionLifetime is how long the session credentials of a directory
 	// bucket (a bucket named BASE--ZONEID--x-s3) live (0:
 	// DefaultSessionLifetime).
@@ -146,6 +160,8 @@ type Server struct {
 	tls     *tlsState // nil: plain HTTP
 	// sessions are the directory buckets' session credentials.
 	sessions *sessions
+	// uploads are the multipart uploads' checksums and parts.
+	uploads uploads
 
 	c counters
 
@@ -153,6 +169,9 @@ type Server struct {
 
 	logMu sync.Mutex
 	log   []Request
+
+	// listenAddr is the started listener's address (a net.Addr).
+	listenAddr atomic.Value
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -265,6 +284,7 @@ func (s *Server) Start(addr string) (string, error) {
 		scheme = "https://"
 	}
 	s.ln = ln
+	s.listenAddr.Store(ln.Addr())
 	s.serveErr = make(chan error, 1)
 	go func() { s.serveErr <- s.srv.Serve(ln) }()
 	return scheme + ln.Addr().String(), nil

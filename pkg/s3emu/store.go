@@ -24,6 +24,9 @@ type objectMeta struct {
 	Header       map[string]string // stored headers replayed on GET/HEAD
 	Algorithm    string            // full-object checksum algorithm, "" if none
 	checksum     func() string     // computes the checksum's base64 value
+	ChecksumType string            // TypeFullObject ("" too) or TypeComposite
+	PartSizes    []int64           // a multipart object's parts; nil if uploaded whole
+	PartSums     []string
 }
 
 // listEntry is one object in a listing.
@@ -125,6 +128,12 @@ type sideEntry struct {
 	etag      string
 	algorithm string
 	value     string
+	ctype     string // TypeComposite or TypeFullObject ("": full object)
+	// partSizes and partSums are a multipart object's parts (nil for
+	// an object uploaded whole), partSums in algorithm when it was the
+	// upload's.
+	partSizes []int64
+	partSums  []string
 }
 
 // backendStore reads a gofakes3 backend (memory or discard) and overlays
@@ -156,7 +165,12 @@ func (s *backendStore) stat(bucket, key string) (objectMeta, error) {
 	hh := hex.EncodeToString(obj.Hash)
 	m := objectMeta{Size: obj.Size, ETag: `"` + hh + `"`, Header: map[string]string{}}
 	for k, v := range obj.Metadata {
-		if replayedHeader(k) {
+		if v == tombstone {
+			continue
+		}
+		if name, ok := strings.CutPrefix(k, storedPrefix); ok {
+			m.Header[name] = v
+		} else if replayedHeader(k) {
 			m.Header[k] = v
 		}
 	}
@@ -164,6 +178,7 @@ func (s *backendStore) stat(bucket, key string) (objectMeta, error) {
 	if e := s.entry(bucket, key, hh); e != nil {
 		m.ETag, m.Algorithm = e.etag, e.algorithm
 		m.checksum = func() string { return e.value }
+		m.ChecksumType, m.PartSizes, m.PartSums = e.ctype, e.partSizes, e.partSums
 		return m, nil
 	}
 	// An object that reached the backend without passing the emulator's

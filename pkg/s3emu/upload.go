@@ -2,8 +2,11 @@ package s3emu
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/xml"
+	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,7 +15,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/minio/crc64nvme"
 )
 
 // bodyCloser reads through r and closes the original body.
@@ -25,15 +27,34 @@ type bodyCloser struct {
 // on a mismatch, and nothing stored), stores the object and remembers the
 // checksum: the one the client sent, or a CRC64NVME, as S3 does by default.
 func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) error {
-	alg, want, err := requestedChecksum(r.Header)
+	if err := s.checkConditions(r, bucket, key); err != nil {
+		return err
+	}
+	for _, h := range []string{"If-Match", "If-None-Match"} {
+		r.Header.Del(h) // checked: gofakes3 need not
+	}
+	keepHeaders(r.Header)
+	if r.ContentLength < 0 && !isAWSChunked(r.Header) {
+		// A body sent with Transfer-Encoding: chunked and no length:
+		// gofakes3 needs the length, so the body is read first.
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return fmt.Errorf("put %s/%s: read body: %w", bucket, key, err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	}
+	vr, err := uploadReader(r)
 	if err != nil {
 		return err
 	}
-	body, size, err := uploadBody(r)
-	if err != nil {
-		return err
-	}
-	vr := newVerifyingReader(body, size, alg, want)
+	// After uploadReader, which rewrites the headers of an aws-chunked body.
+	s.tombstones(bucket, key, func(k string) {
+		if _, ok := r.Header[k]; !ok {
+			r.Header.Set(k, tombstone)
+		}
+	})
 	if s.discard != nil {
 		if _, err := io.Copy(io.Discard, vr); err != nil {
 			return err
@@ -49,10 +70,12 @@ func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) e
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	r.Body = bodyCloser{vr, r.Body}
-	s.fake.ServeHTTP(w, r)
-	if w.status != 0 {
-		return nil // an error, already answered
+	rec, err := s.serveUpload(r, vr)
+	if err != nil {
+		return err
+	}
+	if !rec.ok() {
+		return replay(w, rec)
 	}
 	obj, err := s.backend.b.HeadObject(bucket, key)
 	if err != nil {
@@ -61,8 +84,22 @@ func (s *Server) putObject(w *respWriter, r *http.Request, bucket, key string) e
 	obj.Contents.Close()
 	hh := hex.EncodeToString(obj.Hash)
 	s.backend.remember(bucket, key, &sideEntry{hashHex: hh, etag: `"` + hh + `"`, algorithm: vr.algorithm(), value: vr.value()})
-	w.Header().Set(ChecksumHeader(vr.algorithm()), vr.value())
-	return nil
+	rec.header.Set(ChecksumHeader(vr.algorithm()), vr.value())
+	return replay(w, rec)
+}
+
+// serveUpload has gofakes3 store an upload whose body is read through
+// vr. An error the body's reading met (a bad checksum, bad framing) is
+// returned, to be answered with its S3 code rather than as gofakes3
+// renders an error it does not know; otherwise what gofakes3 answered.
+func (s *Server) serveUpload(r *http.Request, vr *verifyingReader) (*recorder, error) {
+	r.Body = bodyCloser{vr, r.Body}
+	rec := &recorder{header: http.Header{}}
+	s.fake.ServeHTTP(rec, r)
+	if vr.failed != nil {
+		return nil, vr.failed
+	}
+	return rec, nil
 }
 
 // requestMeta returns the headers of an upload that S3 stores.
@@ -79,50 +116,36 @@ func requestMeta(h http.Header) map[string]string {
 // uploadPart handles UploadPart: gofakes3 stores the part, the emulator
 // verifies its checksum on the way.
 func (s *Server) uploadPart(w *respWriter, r *http.Request) error {
-	alg, want, err := requestedChecksum(r.Header)
+	q := r.URL.Query()
+	up := s.uploads.get(q.Get("uploadId"))
+	if up == nil {
+		return gofakes3.ErrorMessage(gofakes3.ErrNoSuchUpload, "The specified upload does not exist.")
+	}
+	vr, err := uploadReader(r)
 	if err != nil {
 		return err
 	}
-	body, size, err := uploadBody(r)
+	if vr.alg == "" && up.alg != "" {
+		// S3 computes the part's checksum in the upload's algorithm.
+		vr.alg, vr.h, vr.noVerify = up.alg, newHash(up.alg), true
+	}
+	rec, err := s.serveUpload(r, vr)
 	if err != nil {
 		return err
 	}
-	vr := newVerifyingReader(body, size, alg, want)
-	r.Body = bodyCloser{vr, r.Body}
-	s.fake.ServeHTTP(w, r)
-	if w.status == 0 && alg != "" {
-		w.Header().Set(ChecksumHeader(alg), vr.value())
+	if !rec.ok() {
+		return replay(w, rec)
 	}
-	return nil
-}
-
-// completeUpload handles CompleteMultipartUpload and, for the memory
-// backend, remembers the multipart ETag and the object's CRC64NVME.
-func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key string) error {
-	if s.discard != nil {
-		s.fake.ServeHTTP(w, r)
-		return nil
+	pn, _ := strconv.Atoi(q.Get("partNumber"))
+	p := partInfo{size: vr.n}
+	if up.alg != "" && vr.alg == up.alg {
+		p.checksum = vr.value()
 	}
-	w.capture = &bytes.Buffer{}
-	s.fake.ServeHTTP(w, r)
-	if w.status != http.StatusOK {
-		return nil
+	up.setPart(pn, p)
+	if vr.alg != "" {
+		rec.header.Set(ChecksumHeader(vr.alg), vr.value())
 	}
-	var res struct{ ETag string }
-	if err := xml.Unmarshal(w.capture.Bytes(), &res); err != nil || res.ETag == "" {
-		return nil
-	}
-	obj, err := s.backend.b.GetObject(bucket, key, nil)
-	if err != nil {
-		return nil
-	}
-	defer obj.Contents.Close()
-	h := crc64nvme.New()
-	if _, err := io.Copy(h, obj.Contents); err != nil {
-		return nil
-	}
-	s.backend.remember(bucket, key, &sideEntry{hashHex: hex.EncodeToString(obj.Hash), etag: res.ETag, algorithm: AlgCRC64NVME, value: crc64Value(h.Sum64())})
-	return nil
+	return replay(w, rec)
 }
 
 // recorder is a ResponseWriter that keeps what gofakes3 answers to a
@@ -134,6 +157,9 @@ type recorder struct {
 }
 
 func (rec *recorder) Header() http.Header { return rec.header }
+
+// ok reports whether the answer recorded is a success.
+func (rec *recorder) ok() bool { return rec.status == 0 || rec.status == http.StatusOK }
 func (rec *recorder) WriteHeader(code int) {
 	if rec.status == 0 {
 		rec.status = code
@@ -182,11 +208,29 @@ func (s *Server) uploadPartCopy(w *respWriter, r *http.Request, q url.Values) er
 	for _, h := range []string{"X-Amz-Copy-Source", "X-Amz-Copy-Source-Range", "X-Amz-Copy-Source-If-Match"} {
 		inner.Header.Del(h)
 	}
-	inner.Body = io.NopCloser(src)
+	up := s.uploads.get(q.Get("uploadId"))
+	if up == nil {
+		return gofakes3.ErrorMessage(gofakes3.ErrNoSuchUpload, "The specified upload does not exist.")
+	}
+	var body io.Reader = src
+	var h hash.Hash
+	if up.alg != "" {
+		h = newHash(up.alg)
+		body = io.TeeReader(src, h)
+	}
+	inner.Body = io.NopCloser(body)
 	inner.ContentLength = n
 	inner.Header.Set("Content-Length", strconv.FormatInt(n, 10))
 	rec := &recorder{header: http.Header{}}
 	s.fake.ServeHTTP(rec, inner)
+	if rec.ok() {
+		pn, _ := strconv.Atoi(q.Get("partNumber"))
+		p := partInfo{size: n}
+		if h != nil {
+			p.checksum = base64.StdEncoding.EncodeToString(h.Sum(nil))
+		}
+		up.setPart(pn, p)
+	}
 	if rec.status != 0 && rec.status != http.StatusOK {
 		for k, v := range rec.header {
 			w.Header()[k] = v
@@ -227,7 +271,40 @@ func parseCopySource(v string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
-// uploadBody returns the body of an upload and its length (-1 if unknown).
-func uploadBody(r *http.Request) (io.Reader, int64, error) {
-	return r.Body, r.ContentLength, nil
+// uploadReader decodes an upload's aws-chunked body, if it is one, and
+// returns the body as a reader that verifies the checksum the request
+// names, in a header or in the body's trailer.
+func uploadReader(r *http.Request) (*verifyingReader, error) {
+	alg, want, err := requestedChecksum(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	cb, trailer, err := decodeUpload(r)
+	if err != nil {
+		return nil, err
+	}
+	if trailer != "" {
+		talg := ""
+		for _, a := range checksumAlgorithms {
+			if ChecksumHeader(a) == trailer {
+				talg = a
+			}
+		}
+		switch {
+		case talg == "":
+			return nil, &apiError{http.StatusBadRequest, "InvalidRequest", fmt.Sprintf("x-amz-trailer %q is not a checksum S3 knows", trailer)}
+		case alg != "":
+			return nil, &apiError{http.StatusBadRequest, "InvalidRequest", "Expecting a single x-amz-checksum- header."}
+		}
+		alg = talg
+	}
+	size := r.ContentLength
+	if cb != nil {
+		size = -1 // the decoder checks the length, and ends with io.EOF
+	}
+	vr := newVerifyingReader(r.Body, size, alg, want)
+	if trailer != "" {
+		vr.trailer = cb
+	}
+	return vr, nil
 }
