@@ -69,7 +69,18 @@ with a synthetic dataset and a realistic network model (30 ms before each
 response, 90 MB/s per connection), so it runs on a fresh machine with no
 AWS account. It serves HTTPS, as S3 does, with a self-signed certificate
 the run trusts (--http: plain HTTP); the summary counts the TLS
-handshakes. Each pass over the dataset reads fresh object names.`,
+handshakes. Each pass over the dataset reads fresh object names. Its
+"model:" line says what the network model allows at most.
+
+The summary's own words: "hedged" counts ranges taken over as
+stragglers (asked for again on a new connection from the byte they
+reached); "window N (why)" is the requests in flight the adaptive window
+allowed at the end, and why it stands there: budget (it reached
+max_concurrent_requests), knee (a step up bought no more throughput),
+slowdown (the server's SlowDowns set it) or demand (the requests never
+filled it); "tail pieces" are ranges planned shorter than a part so that
+the last wave of the run ends together; "overfetch" is bytes received and
+not kept (a server that ignored Range, or a part sent again).`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("bench takes at most one s3:// URL, got %d", len(args))
@@ -222,10 +233,31 @@ func benchRounds(ctx context.Context, f *runEnv, n int, round func(runOutput) er
 			return err
 		}
 	}
-	if w := out.textOut(f.Factory); n == 1 && w != nil {
-		fmt.Fprintln(w, singleRoundNote)
+	if w := out.textOut(f.Factory); w != nil {
+		if n == 1 {
+			fmt.Fprintln(w, singleRoundNote)
+		}
+		fmt.Fprintln(w, benchTerms)
 	}
 	return nil
+}
+
+// benchTerms says what the summary's own words mean, once, after the
+// last round.
+const benchTerms = "terms: hedged = ranges taken over as stragglers, asked again on a new connection; " +
+	"window N (why) = the requests in flight allowed at the end, and why it stands there (budget, knee, slowdown, demand); " +
+	"tail pieces = ranges planned shorter so the last wave ends together; " +
+	"overfetch = bytes received and not kept; s3pd bench --help says more"
+
+// modelLine says what the emulator's network model allows at most: a
+// per-connection rate times the requests in flight, so that a figure can
+// be read against it (0: no cap, and the machine is the ceiling).
+func modelLine(perConn int64, requests int) string {
+	if perConn <= 0 || requests <= 0 {
+		return "model: no per-connection cap: the figure is this machine's own ceiling, client and emulator sharing its cores"
+	}
+	return fmt.Sprintf("model: at most %s per connection x %d requests in flight = %s; on this machine, s3pd bench --ttfb 0 --conn-rate 0 reads its ceiling without the model",
+		humanRate(float64(perConn)), requests, humanRate(float64(perConn)*float64(requests)))
 }
 
 // singleRoundNote follows the summary of a bench of one round: on a
@@ -308,6 +340,8 @@ func startEmulator(ctx context.Context, f *runEnv, opts *benchOptions, out runOu
 			over = "HTTPS (self-signed)"
 		}
 		fmt.Fprintf(w, "emulator: %s over %s, in process %d, dataset %s, ttfb %s, %s/s per connection\n", emu.endpoint, over, emu.cmd.Process.Pid, opts.dataset, opts.ttfb, opts.connRate)
+		rate, _ := parseConnRate(opts.connRate) // checked above
+		fmt.Fprintln(w, modelLine(rate, settings.MaxConcurrentRequests))
 	}
 	return emu, ds, nil
 }

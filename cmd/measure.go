@@ -342,7 +342,7 @@ func printSteady(w io.Writer, r runMeasures) {
 		if r.SteadyBPS >= 1<<30 {
 			div, unit = 1<<30, "GiB/s"
 		}
-		fmt.Fprintf(w, "steady: %s, p10 %s, p90 %s %s, over %d intervals after a warm-up of %s; %s\n",
+		fmt.Fprintf(w, "throughput, steady: %s, p10 %s, p90 %s %s, over %d intervals after a warm-up of %s; %s\n",
 			humanRate(r.SteadyBPS), threeDigits(r.SteadyP10/div), threeDigits(r.SteadyP90/div), unit, r.SteadyIntervals, humanSeconds(r.WarmupS), whole)
 		return
 	}
@@ -357,7 +357,7 @@ func printSteady(w io.Writer, r runMeasures) {
 	if r.timed {
 		what, fix = "the run is", "give a longer --duration"
 	}
-	fmt.Fprintf(w, "steady: not reached: the ramp took %s of the %s run (%.0f%%), leaving %d intervals (want %d): %s too short for a steady figure; %s; %s\n",
+	fmt.Fprintf(w, "throughput, steady: not reached: the ramp took %s of the %s run (%.0f%%), leaving %d intervals (want %d): %s too short for a steady figure; %s; %s\n",
 		humanSeconds(min(r.WarmupS, r.runS)), humanSeconds(r.runS), 100*share, r.SteadyIntervals, report.MinSteady, what, fix, whole)
 }
 

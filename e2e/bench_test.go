@@ -97,13 +97,14 @@ func TestBenchEmbedded(t *testing.T) {
 
 	r = run(t, nil, args...)
 	for _, want := range []string{"emulator: https://127.0.0.1:", "over HTTPS (self-signed), in process ", "objects: 42 transferred",
-		"time to first byte: p50", "cpu: client ", "; emulator ", "class big (20.0 MiB): 2 objects", "tls: over HTTPS (self-signed, emulator process); "} {
+		"time to first byte: p50", "cpu: client ", "; emulator ", "class big (20.0 MiB): 2 objects", "tls: over HTTPS (self-signed, emulator process); ",
+		"\nmodel: ", "\nterms: hedged = "} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Fatalf("exit %d, stdout lacks %q:\n%s\n%s", r.code, want, r.stdout, r.stderr)
 		}
 	}
 	// The headline comes first: the steady figure, or why there is none.
-	if i := strings.Index(r.stdout, "\nsteady: "); i < 0 || i > strings.Index(r.stdout, "objects: ") {
+	if i := strings.Index(r.stdout, "\nthroughput, steady: "); i < 0 || i > strings.Index(r.stdout, "objects: ") {
 		t.Errorf("stdout does not open its summary with the steady line:\n%s", r.stdout)
 	}
 }
@@ -123,7 +124,7 @@ func TestBenchURL(t *testing.T) {
 	}
 	// Too small a prefix for a steady figure says so, and how to get one.
 	r = run(t, nil, s.cmd("bench", s.url("d/"))...)
-	if r.code != 0 || !regexp.MustCompile(`(?m)^steady: not reached: the ramp took .* of the .* run \(\d+%\).*the prefix is too short for a steady figure; --duration 30s reads it again`).MatchString(r.stdout) {
+	if r.code != 0 || !regexp.MustCompile(`(?m)^throughput, steady: not reached: the ramp took .* of the .* run \(\d+%\).*the prefix is too short for a steady figure; --duration 30s reads it again`).MatchString(r.stdout) {
 		t.Errorf("exit %d, want the steady line to say the prefix is too small:\n%s", r.code, r.stdout)
 	}
 
@@ -193,7 +194,7 @@ func TestBenchDurationRereadsTheDataset(t *testing.T) {
 	// The text summary opens with the steady figure and calls the objects
 	// cut at the end neither failed nor interrupted.
 	r = run(t, nil, "bench", "--duration", "1s", "--dataset", "d:4:1MiB", "--ttfb", "2ms", "--conn-rate", "2MB", "--max-concurrent-requests", "8")
-	if r.code != 0 || !regexp.MustCompile(`(?m)^steady: `).MatchString(r.stdout) || strings.Contains(r.stdout, "interrupted") || strings.Contains(r.stderr, "object failed") {
+	if r.code != 0 || !regexp.MustCompile(`(?m)^throughput, steady: `).MatchString(r.stdout) || strings.Contains(r.stdout, "interrupted") || strings.Contains(r.stderr, "object failed") {
 		t.Errorf("exit %d, want a steady line and no interruption or failure:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
