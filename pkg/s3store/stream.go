@@ -334,7 +334,7 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	}
 	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
 	if got != "" && got != sum {
-		return fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, st.sink.url(st.key), got, sum)
+		return fmt.Errorf("upload part %d of %s: the server's checksum of what it stored is %s, the bytes sent have %s: %w", num, st.sink.url(st.key), got, sum, transfer.ErrChecksum)
 	}
 	if got != "" {
 		st.echoed++

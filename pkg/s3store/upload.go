@@ -306,7 +306,7 @@ func (f *uploadFile) WritePart(ctx context.Context, off, n int64, body *transfer
 	mine := checksum.Encode(algorithm(alg), run.Sum())
 	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
 	if got != "" && got != mine {
-		return 0, fmt.Errorf("upload part %d of %s: server checksum %s, sent %s", num, f.sink.url(f.key), got, mine)
+		return 0, fmt.Errorf("upload part %d of %s: the server's checksum of what it stored is %s, the bytes sent have %s: %w", num, f.sink.url(f.key), got, mine, transfer.ErrChecksum)
 	}
 	f.echo[num-1] = got != ""
 	c := types.CompletedPart{PartNumber: aws.Int32(num), ETag: out.ETag}
