@@ -44,7 +44,7 @@ func (c *countingEmulator) total() int {
 
 func startCountingEmulator(t *testing.T, e *Env) *countingEmulator {
 	t.Helper()
-	srv := s3emu.NewTestServer(t, s3emu.Options{Buckets: []string{"upl"}}, s3emu.Unstarted())
+	srv := s3emu.NewTestServer(t, s3emu.Options{Buckets: []string{"upl"}, AllowRemote: true}, s3emu.Unstarted())
 	c := &countingEmulator{from: map[string]int{}}
 	const port = "8080"
 	ln, err := e.Listen(e.Server, "tcp4", net.JoinHostPort(e.Service[0].String(), port))

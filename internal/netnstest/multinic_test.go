@@ -40,9 +40,10 @@ func buildS3pd(t *testing.T) string {
 func startEmulator(t *testing.T, e *Env, addr, dataset string) *s3emu.Server {
 	t.Helper()
 	// Prepared: ETags and checksums are computed now, not while the
-	// transfer is timed. Start listens on the calling thread, so the
+	// transfer is timed. AllowRemote: it listens on a namespace's address,
+	// which the other namespaces reach by that address or a name. Start listens on the calling thread, so the
 	// socket lives in e.Server.
-	return s3emu.NewTestServer(t, s3emu.Options{Dataset: dataset}, s3emu.Prepared(),
+	return s3emu.NewTestServer(t, s3emu.Options{Dataset: dataset, AllowRemote: true}, s3emu.Prepared(),
 		s3emu.ListenWithin(addr, func(start func() error) error { return e.Do(e.Server, start) })).Server
 }
 
@@ -159,7 +160,7 @@ func TestGetSpreadsOverEndpointAddresses(t *testing.T) {
 		Hosts: map[string][]netip.Addr{"s3.netnstest": {
 			netip.MustParseAddr("198.19.0.1"), netip.MustParseAddr("198.19.0.2"), netip.MustParseAddr("198.19.0.3")}}})
 	bin := buildS3pd(t)
-	srv := s3emu.NewTestServer(t, s3emu.Options{Dataset: "small:64:4MiB"}, s3emu.Unstarted())
+	srv := s3emu.NewTestServer(t, s3emu.Options{Dataset: "small:64:4MiB", AllowRemote: true}, s3emu.Unstarted())
 	var mu sync.Mutex
 	served := map[string]int{}
 	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
