@@ -236,33 +236,13 @@ func (s *Server) objectChecksum(up *upload, parts []partInfo, bucket, key string
 // completeResult is CompleteMultipartUploadResult with the object's
 // checksum, as S3 answers it.
 type completeResult struct {
-	XMLName           xml.Name `xml:"CompleteMultipartUploadResult"`
-	Xmlns             string   `xml:"xmlns,attr"`
-	Location          string
-	Bucket            string
-	Key               string
-	ETag              string
-	ChecksumCRC64NVME string `xml:",omitempty"`
-	ChecksumCRC32C    string `xml:",omitempty"`
-	ChecksumCRC32     string `xml:",omitempty"`
-	ChecksumSHA1      string `xml:",omitempty"`
-	ChecksumSHA256    string `xml:",omitempty"`
-	ChecksumType      string `xml:",omitempty"`
-}
-
-func (res *completeResult) setChecksum(alg, value string) {
-	switch alg {
-	case AlgCRC64NVME:
-		res.ChecksumCRC64NVME = value
-	case AlgCRC32C:
-		res.ChecksumCRC32C = value
-	case AlgCRC32:
-		res.ChecksumCRC32 = value
-	case AlgSHA1:
-		res.ChecksumSHA1 = value
-	case AlgSHA256:
-		res.ChecksumSHA256 = value
-	}
+	XMLName  xml.Name `xml:"CompleteMultipartUploadResult"`
+	Xmlns    string   `xml:"xmlns,attr"`
+	Location string
+	Bucket   string
+	Key      string
+	ETag     string
+	attrChecksum
 }
 
 // completeUpload handles CompleteMultipartUpload: it checks the parts,
@@ -330,7 +310,7 @@ func (s *Server) completeUpload(w *respWriter, r *http.Request, bucket, key stri
 	s.backend.remember(bucket, key, &sideEntry{hashHex: hex.EncodeToString(obj.Hash), etag: res.ETag, algorithm: alg, value: sum,
 		ctype: ctype, partSizes: sizes, partSums: sums})
 	res.Xmlns = "http://s3.amazonaws.com/doc/2006-03-01/"
-	res.setChecksum(alg, sum)
+	res.set(alg, sum)
 	res.ChecksumType = ctype
 	up.done = &res
 	copyHeader(w.Header(), rec.header)
