@@ -3,14 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -30,33 +25,11 @@ import (
 // does.
 func corrupting(t *testing.T, s *store) *store {
 	t.Helper()
-	u, err := url.Parse(s.endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Copy-Source") == "" && r.ContentLength > 0 {
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			for k := range r.Header {
-				if strings.HasPrefix(strings.ToLower(k), "x-amz-checksum-") {
-					r.Header.Del(k)
-				}
-			}
-			b[len(b)/2] ^= 0x20
-			b = append(b, "\r\n0\r\n\r\n"...)
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-			r.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
 	c := *s
-	c.endpoint = srv.URL
+	c.endpoint = s3emu.NewCorruptingProxy(t, s.endpoint, func(b []byte) []byte {
+		b[len(b)/2] ^= 0x20
+		return append(b, "\r\n0\r\n\r\n"...)
+	})
 	return &c
 }
 

@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,41 +30,17 @@ const (
 )
 
 // corruptingProxy forwards to target, changing the body of every
-// PutObject and UploadPart and dropping its checksum header, so that
-// the server stores other bytes than were sent without noticing: what
-// a store that mishandles a body's framing does.
+// PutObject and UploadPart as d says (s3emu.NewCorruptingProxy).
 func corruptingProxy(t testing.TB, target string, d damage) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("X-Amz-Copy-Source") == "" && r.ContentLength > 0 {
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			for k := range r.Header {
-				if strings.HasPrefix(strings.ToLower(k), "x-amz-checksum-") {
-					r.Header.Del(k)
-				}
-			}
-			switch d {
-			case flipByte:
-				b[len(b)/2] ^= 0x20
-			case addBytes:
-				b = append(b, "\r\n0\r\n\r\n"...)
-			}
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-			r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	return s3emu.NewCorruptingProxy(t, target, func(b []byte) []byte {
+		switch d {
+		case flipByte:
+			b[len(b)/2] ^= 0x20
+		case addBytes:
+			b = append(b, "\r\n0\r\n\r\n"...)
 		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+		return b
+	})
 }
 
 // gofakes3Server starts gofakes3 with its memory backend, a store that
