@@ -108,7 +108,7 @@ func TestUnreachableEndpointIsOneLine(t *testing.T) {
 		{"refused", refused, nil, []string{"cannot reach " + hostPort(refused), "connection refused", "is the server running"}, ""},
 		{"no such host", "http://s3pd-e2e.invalid:9000", nil, []string{"cannot reach s3pd-e2e.invalid:9000", "s3pd-e2e.invalid"}, ""},
 		{"plain HTTP to an HTTPS port", "http://" + hostPort(tlsEmu.URL), nil,
-			[]string{hostPort(tlsEmu.URL) + " speaks HTTPS, not plain HTTP", "https://" + hostPort(tlsEmu.URL)}, "400"},
+			[]string{hostPort(tlsEmu.URL) + " speaks HTTPS, not plain HTTP", "https://" + hostPort(tlsEmu.URL)}, "status 400"},
 		{"HTTPS to a plain HTTP port", "https://" + hostPort(plain.URL), nil,
 			[]string{hostPort(plain.URL) + " speaks plain HTTP, not HTTPS", "http://" + hostPort(plain.URL)}, ""},
 		{"untrusted certificate", tlsEmu.URL, nil, []string{"does not verify", "unknown authority", "--ca-bundle", "--no-verify-ssl"}, ""},
