@@ -175,6 +175,7 @@ type gatedSource struct {
 	sink  *countingSink
 	n     int32
 	mu    sync.Mutex
+	held  bool // the first request was held
 	order []string
 }
 
@@ -189,15 +190,20 @@ func (s *countingSink) Create(ctx context.Context, o Object) (File, error) {
 }
 
 // Open holds every request until n files were created, and the first
-// one 50 ms longer: the object joins the scheduler just after its file
+// one 300 ms longer, whether or not it had to wait for them: the object joins the scheduler just after its file
 // is created, and the next range is chosen once this request's slot is
-// free.
+// free. The margin is wide because a loaded CI machine can leave the
+// goroutine that adds the object unscheduled for tens of milliseconds.
 func (s *gatedSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
-	if s.sink.creates.Load() < s.n {
-		for deadline := time.Now().Add(2 * time.Second); s.sink.creates.Load() < s.n && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(2 * time.Second); s.sink.creates.Load() < s.n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	s.mu.Lock()
+	first := !s.held
+	s.held = true
+	s.mu.Unlock()
+	if first {
+		time.Sleep(300 * time.Millisecond)
 	}
 	s.mu.Lock()
 	s.order = append(s.order, fmt.Sprint(o.Key, "@", off))
