@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/s3pd/s3pd/internal/job"
@@ -18,34 +17,22 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// copyOptions are copy's own flags; the shared settings come from
-// loadSettings.
+// copyOptions are copy's flags: get's (a copy from S3 to local runs as
+// get, with these very options) and copy's own. The shared settings come
+// from loadSettings. Its check and checkKeep are copy's: get's own run
+// only on the route to local files.
 type copyOptions struct {
-	// src and dst are the arguments (dst "" with --benchmark).
-	src, dst string
-	// flags are the command's flags, for the settings they set.
-	flags          *pflag.FlagSet
-	output         outputFlags
-	rules          ruleFlags
-	scale          scaleFlags
-	benchmark      bool
-	overwrite      bool
-	noLock         bool
+	// getOptions hold the arguments (src, and dest "" with --benchmark),
+	// the command's flags and get's flags.
+	getOptions
 	followSymlinks bool
 	// noFollowSymlinks is the AWS CLI's --no-follow-symlinks.
 	noFollowSymlinks bool
-	noClobber        bool
-	delete           bool
-	req              job.Request
 	upload           job.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
 	// expectedSize is --expected-size, the size of a SRC - stream.
 	expectedSize string
-	noSpaceCheck bool
-	sizeOnly     bool
-	// ssec is the SSE-C key of an S3 source copied to local files.
-	ssec sseCKeyFlags
 }
 
 // NewCmdCopy builds `s3pd copy`. runF, when set, runs instead of runCopy
@@ -75,7 +62,10 @@ skipped; a failed or interrupted upload is aborted.
 S3 to S3 on one store: server-side CopyObject, or UploadPartCopy in parallel
 above --copy-threshold. With --source-endpoint-url, --source-region or
 --source-profile the bytes stream through this machine, never to disk.
-S3 to local: as get.
+S3 to local (and --benchmark of an S3 SRC): get itself, with every flag of
+get; those only a download has (--version-id, --no-resume, --conflict-suffix,
+--verify-existing, --report, --interval, --no-space-check) are refused on the
+other routes.
 Standard input to S3 (SRC -): one object, a multipart upload of unknown
 size in parts of --partsize (--expected-size sizes them for a long stream),
 --threads+1 parts in memory at most, aborted on an error or interrupt.`,
@@ -86,9 +76,9 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 			return usageErrorf("copy takes SRC and DEST (SRC alone with --benchmark), got %d argument(s)", len(args))
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.src, opts.dst, opts.flags = args[0], "", c.Flags()
+			opts.src, opts.dest, opts.flags = args[0], "", c.Flags()
 			if len(args) == 2 {
-				opts.dst = args[1]
+				opts.dest = args[1]
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -97,31 +87,19 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 		},
 	}
 	fs := c.Flags()
-	addSettingsFlags(fs)
-	opts.output.register(fs)
-	opts.rules.register(fs)
-	opts.scale.register(fs)
-	fs.BoolVar(&opts.benchmark, "benchmark", false, "keep nothing: read SRC, count and drop the bytes (no DEST needed)")
-	fs.BoolVar(&opts.overwrite, "overwrite", false, "copy even files and objects identical at DEST")
-	fs.BoolVar(&opts.sizeOnly, "size-only", false, "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)")
-	opts.ssec.register(fs)
-	fs.BoolVar(&opts.noLock, "no-lock", false, "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there")
+	opts.registerFlags(fs)
+	rewordForCopy(fs)
 	fs.BoolVar(&opts.followSymlinks, "follow-symlinks", true, "copy what symbolic links point to (the AWS CLI's default)")
 	fs.BoolVar(&opts.noFollowSymlinks, "no-follow-symlinks", false, "report and skip symbolic links instead of following them")
-	fs.BoolVar(&opts.noClobber, "no-clobber", false, "never replace an existing file or object (skipped as \"exists\")")
-	fs.BoolVar(&opts.delete, "delete", false, "remove files or objects under DEST that SRC does not have (after a run without failures)")
 	registerUploadFlags(fs, &opts.upload)
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
 	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", job.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
-	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "S3 to local: do not compare what is still to land with DEST's free space before the first byte")
 	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
 	fs.StringVar(&opts.source.endpoint, "source-endpoint-url", "", "S3 to S3: endpoint of SRC, when it differs from DEST's (the bytes then stream through)")
 	fs.StringVar(&opts.source.region, "source-region", "", "S3 to S3: region of SRC (the bytes then stream through)")
 	fs.StringVar(&opts.source.profile, "source-profile", "", "S3 to S3: AWS profile for SRC (the bytes then stream through)")
-	fs.StringVar(&opts.req.RequestPayer, "request-payer", "", `confirm that the requester pays ("requester")`)
-	fs.StringVar(&opts.req.ExpectedBucketOwner, "expected-bucket-owner", "", "account ID the bucket must belong to")
 	return c
 }
 
@@ -134,16 +112,18 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, opts.dst == "-")
+	if opts.download() {
+		// S3 to local is get: get's checks, settings, job and run, on
+		// the options get's flags set.
+		return runGet(ctx, fac, &opts.getOptions)
+	}
+	f, settings, origins, err := startRun(fac, opts.flags, &opts.output, opts.dest == "-")
 	defer f.end(&err)
 	if err != nil {
 		return err
 	}
 	if opts.src == "-" {
 		return streamUpload(ctx, f, opts, settings, expected)
-	}
-	if isS3(opts.src) && (opts.benchmark || !isS3(opts.dst)) {
-		return copyDownload(ctx, f, opts, settings, origins)
 	}
 	t, err := opts.transport(ctx, f, settings)
 	if err != nil {
@@ -159,8 +139,8 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 		return err
 	}
 	out := f.output(opts.output)
-	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
-	out.upload = isS3(opts.dst) && !opts.benchmark
+	out.localTo, out.dryVerb = localTo(opts.src, opts.dest), "copy"
+	out.upload = isS3(opts.dest) && !opts.benchmark
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
 	if spec.SrcURL.Bucket != "" {
 		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
@@ -200,9 +180,9 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	if err != nil {
 		return job.CopySpec{}, err
 	}
-	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: job.LocalOptions{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
+		Sink: job.LocalOptions{Overwrite: opts.sink.Overwrite, NoClobber: opts.sink.NoClobber, NoLock: opts.sink.NoLock, SizeOnly: opts.sink.SizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
 		Target:   job.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
@@ -210,7 +190,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
 		Scale: opts.scale.scaleSpec(f, settings, t, shardSpec, opts.rules.rules)}
-	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.overwrite, opts.req, opts.sizeOnly
+	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.sink.Overwrite, opts.req, opts.sink.SizeOnly
 	spec.Upload.JournalDir, spec.Upload.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	if isS3(opts.src) {
 		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
@@ -226,7 +206,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 // transport is the run's transport when SRC or DEST is in S3 (nil for
 // local to local, which checks only that the cards of --nics exist).
 func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
-	if isS3(opts.src) || isS3(opts.dst) {
+	if isS3(opts.src) || isS3(opts.dest) {
 		return f.transport(ctx, s)
 	}
 	if len(s.NICs) > 0 {
@@ -238,23 +218,42 @@ func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Sett
 }
 
 // check checks copy's flags against each other (they do not depend on
-// the settings) and returns --copy-threshold.
+// the settings) and returns --copy-threshold. From S3 to local it checks
+// only copy's own flags: get's are get's to check (runGet).
 func (opts *copyOptions) check() (int64, error) {
-	if err := checkModes(opts.output, opts.benchmark, opts.dst); err != nil {
+	if err := opts.checkUpload(); err != nil {
 		return 0, err
 	}
-	for _, check := range []func() error{opts.checkUpload, opts.checkKeep, opts.checkStores, func() error { return opts.rules.refuseIncludeAlone(opts.src) }} {
+	if opts.crossStore() && !(isS3(opts.src) && isS3(opts.dest)) {
+		return 0, usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
+	}
+	threshold, err := config.ParseSize(opts.copyThreshold)
+	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
+		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
+	}
+	if opts.download() {
+		return threshold, nil
+	}
+	if err := opts.refuseDownloadFlags(); err != nil {
+		return 0, err
+	}
+	if err := checkModes(opts.output, opts.benchmark, opts.dest); err != nil {
+		return 0, err
+	}
+	for _, check := range []func() error{opts.checkKeep, opts.checkStores, func() error { return opts.rules.refuseIncludeAlone(opts.src) }} {
 		if err := check(); err != nil {
 			return 0, err
 		}
 	}
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
-	opts.upload.NoClobber = opts.noClobber
-	threshold, err := config.ParseSize(opts.copyThreshold)
-	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
-		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
-	}
+	opts.upload.NoClobber = opts.sink.NoClobber
 	return threshold, nil
+}
+
+// download says the copy is from S3 to local files or stdout (or a
+// --benchmark of an S3 SRC): get's route.
+func (opts *copyOptions) download() bool {
+	return isS3(opts.src) && (opts.benchmark || !isS3(opts.dest))
 }
 
 // checkUpload refuses what S3 would refuse of the objects a copy writes.
@@ -281,16 +280,16 @@ func (opts *copyOptions) checkUpload() error {
 // checkKeep refuses rules for what is already at DEST that contradict
 // each other.
 func (opts *copyOptions) checkKeep() error {
-	if opts.overwrite && opts.noClobber {
+	if opts.sink.Overwrite && opts.sink.NoClobber {
 		return usageErrorf("--overwrite and --no-clobber contradict each other")
 	}
-	if opts.sizeOnly && (opts.overwrite || opts.output.exactTimestamps) {
+	if opts.sink.SizeOnly && (opts.sink.Overwrite || opts.output.exactTimestamps) {
 		return usageErrorf("--size-only keeps files and objects by their size alone: not with --overwrite or --exact-timestamps")
 	}
-	if opts.sizeOnly && isS3(opts.src) && isS3(opts.dst) && !opts.crossStore() {
+	if opts.sink.SizeOnly && isS3(opts.src) && isS3(opts.dest) && !opts.crossStore() {
 		return usageErrorf("--size-only: a server-side copy skips objects by size and ETag, which it always compares")
 	}
-	if opts.delete && (opts.benchmark || opts.dst == "-") {
+	if opts.delete && (opts.benchmark || opts.dest == "-") {
 		return usageErrorf("--delete needs a directory or a prefix as DEST")
 	}
 	return nil
@@ -299,15 +298,12 @@ func (opts *copyOptions) checkKeep() error {
 // checkStores refuses flags that do not apply to the stores SRC and DEST
 // are on, and directory buckets' refusals.
 func (opts *copyOptions) checkStores() error {
-	src, dst := opts.src, opts.dst
-	if opts.ssec.given() && !(isS3(src) && !isS3(dst)) {
+	src, dst := opts.src, opts.dest
+	if opts.ssec.given() {
 		return usageErrorf("--sse-c and its key apply to downloads (S3 to local); SSE-C uploads and copies are not supported")
 	}
 	if opts.scale.manifest != "" && !isS3(src) {
 		return usageErrorf("--manifest names S3 objects; SRC %s is local", src)
-	}
-	if opts.crossStore() && !(isS3(src) && isS3(dst)) {
-		return usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
 	}
 	for i, p := range []string{src, dst} {
 		if u, err := job.ParseRawURL(p); isS3(p) && err == nil {
@@ -330,19 +326,6 @@ func (opts *copyOptions) crossStore() bool {
 }
 
 func isS3(p string) bool { return job.IsS3(p) }
-
-// copyDownload runs S3 to local (and --benchmark of an S3 source) as get
-// does, with the settings and logger this run has already.
-func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, origins *config.Origins) error {
-	g := &getOptions{src: opts.src, dest: opts.dst, flags: opts.flags, benchmark: opts.benchmark,
-		output: opts.output, rules: opts.rules, scale: opts.scale, req: opts.req, delete: opts.delete, noSpaceCheck: opts.noSpaceCheck, ssec: opts.ssec}
-	g.sink.Overwrite, g.sink.NoLock, g.sink.NoClobber, g.sink.SizeOnly = opts.overwrite, opts.noLock, opts.noClobber, opts.sizeOnly
-	u, spec, err := g.check(f.Factory)
-	if err != nil {
-		return err
-	}
-	return download(ctx, f, g, u, spec, settings, origins)
-}
 
 // reportUnread logs an entry of a local source that is not copied.
 // Links and special files are skipped by design; anything unreadable

@@ -24,6 +24,65 @@ func registerUploadFlags(fs *pflag.FlagSet, o *job.UploadOptions) {
 	fs.Var(&metadataValue{&o.Metadata.User}, "metadata", "user metadata (x-amz-meta-*) of uploaded and copied objects: KEY=VALUE,... (repeatable)")
 }
 
+// copyUsage is copy's help for those of get's flags that its other
+// routes read too: they say what the flag does to files and objects.
+var copyUsage = map[string]string{
+	"benchmark":      "keep nothing: read SRC, count and drop the bytes (no DEST needed)",
+	"overwrite":      "copy even files and objects identical at DEST",
+	"size-only":      "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)",
+	"no-clobber":     "never replace an existing file or object (skipped as \"exists\")",
+	"no-lock":        "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there",
+	"delete":         "remove files or objects under DEST that SRC does not have (after a run without failures)",
+}
+
+// rewordForCopy gives get's flags, registered on copy, copy's help: the
+// shared ones copyUsage's, and those only a download has a note that
+// they take S3 to local only.
+func rewordForCopy(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if u, ok := copyUsage[f.Name]; ok {
+			f.Usage = u
+		}
+		if downloadOnly(f) {
+			f.Usage = "S3 to local: " + f.Usage
+		}
+	})
+}
+
+// refuseDownloadFlags refuses, on copy's routes other than S3 to local,
+// the flags of get that only a download has.
+func (opts *copyOptions) refuseDownloadFlags() error {
+	var err error
+	if opts.flags == nil {
+		return nil
+	}
+	opts.flags.Visit(func(f *pflag.Flag) {
+		if err == nil && downloadOnly(f) {
+			err = usageErrorf("--%s applies to copies from S3 to local files (as get), not %s", f.Name, opts.route())
+		}
+	})
+	return err
+}
+
+// route names the route of a copy that is not S3 to local, for its
+// refusals.
+func (opts *copyOptions) route() string {
+	from, to := "local", "local"
+	switch {
+	case opts.src == "-":
+		from = "standard input"
+	case isS3(opts.src):
+		from = "S3"
+	}
+	if isS3(opts.dest) {
+		to = "S3"
+	}
+	if opts.benchmark && from == "local" {
+		return "a --benchmark of local files"
+	}
+	return from + " to " + to
+}
+
 // checkStorageClass refuses a storage class S3 does not have.
 func checkStorageClass(s string) error {
 	if s == "" {

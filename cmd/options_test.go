@@ -95,7 +95,7 @@ func TestCopyOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := fmt.Sprintf("src=%s dst=%s bench=%v delete=%v follow=%v nofollow=%v threshold=%s source=%s sse=%s checksum=%s",
-				got.src, got.dst, got.benchmark, got.delete, got.followSymlinks, got.noFollowSymlinks, got.copyThreshold,
+				got.src, got.dest, got.benchmark, got.delete, got.followSymlinks, got.noFollowSymlinks, got.copyThreshold,
 				got.source.endpoint, got.upload.SSE, got.upload.ChecksumAlgorithm)
 			if s != tt.want {
 				t.Errorf("got  %s\nwant %s", s, tt.want)

@@ -82,7 +82,15 @@ func refusals() []refusal {
 		{args: s3("copy", "--request-payer", "me", "{dir}", "s3://bkt/p/"), want: `--request-payer "me": the only value is requester`},
 		{args: s3("copy", "--storage-class", "COLD", "{dir}", "s3://bkt/p/"), want: `--storage-class "COLD": want one of`},
 		{args: s3("copy", "--overwrite", "--no-clobber", "{dir}", "s3://bkt/p/"), want: `--overwrite and --no-clobber contradict each other`},
-		{args: s3("copy", "--delete", "s3://bkt/p/", "-"), want: `--delete needs a directory or a prefix as DEST`},
+		{args: s3("copy", "--delete", "s3://bkt/p/", "-"), want: `--delete needs a directory DEST`}, // S3 to local is get
+		{args: s3("copy", "--benchmark", "--delete", "{dir}"), want: `--delete needs a directory or a prefix as DEST`},
+		{args: s3("copy", "--version-id", "v1", "{dir}", "s3://bkt/p/"), want: `--version-id applies to copies from S3 to local files \(as get\), not local to S3`},
+		{args: s3("copy", "--no-resume", "s3://bkt/a/", "s3://bkt/b/"), want: `--no-resume applies to copies from S3 to local files \(as get\), not S3 to S3`},
+		{args: s3("copy", "--report", "{missing}.html", "{dir}", "{missing}"), want: `--report applies to copies from S3 to local files \(as get\), not local to local`},
+		{args: s3("copy", "--verify-existing", "--benchmark", "{dir}"), want: `--verify-existing applies to copies from S3 to local files \(as get\), not a --benchmark of local files`},
+		{args: s3("copy", "--conflict-suffix", ".obj", "-", "s3://bkt/k"), want: `--conflict-suffix applies to copies from S3 to local files \(as get\), not standard input to S3`},
+		{args: s3("copy", "--version-id", "v1", "s3://bkt/p/", "{dir}"), want: `--version-id names one object; s3://bkt/p/ is a prefix`}, // get's check
+		{args: s3("copy", "--report", "{dir}/sub/r.html", "s3://bkt/k", "{dir}"), want: `--report .* is inside DEST .*: write it elsewhere`},
 		{args: s3("copy", "--copy-threshold", "6GiB", "s3://bkt/a/", "s3://bkt/b/"), want: `--copy-threshold "6GiB": want a size from 1 byte to 5GiB`},
 		{args: s3("copy", "--manifest", "{file}", "{dir}", "s3://bkt/p/"), want: `--manifest names S3 objects; SRC .* is local`},
 		{args: s3("copy", "--source-region", "eu-west-1", "{dir}", "s3://bkt/p/"), want: `--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies`},

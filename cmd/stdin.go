@@ -23,15 +23,15 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 		}
 		return 0, nil
 	}
-	u, err := job.ParseRawURL(opts.dst)
+	u, err := job.ParseRawURL(opts.dest)
 	switch {
-	case !isS3(opts.dst):
-		return 0, usageErrorf("SRC - uploads standard input: DEST is an s3://bucket/key URL, not %q", opts.dst)
+	case !isS3(opts.dest):
+		return 0, usageErrorf("SRC - uploads standard input: DEST is an s3://bucket/key URL, not %q", opts.dest)
 	case err != nil:
 		return 0, usageError(err)
 	case u.Key == "" || strings.HasSuffix(u.Key, "/"):
-		return 0, usageErrorf("SRC - uploads standard input to one object: DEST %s names no key", opts.dst)
-	case opts.benchmark, opts.delete, opts.noClobber, len(opts.rules.rules) > 0, opts.scale.manifest != "", opts.scale.shard != "", opts.crossStore():
+		return 0, usageErrorf("SRC - uploads standard input to one object: DEST %s names no key", opts.dest)
+	case opts.benchmark, opts.delete, opts.sink.NoClobber, len(opts.rules.rules) > 0, opts.scale.manifest != "", opts.scale.shard != "", opts.crossStore():
 		return 0, usageErrorf("SRC - is one stream to one object: not with --benchmark, --delete, --no-clobber, --include, --exclude, --manifest, --shard or --source-*")
 	}
 	if opts.expectedSize == "" {
@@ -49,7 +49,7 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 // multipart_chunksize (larger when --expected-size says the stream would
 // need over 10,000 of them), --threads of them in flight at most.
 func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings config.Settings, expected int64) error {
-	if err := refuseClosedStdin(f.IO.In, opts.dst); err != nil {
+	if err := refuseClosedStdin(f.IO.In, opts.dest); err != nil {
 		return err
 	}
 	t, err := f.transport(ctx, settings)
@@ -63,7 +63,7 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	up := opts.upload
 	up.Req = opts.req
 	up.JournalDir, up.Report = uploadJournalDir(f.Getenv), uploadReport(f)
-	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
 		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
 	out := f.output(opts.output)
 	out.localTo, out.upload = "stdin", true
