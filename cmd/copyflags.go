@@ -27,12 +27,12 @@ func registerUploadFlags(fs *pflag.FlagSet, o *job.UploadOptions) {
 // copyUsage is copy's help for those of get's flags that its other
 // routes read too: they say what the flag does to files and objects.
 var copyUsage = map[string]string{
-	"benchmark":      "keep nothing: read SRC, count and drop the bytes (no DEST needed)",
-	"overwrite":      "copy even files and objects identical at DEST",
-	"size-only":      "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)",
-	"no-clobber":     "never replace an existing file or object (skipped as \"exists\")",
-	"no-lock":        "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there",
-	"delete":         "remove files or objects under DEST that SRC does not have (after a run without failures)",
+	"benchmark":  "keep nothing: read SRC, count and drop the bytes (no DEST needed)",
+	"overwrite":  "copy even files and objects identical at DEST",
+	"size-only":  "skip files and objects of the same size at DEST, whatever their modification time or checksum (as the AWS CLI's flag)",
+	"no-clobber": "never replace an existing file or object (skipped as \"exists\")",
+	"no-lock":    "local DEST: do not lock it (for file systems that refuse locks): you promise no other run writes there",
+	"delete":     "remove files or objects under DEST that SRC does not have (after a run without failures)",
 }
 
 // rewordForCopy gives get's flags, registered on copy, copy's help: the
