@@ -240,6 +240,9 @@ func (opts *copyOptions) check() (int64, error) {
 	if err := checkModes(opts.output, opts.benchmark, opts.dest); err != nil {
 		return 0, err
 	}
+	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
+		return 0, usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
+	}
 	for _, check := range []func() error{opts.checkKeep, opts.checkStores, func() error { return opts.rules.refuseIncludeAlone(opts.src) }} {
 		if err := check(); err != nil {
 			return 0, err
@@ -256,7 +259,8 @@ func (opts *copyOptions) download() bool {
 	return isS3(opts.src) && (opts.benchmark || !isS3(opts.dest))
 }
 
-// checkUpload refuses what S3 would refuse of the objects a copy writes.
+// checkUpload refuses what S3 would refuse of the objects a copy writes
+// (the flags get has not: every route checks them).
 func (opts *copyOptions) checkUpload() error {
 	switch opts.upload.ChecksumAlgorithm {
 	case job.CRC64NVME, job.CRC32C:
@@ -270,9 +274,6 @@ func (opts *copyOptions) checkUpload() error {
 	}
 	if opts.upload.SSEKMSKeyID != "" && !strings.HasPrefix(opts.upload.SSE, "aws:kms") {
 		return usageErrorf("--sse-kms-key-id needs --sse aws:kms or aws:kms:dsse")
-	}
-	if opts.req.RequestPayer != "" && opts.req.RequestPayer != "requester" {
-		return usageErrorf("--request-payer %q: the only value is requester", opts.req.RequestPayer)
 	}
 	return checkStorageClass(opts.upload.StorageClass)
 }
