@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
 )
 
 // writeTree writes files (name -> content) under dir.
@@ -182,4 +186,161 @@ func TestCopyFollowsSymlinks(t *testing.T) {
 		t.Fatalf("--no-follow-symlinks: exit %d\n%s", r.code, r.stderr)
 	}
 	sameTree(t, dst, map[string][]byte{"f": data})
+}
+
+// viaGetAndCopy runs test once as get and once as copy: a copy from S3 to
+// a local folder is get, so every check holds for both.
+func viaGetAndCopy(t *testing.T, test func(t *testing.T, verb string)) {
+	for _, verb := range []string{"get", "copy"} {
+		t.Run(verb, func(t *testing.T) { test(t, verb) })
+	}
+}
+
+// TestCopyToLocalVersionID: --version-id reaches every request for the
+// object, and names one object only.
+func TestCopyToLocalVersionID(t *testing.T) {
+	viaGetAndCopy(t, func(t *testing.T, verb string) {
+		s := emuStore(t, s3emu.Options{Dataset: "g:2:1MiB", LogRequests: true})
+		dest := t.TempDir()
+		// The emulator's objects are each their one version, "null".
+		if r := run(t, nil, s.cmd(verb, "--version-id", "null", s.url("g/00000001"), dest+"/")...); r.code != 0 {
+			t.Fatalf("--version-id null: exit %d\n%s", r.code, r.stderr)
+		}
+		checkSynthetic(t, filepath.Join(dest, "00000001"), "g/00000001", 1<<20)
+		asked := 0
+		for _, req := range s.emu.Log() {
+			if req.Key != "g/00000001" {
+				continue
+			}
+			asked++
+			if !strings.Contains(req.Query, "versionId=null") {
+				t.Errorf("%s %s?%s: no versionId", req.Method, req.Key, req.Query)
+			}
+		}
+		if asked == 0 {
+			t.Errorf("no request for g/00000001")
+		}
+		r := run(t, nil, s.cmd(verb, "--version-id", "null", s.url("g/"), t.TempDir())...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--version-id names one object") {
+			t.Errorf("--version-id of a prefix: exit %d, want 2 and get's reason\n%s", r.code, r.stderr)
+		}
+	})
+}
+
+// TestCopyToLocalNoResume: a run killed midway leaves a journaled
+// partial file; a rerun with --no-resume fetches the whole object again
+// instead of what the journal lacks.
+func TestCopyToLocalNoResume(t *testing.T) {
+	const size = 24 << 20
+	viaGetAndCopy(t, func(t *testing.T, verb string) {
+		s := emuStore(t, s3emu.Options{Dataset: "big:1:24MiB", ConnRate: 3 << 20})
+		dest := t.TempDir()
+		args := func(extra ...string) []string {
+			return s.cmd(verb, append(extra, "--partsize", "1MiB", "--threads", "4", s.url("big/"), dest)...)
+		}
+		cmd, _ := startGet(t, args()...)
+		waitForJournaled(t, dest, 2<<20)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if done := journaled(t, dest); done <= 0 || done >= size {
+			t.Fatalf("journal records %d bytes, want part of %d", done, size)
+		}
+		resetAfterDrain(t, s.emu)
+		if r := run(t, nil, args("--no-resume")...); r.code != 0 {
+			t.Fatalf("--no-resume: exit %d\n%s", r.code, r.stderr)
+		}
+		if sent := s.emu.BytesSentFor(s.bucket, "big/00000000"); sent < size {
+			t.Errorf("--no-resume fetched %d bytes, want the whole %d: it resumed", sent, size)
+		}
+		checkSynthetic(t, finalName(dest), "big/00000000", size)
+		tree(t, dest)
+	})
+}
+
+// TestCopyToLocalVerifyExisting: a damaged file with its object's size
+// and mtime is trusted by a plain rerun; --verify-existing finds it and
+// fetches that object alone again.
+func TestCopyToLocalVerifyExisting(t *testing.T) {
+	const size = 2 << 20
+	viaGetAndCopy(t, func(t *testing.T, verb string) {
+		s := emuStore(t, s3emu.Options{Dataset: "v:3:2MiB"})
+		dest := t.TempDir()
+		args := func(extra ...string) []string {
+			return s.cmd(verb, append(extra, "--partsize", "1MiB", s.url("v/"), dest)...)
+		}
+		if r := run(t, nil, args()...); r.code != 0 {
+			t.Fatalf("first run: exit %d\n%s", r.code, r.stderr)
+		}
+		damaged := filepath.Join(dest, "00000001")
+		st, err := os.Stat(damaged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(damaged, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt(make([]byte, 4096), 1<<20)
+		f.Close()
+		os.Chtimes(damaged, st.ModTime(), st.ModTime())
+		s.emu.ResetStats()
+		if r := run(t, nil, args()...); r.code != 0 || s.emu.Stats().BytesSent > 64<<10 {
+			t.Fatalf("plain rerun: exit %d, %d bytes sent; want 0 and no object fetched\n%s", r.code, s.emu.Stats().BytesSent, r.stderr)
+		}
+		s.emu.ResetStats()
+		if r := run(t, nil, args("--verify-existing")...); r.code != 0 {
+			t.Fatalf("--verify-existing: exit %d\n%s", r.code, r.stderr)
+		}
+		for i := range 3 {
+			key := fmt.Sprintf("v/%08d", i)
+			checkSynthetic(t, filepath.Join(dest, fmt.Sprintf("%08d", i)), key, size)
+			sent, want := s.emu.BytesSentFor(s.bucket, key), int64(0)
+			if i == 1 {
+				want = size
+			}
+			if sent != want {
+				t.Errorf("%s: %d bytes fetched, want %d", key, sent, want)
+			}
+		}
+	})
+}
+
+// TestCopyToLocalReport: --report writes the run's page and says where;
+// one inside DEST is refused before any request.
+func TestCopyToLocalReport(t *testing.T) {
+	viaGetAndCopy(t, func(t *testing.T, verb string) {
+		s := emuStore(t, s3emu.Options{Dataset: "g:2:1MiB"})
+		dir := t.TempDir()
+		page := filepath.Join(dir, verb+".html")
+		r := run(t, nil, s.cmd(verb, "--report", page, s.url("g/"), filepath.Join(dir, "out"))...)
+		if r.code != 0 || !strings.Contains(r.stdout, "report: "+page+"\n") {
+			t.Fatalf("--report: exit %d, stdout lacks %q\n%s%s", r.code, "report: "+page, r.stdout, r.stderr)
+		}
+		if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), `id="chart-throughput"`) {
+			t.Errorf("the report: %v\n%.300s", err, b)
+		}
+		s.emu.ResetStats()
+		inDest := filepath.Join(dir, "dest")
+		r = run(t, nil, s.cmd(verb, "--report", filepath.Join(inDest, "r.html"), s.url("g/"), inDest)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "inside DEST") || s.emu.Stats().Requests != 0 {
+			t.Errorf("a report inside DEST: exit %d, %d requests; want 2, a reason and none\n%s", r.code, s.emu.Stats().Requests, r.stderr)
+		}
+	})
+}
+
+// TestCopyToLocalConflictSuffix: a key that is both an object and a
+// prefix lands as NAME+SUFFIX.
+func TestCopyToLocalConflictSuffix(t *testing.T) {
+	viaGetAndCopy(t, func(t *testing.T, verb string) {
+		s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+		objs := map[string][]byte{"a": randomBytes(1, 100), "a/b": randomBytes(2, 200)}
+		for k, v := range objs {
+			s.put(t, "p/"+k, v)
+		}
+		dest := t.TempDir()
+		if r := run(t, nil, s.cmd(verb, "--conflict-suffix", ".obj", s.url("p/"), dest)...); r.code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		sameTree(t, dest, map[string][]byte{"a.obj": objs["a"], "a/b": objs["a/b"]})
+	})
 }
