@@ -57,7 +57,8 @@ const (
 // throughput per request in flight; it probes a step above the knee
 // every kneeProbeEvery, or at once when the throughput per request rose
 // kneeRise over the knee's, the best of its full samples (the bottleneck
-// went away), measures that
+// went away), or fell to half of it (the requests became smaller or
+// slower to answer, where more in flight may pay), measures that
 // step's window, and climbs on from it if it pays, or goes back to the
 // knee. A SlowDown's cut ends the knee: the server sets the window from
 // then on.
@@ -161,6 +162,14 @@ const kneeHold = kneeGain / 2
 // quarter, above the spread of full samples over kneeHoldSpan (about a
 // sixth), so a rise that large is the bottleneck moving, not noise.
 const kneeRise = 1.25
+
+// kneeFall is the fall of the throughput per request in flight, under
+// the knee's, that sends a probe at once: a halving. The knee's level is
+// the best of its samples, so a fall is read from a high mark and needs
+// a wider margin than a rise: a quarter below it came from noise alone in
+// runs held at an aggregate cap, while a mix's 64 KiB objects after its
+// 8 MiB parts move a tenth as much per request as they did.
+const kneeFall = 2
 
 // kneeFull is the least mean in flight, of the window, a sample needs
 // for its throughput per request to send a probe: a sample with fewer
@@ -435,7 +444,7 @@ func (t *turn) stepDown(l level) {
 
 // hold samples the throughput of a window held at its knee every
 // kneeSpan, and sends a probe a step above it when one is due or the
-// throughput per request rose.
+// throughput per request rose kneeRise over the knee's or fell to half.
 func (t *turn) hold() {
 	s, o, k := &t.s, &t.o, &t.s.kn
 	cur, ok := t.measure()
@@ -472,7 +481,10 @@ func (t *turn) hold() {
 			t.newStep()
 			return
 		default:
-			k.down, s.Window = false, k.at
+			// Back at the knee: its throughput per request is sampled
+			// anew there, not compared with the half's (fewer requests
+			// sharing a bottleneck each move more).
+			k.down, s.Window, k.perReq = false, k.at, 0
 		}
 		t.startMeasure(s.Window) // the next sample is of the window now
 		return
@@ -489,13 +501,19 @@ func (t *turn) hold() {
 		return
 	}
 	rose := full && cur.perRequest() >= kneeRise*k.perReq
-	if full && !rose {
+	// A fall to kneeFall below says the requests changed (smaller, or
+	// answered later: a mix's small objects after its large ones), where
+	// more in flight may pay though it did not at the knee; a probe that
+	// does not pay settles on the fallen level, so it is not sent again
+	// for it.
+	fell := full && cur.perRequest()*kneeFall <= k.perReq
+	if full && !rose && !fell {
 		// The knee's level is the best of its full samples: the first
 		// may have been taken while the window's connections were still
 		// being made, and a rise over it alone says little.
 		k.perReq = max(k.perReq, cur.perRequest())
 	}
-	if s.Window >= t.r.max || o.Now < k.nextProbe && !rose {
+	if s.Window >= t.r.max || o.Now < k.nextProbe && !rose && !fell {
 		return
 	}
 	k.prev, k.nextProbe = cur, o.Now+kneeProbeEvery

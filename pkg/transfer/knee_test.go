@@ -23,6 +23,7 @@ type bottleneck struct {
 	capacity func() int64
 	moved    atomic.Int64
 	throttle atomic.Bool // answer the next request SlowDown
+	small    atomic.Bool // requests move 64 KiB each instead of size
 
 	mu     sync.Mutex
 	active map[*int64]chan struct{}
@@ -68,6 +69,9 @@ func (b *bottleneck) request(ctx context.Context, s slot) {
 	}
 	b.g.answered(&s)
 	left, done := b.size, make(chan struct{})
+	if b.small.Load() {
+		left = 64 << 10
+	}
 	b.mu.Lock()
 	b.active[&left] = done
 	b.mu.Unlock()
@@ -280,6 +284,30 @@ func TestGateGrowsAgainWhenThroughputPerRequestRises(t *testing.T) {
 	})
 }
 
+// TestGateGrowsAgainWhenRequestsBecomeSmall: a window held at its knee,
+// where 40 large requests streaming at once move all the server can,
+// sees the requests turn small (a mix's small objects after its large
+// ones): each now waits its time to first byte for a few milliseconds of
+// streaming, so 40 streaming at once take several times as many in
+// flight. Its throughput per request falls, and it climbs on well before
+// its next periodic probe.
+func TestGateGrowsAgainWhenRequestsBecomeSmall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBottleneck(256, 5*time.Millisecond, func() int64 { return 40 })
+		defer b.stop()
+		time.Sleep(time.Second)
+		w, stop, knee := b.g.window()
+		if stop != WindowKnee || knee > 80 {
+			t.Fatalf("stop %q, knee %d before the requests turn small; want a knee of at most 80", stop, knee)
+		}
+		b.small.Store(true)
+		time.Sleep(500 * time.Millisecond) // the next probe is due after 2 s
+		if w2, stop2, _ := b.g.window(); w2 < 2*w {
+			t.Fatalf("window %d (%q) once requests are small, want at least %d (twice the knee)", w2, stop2, 2*w)
+		}
+	})
+}
+
 // TestGateKneeStillCutsOnSlowDown: a window held at its knee is cut by
 // a SlowDown like any other, and says so.
 func TestGateKneeStillCutsOnSlowDown(t *testing.T) {
@@ -353,5 +381,37 @@ func TestKneeLevelIsItsBestSample(t *testing.T) {
 	}
 	if s.Window != 2*w {
 		t.Fatalf("window %d after the probe, want %d", s.Window, 2*w)
+	}
+}
+
+// TestKneeProbesWhenThroughputPerRequestFalls: a window held at its knee
+// probes when its throughput per request falls to half the knee's (the
+// requests changed), and not for a smaller fall.
+func TestKneeProbesWhenThroughputPerRequestFalls(t *testing.T) {
+	r := windowRule{max: 256, start: startWindow}
+	const w = 16
+	o := observation{TTFB: time.Millisecond, InFlight: w, Full: true}
+	settled := turn{r: r, o: o, s: r.initial()}
+	settled.settle(level{w: w})
+	s := settled.s
+	unit := float64(kneeCounts * 4 * countEvery)
+	sample := func(rate float64) (probed bool) {
+		o.Now += kneeHoldSpan
+		o.Area += w * kneeHoldSpan
+		o.Moved += int64(float64(kneeHoldSpan/kneeSpan) * rate * unit)
+		s = r.next(s, o)
+		return s.Phase == PhaseProbe
+	}
+	for i, c := range []struct {
+		rate  float64
+		probe bool
+	}{
+		{1.0, false}, // the knee's first full sample: its level
+		{0.7, false}, // a fall short of a halving
+		{0.45, true}, // under half the knee's
+	} {
+		if got := sample(c.rate); got != c.probe {
+			t.Fatalf("sample %d at %.1fx: probe %v, want %v (phase %v)", i, c.rate, got, c.probe, s.Phase)
+		}
 	}
 }
