@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
@@ -235,8 +233,9 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 		return s3store.ChecksumOf(ctx, src, o, alg)
 	}
 	opts.SourceIdentity = fileIdentity
-	c.Sink = s3store.NewUploadSink(client, u.Bucket, opts)
-	c.pruneS3(client, u.Bucket, opts.Prefix, spec.Upload.Req)
+	up := s3store.NewUploadSink(client, u.Bucket, opts)
+	c.Sink = up
+	c.pruneWith(up)
 	return nil
 }
 
@@ -249,10 +248,11 @@ func (c *Copy) uploadOptions(spec CopySpec, prefix string) s3store.UploadOptions
 	return o
 }
 
-// pruneS3 makes Delete remove the objects under prefix in bucket.
-func (c *Copy) pruneS3(client *s3.Client, bucket, prefix string, req s3store.Request) {
+// pruneWith makes Delete remove what dst holds and the listing did not
+// give.
+func (c *Copy) pruneWith(dst Pruner) {
 	c.prune = func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
-		return c.Listed.PruneS3(ctx, client, bucket, prefix, req, keep, dryRun, report)
+		return c.Listed.PruneWith(ctx, dst, keep, dryRun, report)
 	}
 }
 
@@ -323,9 +323,10 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	c.Lanes = res.Lanes
 	c.Scaled = spec.Scale.scale(c.Lanes[0].Source, su.Bucket, su.Key, res.Source)
 	opts := c.uploadOptions(spec, KeyPrefix(root))
-	c.pruneS3(dstClient, du.Bucket, opts.Prefix, spec.Upload.Req)
 	if c.ServerSide {
-		c.Sink = s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
+		cs := s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
+		c.Sink = cs
+		c.pruneWith(cs)
 		return nil
 	}
 	if !opts.Trailer {
@@ -333,7 +334,9 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	}
 	opts.SourceChecksum = res.Source.Checksum
 	opts.SourceIdentity = objectIdentity
-	c.Sink = s3store.NewUploadSink(dstClient, du.Bucket, opts)
+	up := s3store.NewUploadSink(dstClient, du.Bucket, opts)
+	c.Sink = up
+	c.pruneWith(up)
 	return nil
 }
 
