@@ -20,9 +20,13 @@ var layers = map[string][]string{
 	"pkg/checksum": nil, "pkg/s3emu": nil, "pkg/nics": nil, "pkg/config": nil, "pkg/raid": nil, "pkg/diskbench": nil,
 	// The engine: only the checksum math, no adapter.
 	"pkg/transfer": {"pkg/checksum"},
-	// Adapters and listers: the engine, never each other.
-	"pkg/s3store":               {"pkg/transfer", "pkg/checksum"},
-	"pkg/local":                 {"pkg/transfer", "pkg/checksum"},
+	// The stores' contract: openers, the registry, capabilities; of
+	// s3pd only the engine's types.
+	"pkg/store": {"pkg/transfer"},
+	// Adapters and listers: the engine (a store also the stores'
+	// contract), never each other.
+	"pkg/s3store":               {"pkg/transfer", "pkg/checksum", "pkg/store"},
+	"pkg/local":                 {"pkg/transfer", "pkg/checksum", "pkg/store"},
 	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
 	"pkg/manifest":              {"pkg/transfer"},
 	"pkg/shard":                 {"pkg/transfer"},
@@ -34,15 +38,19 @@ var layers = map[string][]string{
 	// The job: what to transfer and where, from the adapters, the
 	// engine and the cards' dialers; no command line and no
 	// configuration (cmd turns settings into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
+	"internal/job": {"pkg/transfer", "pkg/store", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
 	// The edge: flags, settings, rendering and exit codes over the job;
 	// the packages of the commands that are their own domain (raid-setup,
 	// bench disk, bench serve, nics and the cards a run binds to); the
-	// readers of a run's outcome; the embedded presets; and of the
-	// engine only the types in cmdTransferNames. Never a store, a sink or
-	// a lister directly: those are the job's.
+	// readers of a run's outcome; the embedded presets; of the engine
+	// only the types in cmdTransferNames. The stores: their contract and
+	// registry (cmd/stores.go, one line per store), and their own small
+	// types for flags, checks and messages, and S3's commands without a
+	// transfer (ls, du); the listers' for --shard and --manifest. Never
+	// a sink: building a run is the job's.
 	"cmd": {"internal/job", "pkg/config", "pkg/report", "pkg/sweep",
-		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer"},
+		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer",
+		"pkg/store", "pkg/s3store", "pkg/local", "pkg/shard", "pkg/manifest", "pkg/extsort"},
 }
 
 // cmdTransferNames are the names of pkg/transfer that cmd may use: the

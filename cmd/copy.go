@@ -15,6 +15,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -205,7 +206,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 		Sink: job.LocalOptions{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
-		Target:   job.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
+		Read:     store.Options{Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
 		PartSize: settings.PartSize, Threshold: settings.MultipartThreshold, CopyThreshold: threshold,
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
@@ -217,9 +218,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 			return spec, usageError(err)
 		}
 	}
-	if opts.crossStore() {
-		spec.SourceClient, err = sourceSide(ctx, f, opts, settings, spec.Client)
-	}
+	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, spec.Client)
 	return spec, err
 }
 

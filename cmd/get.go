@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -299,11 +300,10 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 		dest = ""
 	}
 	get := &job.GetSpec{
-		Client: client, Source: job.S3Spec{Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
-			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
-			Target: job.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
-				Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
-		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
+		Source: s3Location(u), Stores: s3Stores(client, opts.req), URL: opts.src,
+		Read: store.Options{Prefix: u.Prefix, FirstRange: settings.PartSize, FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
+			Version: opts.versionID, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry},
+		Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -69,5 +70,5 @@ func badManifest(err error) error {
 // run's transport t.
 func (s *scaleFlags) scaleSpec(f *runEnv, settings config.Settings, t *job.Transport, spec *job.ShardSpec, rules transfer.Rules) job.ScaleSpec {
 	return job.ScaleSpec{Manifest: s.manifest, Stdin: f.IO.In, Shard: spec, Filter: rules.Filter(),
-		Clients: clientOptions(f, settings, t)}
+		Stores: s3Stores(clientOptions(f, settings, t), s3store.Request{})}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 )
 
 // sideFlags are the settings that say where one side of a copy is and
@@ -13,6 +15,20 @@ import (
 // --region, ...) are DEST's, and SRC's come from its profile and from
 // --source-endpoint-url and --source-region.
 var sideFlags = []string{"endpoint_url", "region", "addressing_style", "ca_bundle"}
+
+// sourceStores are the stores an S3 SRC of a copy is read from: over
+// dest, DEST's client, unless the --source-* flags name another store
+// (crossStore), which sourceSide reaches.
+func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions) (_ store.Registry, crossStore bool, _ error) {
+	if !opts.crossStore() {
+		return s3Stores(dest, opts.req), false, nil
+	}
+	so, err := sourceSide(ctx, f, opts, ds, dest)
+	if err != nil {
+		return nil, true, err
+	}
+	return s3Stores(*so, opts.req), true, nil
+}
 
 // sourceSide is how an S3 to S3 copy across stores reaches SRC, from
 // the --source-* flags. dest is how it reaches DEST, from the run's

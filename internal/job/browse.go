@@ -24,7 +24,7 @@ type Bucket struct {
 
 // Browse is t's bucket, read over the first lane of opts' transport.
 func Browse(ctx context.Context, opts ClientOptions, t Target) (*Bucket, error) {
-	lanes, err := NewS3Lanes(ctx, t.Bucket, opts)
+	lanes, err := s3store.NewLanes(ctx, t.Bucket, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -35,16 +35,19 @@ type CopySpec struct {
 	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
 	// Threshold, Trailer and SourceChecksum are set here.
 	Upload s3store.UploadOptions
-	// Client reaches an S3 Dst, and an S3 Src unless SourceClient does;
-	// its Transport carries every request of the copy (uploads and
-	// server-side copies take each part over the next lane in turn).
+	// Client reaches an S3 Dst; its Transport carries every request of
+	// the copy (uploads and server-side copies take each part over the
+	// next lane in turn).
 	Client s3store.ClientOptions
-	// SourceClient, when set, reaches Src on another store (or with
-	// other credentials): the bytes stream through this process.
-	SourceClient *s3store.ClientOptions
-	// Target is how an S3 Src is read (request options, verification,
-	// stall timeout, retries); its bucket and key are decided here.
-	Target s3store.Target
+	// Stores open an S3 Src; CrossStore says they reach it on another
+	// store than Dst (or with other credentials): the bytes stream
+	// through this process.
+	Stores     store.Registry
+	CrossStore bool
+	// Read is how an S3 Src is read (verification, stall timeout,
+	// retries); its Prefix, Name, first range and fan-out are decided
+	// here.
+	Read store.Options
 	// PartSize and Threshold are the run's part size and multipart
 	// threshold. A server-side copy uses CopyThreshold instead of
 	// Threshold, and 1 GiB parts unless PartSizeSet.
@@ -78,6 +81,12 @@ type Copy struct {
 	// between stores that cannot send its checksum as a trailer holds
 	// its parts in memory.
 	MaxRequests int
+	// StartWindow is the requests in flight the engine starts with, as
+	// the copy's connections need (0: the engine's default).
+	StartWindow int
+	// OpaqueETags and Unordered say the source's ETags are not MD5s
+	// and that it lists out of key order.
+	OpaqueETags, Unordered bool
 
 	stream  *stream
 	prune   func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error
@@ -220,6 +229,7 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 		return &SpecError{Err: err}
 	}
 	c.LocalTo = "s3"
+	c.StartWindow = tlsWindow(spec.Client.EndpointURL)
 	src, root, err := c.landLocal(spec, u.Key, u.Prefix)
 	if err != nil {
 		return err
@@ -264,7 +274,7 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if err != nil {
 		return &SpecError{Err: err}
 	}
-	crossStore := spec.SourceClient != nil
+	crossStore := spec.CrossStore
 	if !crossStore && su.Bucket == du.Bucket {
 		switch {
 		case strings.TrimSuffix(su.Key, "/") == strings.TrimSuffix(du.Key, "/"):
@@ -277,42 +287,33 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if err != nil {
 		return err
 	}
-	// One source lane per lane of the transport (network card): ranged
-	// GETs of a stream, and the parts of a server-side copy, spread over
-	// them.
-	srcClients, err := s3store.NewLaneClients(ctx, su.Bucket, *cmp.Or(spec.SourceClient, &spec.Client))
-	if err != nil {
-		return err
-	}
-	target := spec.Target
-	target.Bucket = su.Bucket
+	read := spec.Read
 	c.ServerSide = !crossStore
 	if c.ServerSide {
 		// A server-side copy moves no byte through s3pd: nothing to verify.
-		target.Verify = false
+		read.Verify = false
 		c.Threshold = spec.CopyThreshold
 		if !spec.PartSizeSet {
 			c.PartSize = copyPartSize
 		}
 	}
-	var lanes []S3Lane
-	names := laneNames(spec.Client.Transport, len(srcClients))
-	for i, c := range srcClients {
-		lanes = append(lanes, S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: su.Bucket})})
-	}
 	if spec.Scale.Manifest != "" {
 		su.Key, su.Prefix = ManifestPrefix(su.Key), true
 	}
-	from := S3Spec{Lanes: lanes, Target: target, Key: su.Key, Prefix: su.Prefix,
-		FirstRange: c.PartSize, FanOut: spec.FanOut, ServerSide: c.ServerSide}
-	if !su.Prefix {
-		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
+	// One source lane per lane of the transport (network card): ranged
+	// GETs of a stream, and the parts of a server-side copy, spread over
+	// them.
+	read.Prefix, read.FirstRange, read.FanOut, read.ServerSide = su.Prefix, c.PartSize, spec.FanOut, c.ServerSide
+	read.Name = func(key string) string {
+		_, name := Land(true, key, du.Key, du.Prefix)
+		return name
 	}
-	res, err := resolveS3(ctx, from)
+	res, err := openSource(ctx, spec.Stores, "s3://"+su.Bucket+"/"+su.Key, read)
 	if err != nil {
 		return err
 	}
-	c.closers = append(c.closers, func() { res.Close() })
+	c.closers = append(c.closers, func() { res.Release() })
+	c.StartWindow, c.OpaqueETags, c.Unordered = res.StartWindow, res.OpaqueETags, res.Unordered
 	if res.Single && spec.Scale.Shard != nil {
 		return specErrorf("--shard splits a prefix; %s is a single object", spec.Src)
 	}
@@ -332,25 +333,14 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if !opts.Trailer {
 		c.MaxRequests = max(1, int(streamBuffer/c.PartSize))
 	}
-	opts.SourceChecksum = res.Source.Checksum
+	if cs, ok := res.Source.(store.Checksummer); ok {
+		opts.SourceChecksum = cs.Checksum
+	}
 	opts.SourceIdentity = objectIdentity
 	up := s3store.NewUploadSink(dstClient, du.Bucket, opts)
 	c.Sink = up
 	c.pruneWith(up)
 	return nil
-}
-
-// laneNames are the names of t's lanes ("default" for a transport of
-// its own).
-func laneNames(t *s3store.Transport, n int) []string {
-	if t != nil {
-		return t.Names()
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = "default"
-	}
-	return out
 }
 
 // Listing is what observes the listing for the copy (nil: nothing).

@@ -98,7 +98,7 @@ func TestNewCopyLands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.SrcURL = u
+			s.SrcURL, s.Stores = u, s3Stores(store)
 		}
 		return s
 	}
@@ -162,6 +162,7 @@ func TestNewCopyRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.spec
 			s.Client, s.PartSize, s.Threshold, s.CopyThreshold = store, 64<<10, 64<<10, 64<<10
+			s.Stores = s3Stores(store)
 			c, err := newCopy(context.Background(), s)
 			var se *SpecError
 			if !errors.As(err, &se) {

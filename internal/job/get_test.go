@@ -17,6 +17,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -26,12 +27,27 @@ func emuClient(ts *s3emu.TestServer) *s3.Client {
 		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
 }
 
-func emuLanes(t *testing.T) ([]S3Lane, *s3emu.TestServer) {
+// emuLanes is a registry whose s3:// store reads the emulator ts over
+// one lane of an anonymous client.
+func emuLanes(t *testing.T) (store.Registry, *s3emu.TestServer) {
 	t.Helper()
 	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB", LogRequests: true})
-	client := emuClient(ts)
-	return []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}, ts
+	return emuRegistry(emuClient(ts)), ts
 }
+
+// emuRegistry is a registry whose s3:// store reads over client.
+func emuRegistry(client *s3.Client) store.Registry {
+	lanes := []s3store.Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Lanes: lanes})}}
+}
+
+// s3Stores is a registry whose s3:// store reads with opts.
+func s3Stores(opts s3store.ClientOptions) store.Registry {
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Client: opts})}}
+}
+
+// emuURL is the emulator's default bucket's key.
+func emuURL(key string) string { return "s3://" + s3emu.DefaultBucket + "/" + key }
 
 // TestNewGet: what a URL names (one object, a prefix, nothing) and where
 // it lands, and the specs that cannot run.
@@ -55,8 +71,7 @@ func TestNewGet(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := newGet(context.Background(), GetSpec{
-				Source: S3Spec{Lanes: lanes, Key: tt.key, FirstRange: 256 << 10, FanOut: 1,
-					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				Source: emuURL(tt.key), Stores: lanes, Read: store.Options{FirstRange: 256 << 10, FanOut: 1, Verify: true},
 				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Scale: ScaleSpec{Shard: tt.shard},
 			})
 			var se *SpecError
@@ -120,8 +135,7 @@ func TestSingleObjectFirstRangeOnce(t *testing.T) {
 			lanes, ts := emuLanes(t)
 			ts.ResetStats()
 			g, err := newGet(context.Background(), GetSpec{
-				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: cmp.Or(tt.first, 256<<10),
-					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				Source: emuURL("p/00000000"), Stores: lanes, Read: store.Options{FirstRange: cmp.Or(tt.first, 256<<10), Verify: true},
 				URL: "s3://bench/p/00000000", Dest: "",
 			})
 			if err != nil {

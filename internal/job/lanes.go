@@ -1,7 +1,6 @@
 package job
 
 import (
-	"context"
 	"net"
 	"strings"
 	"time"
@@ -55,22 +54,6 @@ func DialLanes(cards []string) ([]DialLane, error) {
 	for _, iface := range ifaces {
 		d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
 		out = append(out, DialLane{Name: iface.Name, Dial: d.DialContext})
-	}
-	return out, nil
-}
-
-// NewS3Lanes builds one S3 client per lane of the options' transport
-// (one per network card), each a source over bucket from which the
-// run's sources derive.
-func NewS3Lanes(ctx context.Context, bucket string, opts ClientOptions) ([]S3Lane, error) {
-	clients, err := s3store.NewLaneClients(ctx, bucket, opts)
-	if err != nil {
-		return nil, err
-	}
-	names := laneNames(opts.Transport, len(clients))
-	out := make([]S3Lane, len(clients))
-	for i, c := range clients {
-		out[i] = S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: bucket})}
 	}
 	return out, nil
 }
