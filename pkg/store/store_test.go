@@ -32,7 +32,9 @@ func (s bytesSource) Open(_ context.Context, _ *transfer.Object, off, n int64) (
 // and one no store takes is ErrNoStore, naming the scheme.
 func TestRegistryFindsTheStoreByScheme(t *testing.T) {
 	opened := func(name string) Opener {
-		return func(_ context.Context, loc string, _ Options) (*Opened, error) { return &Opened{Key: name + ":" + loc}, nil }
+		return func(_ context.Context, loc string, _ Options) (*Opened, error) {
+			return &Opened{Key: name + ":" + loc}, nil
+		}
 	}
 	r := Registry{{Scheme: "s3", Open: opened("s3")}, {Scheme: "", Open: opened("file")}}
 	for loc, want := range map[string]string{
