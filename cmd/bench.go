@@ -215,7 +215,7 @@ func (opts *benchOptions) clock(ds *s3emu.Dataset) *benchClock {
 
 // benchSpec is bench's job: every object under the prefix, over the
 // lanes of client's transport, into nothing.
-func benchSpec(client job.ClientOptions, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
+func benchSpec(client s3store.ClientOptions, u s3store.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
 	return &job.GetSpec{URL: s3Location(u), Source: s3Location(u), Stores: s3Stores(client, s3store.Request{}),
 		Read: store.Options{Prefix: true, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}
 }

@@ -110,7 +110,7 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 }
 
 // runSweep measures each cell over fresh lanes into a discard sink.
-func runSweep(ctx context.Context, f *runEnv, s config.Settings, u job.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
+func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
 	text, js := out.textOut(f.Factory), out.jsonOut(f.Factory)
 	// A cell runs as bench would, verifying as bench does, so the two
 	// differ only by what a cell is: short, from a cold start, and with

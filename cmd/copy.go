@@ -14,7 +14,9 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -37,8 +39,8 @@ type copyOptions struct {
 	noFollowSymlinks bool
 	noClobber        bool
 	delete           bool
-	req              job.Request
-	upload           job.UploadOptions
+	req              s3store.Request
+	upload           s3store.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
 	// expectedSize is --expected-size, the size of a SRC - stream.
@@ -114,7 +116,7 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 	registerUploadFlags(fs, &opts.upload)
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
-	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", job.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
 	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "S3 to local: do not compare what is still to land with DEST's free space before the first byte")
 	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
@@ -192,7 +194,7 @@ func localTo(src, dst string) string {
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *s3store.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -203,7 +205,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
 		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: job.LocalOptions{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
+		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
 		Read:     store.Options{Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
@@ -224,7 +226,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 
 // transport is the run's transport when SRC or DEST is in S3 (nil for
 // local to local, which checks only that the cards of --nics exist).
-func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
+func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
 	if isS3(opts.src) || isS3(opts.dst) {
 		return f.transport(ctx, s)
 	}
@@ -250,7 +252,7 @@ func (opts *copyOptions) check() (int64, error) {
 	opts.followSymlinks = opts.followSymlinks && !opts.noFollowSymlinks
 	opts.upload.NoClobber = opts.noClobber
 	threshold, err := config.ParseSize(opts.copyThreshold)
-	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
+	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
 		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
 	return threshold, nil
@@ -259,7 +261,7 @@ func (opts *copyOptions) check() (int64, error) {
 // checkUpload refuses what S3 would refuse of the objects a copy writes.
 func (opts *copyOptions) checkUpload() error {
 	switch opts.upload.ChecksumAlgorithm {
-	case job.CRC64NVME, job.CRC32C:
+	case s3store.CRC64NVME, s3store.CRC32C:
 	default:
 		return usageErrorf("--checksum-algorithm %q: want CRC64NVME or CRC32C", opts.upload.ChecksumAlgorithm)
 	}
@@ -309,7 +311,7 @@ func (opts *copyOptions) checkStores() error {
 		return usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
 	}
 	for i, p := range []string{src, dst} {
-		if u, err := job.ParseRawURL(p); isS3(p) && err == nil {
+		if u, err := s3store.ParseRawURL(p); isS3(p) && err == nil {
 			df := directoryFlags{requestPayer: opts.req.RequestPayer}
 			if i == 1 {
 				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
@@ -347,7 +349,7 @@ func copyDownload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 // Links and special files are skipped by design; anything unreadable
 // fails the run (failures counts them).
 func reportUnread(f *runEnv, failures *atomic.Int64, p string, err error) {
-	if errors.Is(err, job.ErrSymlink) || errors.Is(err, job.ErrSpecial) {
+	if errors.Is(err, local.ErrSymlink) || errors.Is(err, local.ErrSpecial) {
 		f.Logger.Warn("not copied", zap.String("path", p), zap.String("reason", err.Error()))
 		return
 	}

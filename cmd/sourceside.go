@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/store"
 )
 
@@ -41,7 +41,7 @@ func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.S
 // applies to both, as it does to any profile of the AWS CLI. Without
 // --source-profile, SRC is reached as DEST is, but for the endpoint and
 // region the flags name.
-func sourceSide(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest job.ClientOptions) (*job.ClientOptions, error) {
+func sourceSide(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions) (*s3store.ClientOptions, error) {
 	so, src := dest, opts.source
 	if src.profile != "" {
 		s, err := sourceSettings(f, opts, src.profile)
@@ -74,7 +74,7 @@ func sourceSettings(f *runEnv, opts *copyOptions, profile string) (config.Settin
 		Getenv:        getenv,
 		Flags:         opts.flags,
 		Preset:        func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv:      []string{envSSECKey, job.ShardEnvCount},
+		KnownEnv:      []string{envSSECKey, shard.EnvCount},
 		Profile:       profile,
 		ProfileOrigin: config.Origin{Source: config.SourceFlag, Detail: "--source-profile"},
 		SkipFlags:     sideFlags,

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"errors"
+
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
 )
@@ -31,3 +33,13 @@ func s3Stores(client s3store.ClientOptions, req s3store.Request) store.Registry 
 // s3Location is the location of u for the job: its bucket and key, the
 // key's wildcards already turned into rules.
 func s3Location(u s3store.URL) string { return "s3://" + u.Bucket + "/" + u.Key }
+
+// statusOf is the status and code of the server's answer that err
+// carries (ok false: none).
+func statusOf(err error) (status int, code string, ok bool) {
+	var se *s3store.StatusError
+	if !errors.As(err, &se) {
+		return 0, "", false
+	}
+	return se.Status, se.Code, true
+}

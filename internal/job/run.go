@@ -47,7 +47,7 @@ type Run struct {
 	Destination func(name string) string
 	// DirectIO says what a local destination did about direct I/O (nil:
 	// no local destination).
-	DirectIO func() DirectStatus
+	DirectIO func() local.DirectStatus
 	// Directory is the source's bucket when it is a directory bucket
 	// (S3 Express One Zone), else "".
 	Directory string
@@ -215,7 +215,7 @@ type Hooks struct {
 
 // ShardReport is the shard's report, complete once the listing is (nil
 // without --shard, or when the listing did not complete).
-func (r *Run) ShardReport() *ShardReport {
+func (r *Run) ShardReport() *shard.Report {
 	if rep := r.scaled.Report; rep != nil && rep.Done() {
 		return rep
 	}
@@ -447,9 +447,3 @@ func directoryBucket(bucket string) string {
 	}
 	return ""
 }
-
-// ShardReport is what one shard saw of the listing (pkg/shard).
-type ShardReport = shard.Report
-
-// DirectStatus is what a local destination did about direct I/O.
-type DirectStatus = local.DirectStatus
