@@ -165,8 +165,8 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	out.localTo, out.dryVerb = localTo(opts.src, opts.dst), "copy"
 	out.upload = isS3(opts.dst) && !opts.benchmark
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
-	if spec.SrcURL.Bucket != "" {
-		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
+	if u, err := s3store.ParseRawURL(spec.Source); err == nil {
+		verb, origin = "copy", s3Origin(u.Bucket)
 	} else if out.localTo == "local" {
 		verb = "copy"
 	}
@@ -203,8 +203,7 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	if err != nil {
 		return job.CopySpec{}, err
 	}
-	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
-		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dst, Benchmark: opts.benchmark,
 		Sink: local.Options{Overwrite: opts.overwrite, NoClobber: opts.noClobber, NoLock: opts.noLock, SizeOnly: opts.sizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
@@ -216,11 +215,14 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.overwrite, opts.req, opts.sizeOnly
 	spec.Upload.JournalDir, spec.Upload.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	if isS3(opts.src) {
-		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
+		u, err := opts.rules.parseSource(opts.src)
+		if err != nil {
 			return spec, usageError(err)
 		}
+		spec.Source = s3Location(u)
 	}
-	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, spec.Client)
+	files := local.SourceOptions{FollowSymlinks: opts.followSymlinks, Report: func(p string, err error) { reportUnread(f, failures, p, err) }}
+	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, spec.Client, files)
 	return spec, err
 }
 

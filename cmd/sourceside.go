@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/store"
@@ -16,18 +17,20 @@ import (
 // --source-endpoint-url and --source-region.
 var sideFlags = []string{"endpoint_url", "region", "addressing_style", "ca_bundle"}
 
-// sourceStores are the stores an S3 SRC of a copy is read from: over
-// dest, DEST's client, unless the --source-* flags name another store
-// (crossStore), which sourceSide reaches.
-func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions) (_ store.Registry, crossStore bool, _ error) {
+// sourceStores are the stores SRC of a copy is read from: local files
+// as files says, S3 over dest (DEST's client) unless the --source-*
+// flags name another store (crossStore), which sourceSide reaches.
+func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions, files local.SourceOptions) (_ store.Registry, crossStore bool, _ error) {
+	o := storeOptions{s3: s3store.OpenerOptions{Client: dest, Req: opts.req}, local: files}
 	if !opts.crossStore() {
-		return s3Stores(dest, opts.req), false, nil
+		return stores(o), false, nil
 	}
 	so, err := sourceSide(ctx, f, opts, ds, dest)
 	if err != nil {
 		return nil, true, err
 	}
-	return s3Stores(*so, opts.req), true, nil
+	o.s3.Client = *so
+	return stores(o), true, nil
 }
 
 // sourceSide is how an S3 to S3 copy across stores reaches SRC, from

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
 )
@@ -13,6 +14,9 @@ type storeOptions struct {
 	// s3 reaches s3:// locations: the clients' options over the run's
 	// transport, and what every request carries.
 	s3 s3store.OpenerOptions
+	// local reads local paths: links followed or not, what is skipped
+	// reported.
+	local local.SourceOptions
 }
 
 // stores is the registry of the stores a run reads from, by the scheme
@@ -21,6 +25,7 @@ type storeOptions struct {
 func stores(o storeOptions) store.Registry {
 	return store.Registry{
 		{Scheme: "s3", Open: s3store.Opener(o.s3)},
+		{Scheme: "", Open: local.Opener(o.local)},
 	}
 }
 

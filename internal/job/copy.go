@@ -1,9 +1,12 @@
 package job
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -20,16 +23,11 @@ type CopySpec struct {
 	// Src and Dst are local paths or s3:// URLs as written (Dst "" with
 	// Benchmark).
 	Src, Dst string
-	// SrcURL is Src parsed, when it is an S3 URL (its key wildcards
-	// already turned into rules).
-	SrcURL s3store.URL
+	// Source is Src as its store reads it, when it is an S3 URL: its
+	// key's wildcards already turned into rules ("": Src).
+	Source string
 	// Benchmark keeps nothing: the bytes are counted and dropped.
 	Benchmark bool
-	// FollowSymlinks copies what a local source's links point to.
-	FollowSymlinks bool
-	// Report is told of each entry of a local source that is not
-	// copied (links without FollowSymlinks, special or unreadable files).
-	Report func(path string, err error)
 	// Sink is how a local Dst is written; its LockID is set here.
 	Sink local.Options
 	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
@@ -39,7 +37,9 @@ type CopySpec struct {
 	// the copy (uploads and server-side copies take each part over the
 	// next lane in turn).
 	Client s3store.ClientOptions
-	// Stores open an S3 Src; CrossStore says they reach it on another
+	// Stores open Src: local files (their links followed or not, their
+	// unreadable entries reported as the store was built), or an S3 URL;
+	// CrossStore says they reach it on another
 	// store than Dst (or with other credentials): the bytes stream
 	// through this process.
 	Stores     store.Registry
@@ -148,32 +148,36 @@ func storeName(s Store) string {
 	return "nowhere"
 }
 
-// localSource opens a local Src, naming a single file name.
-func localSource(spec CopySpec, name string) (*local.Source, error) {
-	s, err := local.NewSource(spec.Src, local.SourceOptions{FollowSymlinks: spec.FollowSymlinks, Name: name, Report: spec.Report})
+// localSource opens a local Src through the stores; name, when set,
+// names a single file (else its base name).
+func localSource(ctx context.Context, spec CopySpec, name func(key string) string) (*store.Opened, error) {
+	src, err := openSource(ctx, spec.Stores, spec.Src, store.Options{Name: name})
 	if err != nil {
-		return nil, &SpecError{Err: err}
+		var se *SpecError
+		if !errors.As(err, &se) {
+			err = &SpecError{Err: err}
+		}
+		return nil, err
 	}
-	return s, nil
+	return src, nil
 }
 
 // landLocal opens a local Src and decides where it lands under dest
 // (destIsDir: dest names a directory or prefix).
-func (c *Copy) landLocal(spec CopySpec, dest string, destIsDir bool) (src *local.Source, root string, err error) {
-	if src, err = localSource(spec, ""); err != nil {
+func (c *Copy) landLocal(ctx context.Context, spec CopySpec, dest string, destIsDir bool) (src *store.Opened, root string, err error) {
+	src, err = localSource(ctx, spec, func(key string) string {
+		_, name := Land(true, key, dest, destIsDir)
+		return name
+	})
+	if err != nil {
 		return nil, "", err
 	}
-	if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+	if err := c.refuseSingleDelete(spec, src.Single); err != nil {
 		return nil, "", err
 	}
-	root, name := Land(src.Single(), spec.Src, dest, destIsDir)
-	if src.Single() {
-		if src, err = localSource(spec, name); err != nil {
-			return nil, "", err
-		}
-	}
-	c.Lanes = []transfer.Lane{{Name: "local", Source: src}}
-	c.Scaled = spec.Scale.scale(src, "", "", nil)
+	root, _ = Land(src.Single, spec.Src, dest, destIsDir)
+	c.Lanes = src.Lanes
+	c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
 	return src, root, nil
 }
 
@@ -185,25 +189,25 @@ func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
 	return nil
 }
 
-func (c *Copy) localToLocal(_ context.Context, spec CopySpec) error {
+func (c *Copy) localToLocal(ctx context.Context, spec CopySpec) error {
 	c.LocalTo = "local"
 	if spec.Benchmark {
-		src, err := localSource(spec, "")
+		src, err := localSource(ctx, spec, nil)
 		if err != nil {
 			return err
 		}
-		if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+		if err := c.refuseSingleDelete(spec, src.Single); err != nil {
 			return err
 		}
-		c.Lanes, c.Sink = []transfer.Lane{{Name: "local", Source: src}}, sink.Discard{}
-		c.Scaled = spec.Scale.scale(src, "", "", nil)
+		c.Lanes, c.Sink = src.Lanes, sink.Discard{}
+		c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
 		return nil
 	}
-	src, root, err := c.landLocal(spec, spec.Dst, IsDir(spec.Dst))
+	src, root, err := c.landLocal(ctx, spec, spec.Dst, IsDir(spec.Dst))
 	if err != nil {
 		return err
 	}
-	if err := checkOverlap(src.Root(), spec.Dst, src.Single()); err != nil {
+	if err := checkOverlap(filepath.Clean(spec.Src), spec.Dst, src.Single); err != nil {
 		return &SpecError{Err: err}
 	}
 	if err := CheckWritable(spec.Dst); err != nil {
@@ -230,7 +234,7 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 	}
 	c.LocalTo = "s3"
 	c.StartWindow = tlsWindow(spec.Client.EndpointURL)
-	src, root, err := c.landLocal(spec, u.Key, u.Prefix)
+	src, root, err := c.landLocal(ctx, spec, u.Key, u.Prefix)
 	if err != nil {
 		return err
 	}
@@ -240,7 +244,7 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 	}
 	opts := c.uploadOptions(spec, KeyPrefix(root))
 	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
-		return s3store.ChecksumOf(ctx, src, o, alg)
+		return s3store.ChecksumOf(ctx, src.Source, o, alg)
 	}
 	opts.SourceIdentity = fileIdentity
 	up := s3store.NewUploadSink(client, u.Bucket, opts)
@@ -269,7 +273,10 @@ func (c *Copy) pruneWith(dst Pruner) {
 // fromS3 copies S3 to S3: server-side on one store, streamed through
 // this process between stores.
 func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
-	su := spec.SrcURL
+	su, err := s3store.ParseRawURL(cmp.Or(spec.Source, spec.Src))
+	if err != nil {
+		return &SpecError{Err: err}
+	}
 	du, err := s3store.ParseRawURL(spec.Dst)
 	if err != nil {
 		return &SpecError{Err: err}

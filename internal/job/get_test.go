@@ -14,6 +14,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
@@ -41,9 +42,10 @@ func emuRegistry(client *s3.Client) store.Registry {
 	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Lanes: lanes})}}
 }
 
-// s3Stores is a registry whose s3:// store reads with opts.
+// s3Stores is a registry of local files and of an s3:// store read with
+// opts.
 func s3Stores(opts s3store.ClientOptions) store.Registry {
-	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Client: opts})}}
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Client: opts})}, {Scheme: "", Open: local.Opener(local.SourceOptions{})}}
 }
 
 // emuURL is the emulator's default bucket's key.
