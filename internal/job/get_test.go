@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -179,3 +181,35 @@ type resultOf struct {
 }
 
 func (o *resultOf) ObjectDone(r transfer.Result) { o.r = r }
+
+// TestGetFromAnyStore: a store that is one transfer.Source per URL
+// plugs in with one registry line (store.FromSource), and a get reads
+// from it as from S3: here file:// URLs over the local store's source.
+func TestGetFromAnyStore(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "model.bin")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // 640 KiB: three parts
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stores := store.Registry{{Scheme: "file", Open: store.FromSource(func(_ context.Context, loc string) (transfer.Source, error) {
+		return local.NewSource(strings.TrimPrefix(loc, "file://"), local.SourceOptions{})
+	})}}
+	dir := t.TempDir()
+	get := &GetSpec{Source: "file://" + src, Stores: stores, URL: "file://" + src, Dest: dir + "/"}
+	run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10, Threshold: 256 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	sum, err := run.Transfer(context.Background(), Hooks{})
+	if err != nil || sum.Objects != 1 || sum.Bytes != int64(len(data)) {
+		t.Fatalf("transfer: %+v, %v; want one object of %d bytes", sum, err, len(data))
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "model.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("landed %d bytes, %v; want the source's %d", len(got), err, len(data))
+	}
+	if _, err := Open(context.Background(), Spec{Get: &GetSpec{Source: "gs://b/k", Stores: stores, Dest: dir}}); !errors.As(err, new(*SpecError)) {
+		t.Errorf("a scheme no store takes: %v, want a *SpecError", err)
+	}
+}
