@@ -151,7 +151,7 @@ func storeName(s Store) string {
 // localSource opens a local Src through the stores; name, when set,
 // names a single file (else its base name).
 func localSource(ctx context.Context, spec CopySpec, name func(key string) string) (*store.Opened, error) {
-	src, err := openSource(ctx, spec.Stores, spec.Src, store.Options{Name: name})
+	src, err := openSource(ctx, spec.Stores, spec.Src, store.Options{Name: name}, true)
 	if err != nil {
 		var se *SpecError
 		if !errors.As(err, &se) {
@@ -315,7 +315,7 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 		_, name := Land(true, key, du.Key, du.Prefix)
 		return name
 	}
-	res, err := openSource(ctx, spec.Stores, "s3://"+su.Bucket+"/"+su.Key, read)
+	res, err := openSource(ctx, spec.Stores, "s3://"+su.Bucket+"/"+su.Key, read, false)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 		_, name := Land(true, key, dest, destIsDir)
 		return name
 	}
-	src, err := openSource(ctx, spec.Stores, spec.Source, o)
+	src, err := openSource(ctx, spec.Stores, spec.Source, o, true)
 	if err != nil {
 		return nil, err
 	}

@@ -213,3 +213,23 @@ func TestGetFromAnyStore(t *testing.T) {
 		t.Errorf("a scheme no store takes: %v, want a *SpecError", err)
 	}
 }
+
+// TestStoreSetupFailure: a store that cannot be set up (here a profile
+// the AWS configuration lacks) is a usage error of a get, as its lanes'
+// clients always were, and a copy's own error.
+func TestStoreSetupFailure(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "credentials"))
+	stores := s3Stores(s3store.ClientOptions{Region: "us-east-1", Profile: "no-such-profile"})
+	_, err := Open(context.Background(), Spec{Get: &GetSpec{Source: "s3://bucket/key", Stores: stores, Dest: t.TempDir()}})
+	var se *SpecError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
+		t.Errorf("get: %v, want a *SpecError naming the profile", err)
+	}
+	_, err = Open(context.Background(), Spec{Copy: &CopySpec{Src: "s3://bucket/key", Dst: "s3://other/", Stores: stores,
+		Client: s3store.ClientOptions{Region: "us-east-1", NoSignRequest: true}, PartSize: 64 << 10}})
+	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
+		t.Errorf("copy: %v, want an error naming the profile, not a *SpecError", err)
+	}
+}

@@ -50,7 +50,7 @@ func (s ScaleSpec) scale(first transfer.Lister, bucket, prefix string, src trans
 	var out Scaled
 	var m *manifest.Options
 	if s.Manifest != "" && src != nil {
-		loc := &locations{in: s.Stdin, stores: s.Stores}
+		loc := &locations{in: s.Stdin, stores: s.Stores, host: bucket, src: src}
 		m = &manifest.Options{Location: s.Manifest, Bucket: bucket, Prefix: prefix, Open: loc.open}
 		if st, ok := src.(store.Stater); ok {
 			m.Stat = st.Stat
@@ -92,11 +92,15 @@ func ShardLockID(spec *shard.Spec) string {
 	return fmt.Sprintf("%dof%d", spec.K, spec.N)
 }
 
-// locations opens what a manifest names: stdin, local files, or an
-// object of a store of the registry (any bucket of the run's endpoint).
+// locations opens what a manifest names: stdin, local files, an object
+// of the run's own bucket (host) over the run's source src, which sends
+// what the run's requests carry, or an object of another bucket of the
+// same endpoint through the registry.
 type locations struct {
 	in     io.Reader
 	stores store.Registry
+	host   string
+	src    transfer.Source
 }
 
 func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
@@ -105,6 +109,11 @@ func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error)
 		return io.NopCloser(l.in), nil
 	case Local:
 		return os.Open(loc)
+	}
+	if hostOf(loc) == l.host && l.src != nil {
+		_, rest, _ := strings.Cut(loc, "://")
+		_, key, _ := strings.Cut(rest, "/")
+		return l.src.Open(ctx, &transfer.Object{Key: key, Size: -1}, 0, -1)
 	}
 	return l.stores.ReadAll(ctx, loc)
 }

@@ -76,7 +76,7 @@ func open(ctx context.Context, loc string, oo OpenerOptions, o store.Options) (*
 	out := &store.Opened{Key: u.Key, OpaqueETags: IsDirectoryBucket(u.Bucket), Unordered: IsDirectoryBucket(u.Bucket)}
 	if len(lanes) == 0 {
 		if lanes, err = NewLanes(ctx, u.Bucket, oo.Client); err != nil {
-			return nil, err
+			return nil, &store.SetupError{Err: err}
 		}
 		if overTLS(oo.Client.EndpointURL) {
 			out.StartWindow = transfer.TLSStartWindow

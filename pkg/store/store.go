@@ -159,6 +159,14 @@ func (r Registry) Open(ctx context.Context, loc string, o Options) (*Opened, err
 	return open(ctx, loc, o)
 }
 
+// SetupError is a store that could not be set up to open a location
+// (its clients, their configuration, the region of a bucket), before any
+// request for what the location names.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
 // Stater is a source that looks one object up by its key (a manifest's
 // entries without a size, or gone stale).
 type Stater interface {
