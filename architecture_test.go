@@ -20,9 +20,13 @@ var layers = map[string][]string{
 	"pkg/checksum": nil, "pkg/s3emu": nil, "pkg/nics": nil, "pkg/config": nil, "pkg/raid": nil, "pkg/diskbench": nil,
 	// The engine: only the checksum math, no adapter.
 	"pkg/transfer": {"pkg/checksum"},
-	// Adapters and listers: the engine, never each other.
-	"pkg/s3store":               {"pkg/transfer", "pkg/checksum"},
-	"pkg/local":                 {"pkg/transfer", "pkg/checksum"},
+	// The stores' contract: openers, the registry, capabilities; of
+	// s3pd only the engine's types.
+	"pkg/store": {"pkg/transfer"},
+	// Adapters and listers: the engine (a store also the stores'
+	// contract), never each other.
+	"pkg/s3store":               {"pkg/transfer", "pkg/checksum", "pkg/store"},
+	"pkg/local":                 {"pkg/transfer", "pkg/checksum", "pkg/store"},
 	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
 	"pkg/manifest":              {"pkg/transfer"},
 	"pkg/shard":                 {"pkg/transfer"},
@@ -34,15 +38,19 @@ var layers = map[string][]string{
 	// The job: what to transfer and where, from the adapters, the
 	// engine and the cards' dialers; no command line and no
 	// configuration (cmd turns settings into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
+	"internal/job": {"pkg/transfer", "pkg/store", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
 	// The edge: flags, settings, rendering and exit codes over the job;
 	// the packages of the commands that are their own domain (raid-setup,
 	// bench disk, bench serve, nics and the cards a run binds to); the
-	// readers of a run's outcome; the embedded presets; and of the
-	// engine only the types in cmdTransferNames. Never a store, a sink or
-	// a lister directly: those are the job's.
+	// readers of a run's outcome; the embedded presets; of the engine
+	// only the types in cmdTransferNames. The stores: their contract and
+	// registry (cmd/stores.go, one line per store), and their own small
+	// types for flags, checks and messages, and S3's commands without a
+	// transfer (ls, du); the listers' for --shard and --manifest. Never
+	// a sink: building a run is the job's.
 	"cmd": {"internal/job", "pkg/config", "pkg/report", "pkg/sweep",
-		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer"},
+		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer",
+		"pkg/store", "pkg/s3store", "pkg/local", "pkg/shard", "pkg/manifest", "pkg/extsort"},
 }
 
 // cmdTransferNames are the names of pkg/transfer that cmd may use: the
@@ -60,7 +68,7 @@ var cmdTransferNames = []string{
 	// Observer.
 	"Observer", "ListObserver", "Object",
 	// Error kinds.
-	"ErrChecksum", "ErrModified", "ErrNotFound", "BadResponseError", "ShortBodyError",
+	"ErrChecksum", "ErrModified", "ErrNotFound", "ErrUnaccounted", "BadResponseError", "ShortBodyError",
 }
 
 // TestImportRules holds the dependency rules of docs/ARCHITECTURE.md:
@@ -158,5 +166,122 @@ func TestCmdUsesOnlyListedEngineNames(t *testing.T) {
 	}
 	if used == 0 {
 		t.Error("cmd uses no pkg/transfer name: the check reads nothing (is the import path right?)")
+	}
+}
+
+// storeAdapters are the packages of the stores: each one package with an
+// opener that the registry (cmd/stores.go) names; the job finds them
+// there and they never know the job.
+var storeAdapters = []string{"pkg/s3store", "pkg/local", "pkg/httpstore"}
+
+// goList is `go list -f {{.ImportPath}} {{join .Imports " "}}` of pkgs,
+// by package: their imports, tests left out.
+func goList(t *testing.T, pkgs ...string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}"}, pkgs...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", pkgs, err)
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		got[strings.TrimPrefix(fields[0], "github.com/s3pd/s3pd/")] = fields[1:]
+	}
+	return got
+}
+
+// TestArchitectureJobImportsNoAWS: the job reaches S3 only through the
+// stores (pkg/s3store), never through the AWS SDK itself.
+func TestArchitectureJobImportsNoAWS(t *testing.T) {
+	imports := goList(t, "./internal/job")["internal/job"]
+	if len(imports) == 0 {
+		t.Fatal("go list gave internal/job no imports: the check reads nothing")
+	}
+	for _, imp := range imports {
+		if strings.HasPrefix(imp, "github.com/aws/") {
+			t.Errorf("internal/job imports %s: S3's SDK belongs to pkg/s3store", imp)
+		}
+	}
+}
+
+// TestArchitectureJobHoldsNoStoreTypes parses internal/job's files (not
+// its tests): no type alias of another package's type, and no constant
+// or variable that only re-exports another package's, so that the job
+// does not re-export the stores, the engine or the listers.
+func TestArchitectureJobHoldsNoStoreTypes(t *testing.T) {
+	files, err := filepath.Glob("internal/job/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("internal/job/*.go: %v, %d files", err, len(files))
+	}
+	fset := token.NewFileSet()
+	read := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read++
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Assign.IsValid() && foreign(s.Type) {
+						t.Errorf("%s: type %s is an alias of another package's type: use that package where it is needed", fset.Position(s.Pos()), s.Name.Name)
+					}
+				case *ast.ValueSpec:
+					for i, v := range s.Values {
+						if foreign(v) && s.Names[i].IsExported() {
+							t.Errorf("%s: %s re-exports another package's name: use that package where it is needed", fset.Position(s.Pos()), s.Names[i].Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	if read == 0 {
+		t.Error("no file of internal/job read: the check reads nothing")
+	}
+}
+
+// foreign reports whether e names another package's declaration
+// (pkg.Name, or a pointer to one).
+func foreign(e ast.Expr) bool {
+	if st, ok := e.(*ast.StarExpr); ok {
+		e = st.X
+	}
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	_, isIdent := sel.X.(*ast.Ident)
+	return isIdent
+}
+
+// TestArchitectureAdaptersStayBelowTheJob: a store's package never
+// imports the job (nor cmd): it plugs in through its opener.
+func TestArchitectureAdaptersStayBelowTheJob(t *testing.T) {
+	all := goList(t, "./pkg/...")
+	found := 0
+	for _, pkg := range storeAdapters {
+		imports, ok := all[pkg]
+		if !ok {
+			continue // a store not written yet
+		}
+		found++
+		for _, imp := range imports {
+			if own, ok := strings.CutPrefix(imp, "github.com/s3pd/s3pd/"); ok && (strings.HasPrefix(own, "internal/") || own == "cmd") {
+				t.Errorf("%s imports %s: a store depends on the engine and the stores' contract, never on the job", pkg, own)
+			}
+		}
+	}
+	if found < 2 {
+		t.Errorf("found %d of the stores %v: the check reads nothing (renamed?)", found, storeAdapters)
 	}
 }

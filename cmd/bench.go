@@ -11,6 +11,8 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -213,9 +215,9 @@ func (opts *benchOptions) clock(ds *s3emu.Dataset) *benchClock {
 
 // benchSpec is bench's job: every object under the prefix, over the
 // lanes of client's transport, into nothing.
-func benchSpec(client job.ClientOptions, u job.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
-	return &job.GetSpec{URL: "s3://" + u.Bucket + "/" + u.Key, Client: client, Source: job.S3Spec{Key: u.Key, Prefix: true,
-		Target: job.Target{Bucket: u.Bucket, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}}
+func benchSpec(client s3store.ClientOptions, u s3store.URL, eopts transfer.Options, stall time.Duration, f *runEnv) *job.GetSpec {
+	return &job.GetSpec{URL: s3Location(u), Source: s3Location(u), Stores: s3Stores(client, s3store.Request{}),
+		Read: store.Options{Prefix: true, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: stall, OnRetry: f.logListRetry}}
 }
 
 // benchRounds runs n rounds of a bench, each with its own summary (and

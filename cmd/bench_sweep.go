@@ -19,6 +19,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -109,7 +110,7 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 }
 
 // runSweep measures each cell over fresh lanes into a discard sink.
-func runSweep(ctx context.Context, f *runEnv, s config.Settings, u job.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
+func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
 	text, js := out.textOut(f.Factory), out.jsonOut(f.Factory)
 	// A cell runs as bench would, verifying as bench does, so the two
 	// differ only by what a cell is: short, from a cold start, and with
@@ -141,9 +142,11 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u job.URL, cell
 		// The lanes' clients are built (and the bucket's region found)
 		// before the connections are closed.
 		get := benchSpec(client, u, eopts, opts.output.stall, f)
-		if get.Source.Lanes, err = job.NewS3Lanes(cctx, u.Bucket, client); err != nil {
+		lanes, err := s3store.NewLanes(cctx, u.Bucket, client)
+		if err != nil {
 			return transfer.Summary{}, err
 		}
+		get.Stores = stores(storeOptions{s3: s3store.OpenerOptions{Client: client, Lanes: lanes}})
 		// Each cell starts from no connection, as a run would (over the
 		// run's transport, whose TLS sessions resume).
 		f.net.t.CloseIdle()

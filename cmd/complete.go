@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/s3pd/s3pd/configs"
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // enumFlags are the values of the flags that take one of a few words,
@@ -23,7 +23,7 @@ func enumFlags(f *Factory) map[string]func() []string {
 		"verify":             fixed("auto", "full", "require", "off"),
 		"adaptive":           fixed("on", "off"),
 		"request-payer":      fixed("requester"),
-		"checksum-algorithm": fixed(job.CRC64NVME, job.CRC32C),
+		"checksum-algorithm": fixed(s3store.CRC64NVME, s3store.CRC32C),
 		"sse":                fixed("AES256", "aws:kms", "aws:kms:dsse"),
 		"storage-class":      fixed(storageClasses...),
 		"fs":                 fixed("xfs", "ext4"),

@@ -13,7 +13,10 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -28,7 +31,7 @@ type copyOptions struct {
 	followSymlinks bool
 	// noFollowSymlinks is the AWS CLI's --no-follow-symlinks.
 	noFollowSymlinks bool
-	upload           job.UploadOptions
+	upload           s3store.UploadOptions
 	copyThreshold    string
 	source           struct{ endpoint, region, profile string }
 	// expectedSize is --expected-size, the size of a SRC - stream.
@@ -94,7 +97,7 @@ size in parts of --partsize (--expected-size sizes them for a long stream),
 	registerUploadFlags(fs, &opts.upload)
 	fs.StringVar(&opts.upload.SSE, "sse", "", "server-side encryption of uploaded and copied objects: AES256, aws:kms or aws:kms:dsse")
 	fs.StringVar(&opts.upload.SSEKMSKeyID, "sse-kms-key-id", "", "KMS key for --sse aws:kms")
-	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", job.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
+	fs.StringVar(&opts.upload.ChecksumAlgorithm, "checksum-algorithm", s3store.CRC64NVME, "checksum sent with every uploaded part: CRC64NVME or CRC32C")
 	fs.StringVar(&opts.expectedSize, "expected-size", "", "SRC - (standard input): about how many bytes the stream holds, so that its parts are sized to stay within S3's 10,000 (as the AWS CLI's flag)")
 	fs.StringVar(&opts.copyThreshold, "copy-threshold", "5GiB", "S3 to S3: objects from this size on are copied in parts with UploadPartCopy")
 	fs.StringVar(&opts.source.endpoint, "source-endpoint-url", "", "S3 to S3: endpoint of SRC, when it differs from DEST's (the bytes then stream through)")
@@ -142,8 +145,8 @@ func runCopy(ctx context.Context, fac *Factory, opts *copyOptions) (err error) {
 	out.localTo, out.dryVerb = localTo(opts.src, opts.dest), "copy"
 	out.upload = isS3(opts.dest) && !opts.benchmark
 	verb, origin := "upload", func(o transfer.Object) string { return o.Key }
-	if spec.SrcURL.Bucket != "" {
-		verb, origin = "copy", s3Origin(spec.SrcURL.Bucket)
+	if u, err := s3store.ParseRawURL(spec.Source); err == nil {
+		verb, origin = "copy", s3Origin(u.Bucket)
 	} else if out.localTo == "local" {
 		verb = "copy"
 	}
@@ -171,7 +174,7 @@ func localTo(src, dst string) string {
 
 // spec is the copy the flags ask for, with the run's settings;
 // failures counts the entries of a local source that cannot be read.
-func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *job.Transport, failures *atomic.Int64) (job.CopySpec, error) {
+func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Settings, origins *config.Origins, threshold int64, t *s3store.Transport, failures *atomic.Int64) (job.CopySpec, error) {
 	shardSpec, err := opts.scale.spec(f.Getenv)
 	if err != nil {
 		return job.CopySpec{}, err
@@ -180,12 +183,11 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	if err != nil {
 		return job.CopySpec{}, err
 	}
-	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Benchmark: opts.benchmark, FollowSymlinks: opts.followSymlinks,
-		Report: func(p string, err error) { reportUnread(f, failures, p, err) },
-		Sink: job.LocalOptions{Overwrite: opts.sink.Overwrite, NoClobber: opts.sink.NoClobber, NoLock: opts.sink.NoLock, SizeOnly: opts.sink.SizeOnly,
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Benchmark: opts.benchmark,
+		Sink: local.Options{Overwrite: opts.sink.Overwrite, NoClobber: opts.sink.NoClobber, NoLock: opts.sink.NoLock, SizeOnly: opts.sink.SizeOnly,
 			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
 		Upload: opts.upload, Client: clientOptions(f, settings, t),
-		Target:   job.Target{Req: opts.req, Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
+		Read:     store.Options{Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
 		PartSize: settings.PartSize, Threshold: settings.MultipartThreshold, CopyThreshold: threshold,
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
@@ -193,19 +195,20 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.sink.Overwrite, opts.req, opts.sink.SizeOnly
 	spec.Upload.JournalDir, spec.Upload.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	if isS3(opts.src) {
-		if spec.SrcURL, err = opts.rules.parseSource(opts.src); err != nil {
+		u, err := opts.rules.parseSource(opts.src)
+		if err != nil {
 			return spec, usageError(err)
 		}
+		spec.Source = s3Location(u)
 	}
-	if opts.crossStore() {
-		spec.SourceClient, err = sourceSide(ctx, f, opts, settings, spec.Client)
-	}
+	files := local.SourceOptions{FollowSymlinks: opts.followSymlinks, Report: func(p string, err error) { reportUnread(f, failures, p, err) }}
+	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, spec.Client, files)
 	return spec, err
 }
 
 // transport is the run's transport when SRC or DEST is in S3 (nil for
 // local to local, which checks only that the cards of --nics exist).
-func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
+func (opts *copyOptions) transport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
 	if isS3(opts.src) || isS3(opts.dest) {
 		return f.transport(ctx, s)
 	}
@@ -228,7 +231,7 @@ func (opts *copyOptions) check() (int64, error) {
 		return 0, usageErrorf("--source-endpoint-url, --source-region and --source-profile apply to S3 to S3 copies")
 	}
 	threshold, err := config.ParseSize(opts.copyThreshold)
-	if err != nil || threshold < 1 || threshold > job.DefaultCopyThreshold {
+	if err != nil || threshold < 1 || threshold > s3store.DefaultCopyThreshold {
 		return 0, usageErrorf("--copy-threshold %q: want a size from 1 byte to 5GiB", opts.copyThreshold)
 	}
 	if opts.download() {
@@ -263,7 +266,7 @@ func (opts *copyOptions) download() bool {
 // (the flags get has not: every route checks them).
 func (opts *copyOptions) checkUpload() error {
 	switch opts.upload.ChecksumAlgorithm {
-	case job.CRC64NVME, job.CRC32C:
+	case s3store.CRC64NVME, s3store.CRC32C:
 	default:
 		return usageErrorf("--checksum-algorithm %q: want CRC64NVME or CRC32C", opts.upload.ChecksumAlgorithm)
 	}
@@ -307,7 +310,7 @@ func (opts *copyOptions) checkStores() error {
 		return usageErrorf("--manifest names S3 objects; SRC %s is local", src)
 	}
 	for i, p := range []string{src, dst} {
-		if u, err := job.ParseRawURL(p); isS3(p) && err == nil {
+		if u, err := s3store.ParseRawURL(p); isS3(p) && err == nil {
 			df := directoryFlags{requestPayer: opts.req.RequestPayer}
 			if i == 1 {
 				df.storageClass, df.sse = opts.upload.StorageClass, opts.upload.SSE // of what is written
@@ -332,7 +335,7 @@ func isS3(p string) bool { return job.IsS3(p) }
 // Links and special files are skipped by design; anything unreadable
 // fails the run (failures counts them).
 func reportUnread(f *runEnv, failures *atomic.Int64, p string, err error) {
-	if errors.Is(err, job.ErrSymlink) || errors.Is(err, job.ErrSpecial) {
+	if errors.Is(err, local.ErrSymlink) || errors.Is(err, local.ErrSpecial) {
 		f.Logger.Warn("not copied", zap.String("path", p), zap.String("reason", err.Error()))
 		return
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // storageClasses are the values of --storage-class.
@@ -15,7 +15,7 @@ var storageClasses = []string{"STANDARD", "REDUCED_REDUNDANCY", "STANDARD_IA", "
 
 // registerUploadFlags adds the AWS CLI's flags for what an upload or a
 // copy sets on the objects it writes.
-func registerUploadFlags(fs *pflag.FlagSet, o *job.UploadOptions) {
+func registerUploadFlags(fs *pflag.FlagSet, o *s3store.UploadOptions) {
 	fs.StringVar(&o.StorageClass, "storage-class", "", "storage class of uploaded and copied objects: "+strings.Join(storageClasses, ", "))
 	fs.StringVar(&o.Metadata.ContentType, "content-type", "", "Content-Type of uploaded and copied objects (default: guessed from each name's extension)")
 	fs.StringVar(&o.Metadata.CacheControl, "cache-control", "", `Cache-Control of uploaded and copied objects ("max-age=3600")`)

@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // credentialsMessage says why no credentials were found, by the kind of
@@ -51,7 +51,7 @@ func credentialsMessage(getenv func(string) string, args []string, err error) st
 		}
 		return fmt.Sprintf("no AWS credentials: profile %s's credential_process gave no usable credentials (its output is not shown): run it by hand to see why", q.profile)
 	}
-	return job.ErrNoCredentials.Error()
+	return s3store.ErrNoCredentials.Error()
 }
 
 // ssoMessage names the SSO token cache entry a profile needs, and why it

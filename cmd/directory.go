@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // directoryLine is the summary's line for a run from directory bucket.
 func directoryLine(bucket string) string {
-	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", job.DirectoryZone(bucket))
+	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", s3store.DirectoryZone(bucket))
 }
 
 // directoryFlags are the flags naming what a directory bucket lacks.
@@ -22,7 +22,7 @@ type directoryFlags struct {
 // that asks bucket, a directory bucket, for what it does not have (nil
 // for any other bucket).
 func refuseDirectory(bucket string, f directoryFlags) error {
-	if !job.IsDirectoryBucket(bucket) {
+	if !s3store.IsDirectoryBucket(bucket) {
 		return nil
 	}
 	lacks := func(what string) error {
@@ -56,20 +56,20 @@ type shownBucket struct {
 
 // showBucket says what kind of bucket url names, with no request.
 func showBucket(url string, s config.Settings) (*shownBucket, error) {
-	u, err := job.ParseRawURL(url)
+	u, err := s3store.ParseRawURL(url)
 	if err != nil || u.Bucket == "" {
 		return nil, usageErrorf("config show %s: want an s3://bucket URL", url)
 	}
 	b := &shownBucket{Name: u.Bucket, Kind: "general-purpose"}
-	if !job.IsDirectoryBucket(u.Bucket) {
+	if !s3store.IsDirectoryBucket(u.Bucket) {
 		return b, nil
 	}
-	b.Kind, b.Zone = "directory", job.DirectoryZone(u.Bucket)
+	b.Kind, b.Zone = "directory", s3store.DirectoryZone(u.Bucket)
 	switch {
 	case s.EndpointURL != "":
 		b.Endpoint, _ = config.RedactURL(s.EndpointURL)
 	case s.Region != "":
-		b.Endpoint = job.ZonalEndpoint(u.Bucket, s.Region)
+		b.Endpoint = s3store.ZonalEndpoint(u.Bucket, s.Region)
 	}
 	return b, nil
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/raid"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 type duOptions struct {
@@ -76,7 +76,7 @@ type usageLine struct {
 	Bytes   int64  `json:"bytes"`
 }
 
-func newUsageLine(url string, u job.Usage) usageLine {
+func newUsageLine(url string, u s3store.Usage) usageLine {
 	return usageLine{header: newHeader(lineUsage), URL: url, Objects: u.Objects, Bytes: u.Bytes}
 }
 
@@ -88,7 +88,7 @@ func runDu(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *duOptions
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, job.Target{Bucket: u.Bucket, Prefix: u.Key})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket, Prefix: u.Key})
 	defer f.end(&err)
 	if err != nil {
 		return err

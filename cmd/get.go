@@ -12,6 +12,10 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -23,12 +27,12 @@ type getOptions struct {
 	// flags are the command's flags, for the settings they set.
 	flags     *pflag.FlagSet
 	benchmark bool
-	sink      job.LocalOptions
+	sink      local.Options
 	delete    bool
 	output    outputFlags
 	rules     ruleFlags
 	scale     scaleFlags
-	req       job.Request
+	req       s3store.Request
 	ssec      sseCKeyFlags
 	versionID string
 	// noSpaceCheck: --no-space-check, no comparison of what is to land
@@ -160,7 +164,7 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 
 // check checks get's flags against each other and parses the source and
 // --shard; they do not depend on the settings.
-func (opts *getOptions) check(f *Factory) (job.URL, *job.ShardSpec, error) {
+func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	u, err := opts.rules.parseSource(opts.src)
 	if err != nil {
 		return u, nil, usageError(err)
@@ -210,7 +214,7 @@ func checkModes(out outputFlags, benchmark bool, dest string) error {
 
 // checkKeep refuses rules for the files already at DEST, and names, that
 // contradict each other.
-func (opts *getOptions) checkKeep(u job.URL) error {
+func (opts *getOptions) checkKeep(u s3store.URL) error {
 	switch {
 	case opts.sink.Overwrite && opts.sink.NoClobber:
 		return usageErrorf("--overwrite and --no-clobber contradict each other")
@@ -233,7 +237,7 @@ func (opts *getOptions) checkKeep(u job.URL) error {
 
 // checkScale refuses what --shard, --manifest and --list-concurrency
 // cannot do together with the other flags.
-func (opts *getOptions) checkScale(spec *job.ShardSpec) error {
+func (opts *getOptions) checkScale(spec *shard.Spec) error {
 	if spec != nil && opts.delete {
 		return usageErrorf("--delete with --shard: each process sees only its shard, so it cannot tell what to delete")
 	}
@@ -256,7 +260,7 @@ func (opts *getOptions) checkScale(spec *job.ShardSpec) error {
 // download builds the job of a get (or of a copy from S3 to local) from
 // checked options and loaded settings, runs it, and deletes after it
 // with --delete.
-func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec *job.ShardSpec, settings config.Settings, origins *config.Origins) error {
+func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, spec *shard.Spec, settings config.Settings, origins *config.Origins) error {
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, f.output(opts.output), opts.sink
@@ -274,17 +278,16 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u job.URL, spec 
 	sink.DryRun = out.dryRun
 	sink.ResumeMin = settings.MultipartThreshold
 	sink.Warn = sinkWarn(f)
-	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), job.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
+	sink.DirectIO, sink.StageSize = directMode(settings.DirectIO), local.StageSize(settings.PartSize, settings.MaxConcurrentRequests)
 	sink.RefuseDirect = f.Getenv(envRefuseDirect) == "1"
 	if opts.benchmark {
 		dest = ""
 	}
 	get := &job.GetSpec{
-		Client: client, Source: job.S3Spec{Key: u.Key, Prefix: u.Prefix, FirstRange: settings.PartSize,
-			FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
-			Target: job.Target{Bucket: u.Bucket, Version: opts.versionID, Req: opts.req,
-				Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry}},
-		URL: opts.src, Dest: dest, Stdout: f.IO.Out,
+		Source: s3Location(u), Stores: s3Stores(client, opts.req), URL: opts.src,
+		Read: store.Options{Prefix: u.Prefix, FirstRange: settings.PartSize, FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
+			Version: opts.versionID, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry},
+		Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
@@ -310,14 +313,14 @@ func jobError(ctx context.Context, err error) error {
 const envRefuseDirect = "S3PD_TEST_REFUSE_DIRECT_IO"
 
 // directMode turns the direct_io setting into the local sink's mode.
-func directMode(v string) job.DirectMode {
+func directMode(v string) local.DirectMode {
 	switch v {
 	case config.DirectIOOn:
-		return job.DirectOn
+		return local.DirectOn
 	case config.DirectIOAuto:
-		return job.DirectAuto
+		return local.DirectAuto
 	}
-	return job.DirectOff
+	return local.DirectOff
 }
 
 // sinkWarn logs what a local sink warns of.
@@ -337,7 +340,7 @@ func startError(ctx context.Context, err error) error {
 	}
 	var bad *transfer.BadResponseError
 	var short *transfer.ShortBodyError
-	status, _, answered := job.StatusOf(err)
+	status, _, answered := statusOf(err)
 	if errors.As(err, &bad) || errors.As(err, &short) || answered && status >= 500 {
 		// The server answered wrongly or failed (a single object's
 		// probe, a first listing page): its fault, not a usage error.

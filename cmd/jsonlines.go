@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -102,7 +103,7 @@ const (
 
 // isStatus reports whether err carries the server's answer.
 func isStatus(err error) bool {
-	_, _, ok := job.StatusOf(err)
+	_, _, ok := statusOf(err)
 	return ok
 }
 
@@ -119,7 +120,7 @@ func errorCode(err error) (string, int) {
 		// Nothing there: as S3 says of a missing key, which scripts read.
 		return "NoSuchKey", 404
 	case isStatus(err):
-		status, code, _ := job.StatusOf(err)
+		status, code, _ := statusOf(err)
 		return cmp.Or(code, codeOther), status
 	case errors.Is(err, transfer.ErrChecksum):
 		return codeChecksum, 0
@@ -127,9 +128,9 @@ func errorCode(err error) (string, int) {
 		return codeModified, 0
 	case errors.Is(err, context.Canceled):
 		return codeInterrupted, 0
-	case errors.Is(err, job.ErrUnaccounted):
+	case errors.Is(err, transfer.ErrUnaccounted):
 		return codeUnaccounted, 0
-	case job.NoCredentials(err):
+	case s3store.NoCredentials(err):
 		return codeCredentials, 0
 	case errors.As(err, &pe):
 		// Before net.Error, which *fs.PathError satisfies.

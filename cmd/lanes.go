@@ -13,8 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/nics"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // laneProbeTimeout bounds the one connection each network card makes to
@@ -27,9 +28,9 @@ const laneProbeTimeout = 5 * time.Second
 // count of the TLS handshakes of every request sent over it.
 type runTransport struct {
 	once       sync.Once
-	t          *job.Transport
+	t          *s3store.Transport
 	err        error
-	handshakes job.Handshakes
+	handshakes s3store.Handshakes
 	// insecure: the run has warned that certificates go unchecked.
 	insecure sync.Once
 }
@@ -40,20 +41,20 @@ type runTransport struct {
 // endpoint's addresses), pools sized for s's request budget. A card that
 // is unknown, or that cannot reach the endpoint while others can, is a
 // usage error or a warning, before anything is sent.
-func (f *runEnv) transport(ctx context.Context, s config.Settings) (*job.Transport, error) {
+func (f *runEnv) transport(ctx context.Context, s config.Settings) (*s3store.Transport, error) {
 	f.net.once.Do(func() { f.net.t, f.net.err = newTransport(ctx, f, s) })
 	return f.net.t, f.net.err
 }
 
 // handshakeCounts are the TLS handshakes of the run's requests so far.
-func (f *runEnv) handshakeCounts() job.HandshakeCounts {
+func (f *runEnv) handshakeCounts() s3store.HandshakeCounts {
 	if f.net == nil {
-		return job.HandshakeCounts{}
+		return s3store.HandshakeCounts{}
 	}
 	return f.net.handshakes.Counts()
 }
 
-func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Transport, error) {
+func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*s3store.Transport, error) {
 	opts := transportOptions(s)
 	if s.NoVerifySSL && !strings.HasPrefix(s.EndpointURL, "http://") && f.Logger != nil {
 		f.net.insecure.Do(func() {
@@ -63,7 +64,7 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Trans
 	// Every lane counts its handshakes into the run's one counter: each
 	// request is traced once, whichever client sends it.
 	opts.Wrap = func(_ string, rt http.RoundTripper) http.RoundTripper { return f.net.handshakes.RoundTripper(rt) }
-	lanes, err := job.DialLanes(s.NICs)
+	lanes, err := dialLanes(s.NICs)
 	if err != nil {
 		if or := f.origins; or != nil && or.Get("nics").Source == config.SourcePreset {
 			return nil, usageErrorf("preset %s sets nics %s, which this machine cannot use (%s): name its cards with --nics or S3PD_NICS (s3pd nics lists them)",
@@ -73,7 +74,7 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Trans
 	}
 	opts.Lanes = lanes
 	opts.Conns = max(s.MaxConcurrentRequests/len(opts.Lanes), 1)
-	t, err := job.NewTransport(opts)
+	t, err := s3store.NewTransport(opts)
 	if err != nil {
 		return nil, usageError(err)
 	}
@@ -88,14 +89,14 @@ func newTransport(ctx context.Context, f *runEnv, s config.Settings) (*job.Trans
 
 // transportOptions are the settings' part of the transport: how
 // certificates are checked.
-func transportOptions(s config.Settings) job.TransportOptions {
-	return job.TransportOptions{CABundle: s.CABundle, Insecure: s.NoVerifySSL}
+func transportOptions(s config.Settings) s3store.TransportOptions {
+	return s3store.TransportOptions{CABundle: s.CABundle, Insecure: s.NoVerifySSL}
 }
 
 // probeLanes connects once over every card to the endpoint: a card that
 // cannot is dropped with one warning when others can; when none can, the
 // run stops with exit 2 naming the cards.
-func probeLanes(ctx context.Context, f *runEnv, t *job.Transport, s config.Settings) error {
+func probeLanes(ctx context.Context, f *runEnv, t *s3store.Transport, s config.Settings) error {
 	addr := endpointAddr(s)
 	failed := t.Probe(ctx, addr, laneProbeTimeout)
 	if len(failed) == 0 {
@@ -152,19 +153,41 @@ func endpointAddr(s config.Settings) string {
 // clientOptions are the S3 clients' options from the run's settings,
 // over the run's transport: each request over the next lane in turn
 // unless a caller picks one.
-func clientOptions(f *runEnv, s config.Settings, t *job.Transport) job.ClientOptions {
-	return job.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
-		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: job.AllLanes}
+func clientOptions(f *runEnv, s config.Settings, t *s3store.Transport) s3store.ClientOptions {
+	return s3store.ClientOptions{Region: s.Region, EndpointURL: s.EndpointURL, AddressingStyle: s.AddressingStyle, Profile: s.Profile,
+		NoSignRequest: s.NoSignRequest, OnRetry: f.logRetry, Transport: t, Lane: s3store.AllLanes}
 }
 
 // s3Client is how the run's S3 clients are built: over the run's
 // transport (one lane per network card named by --nics, one in all
 // without it, each with its own connection pool), logging the retries
 // of listing and HEAD requests as they happen.
-func s3Client(ctx context.Context, f *runEnv, s config.Settings) (job.ClientOptions, error) {
+func s3Client(ctx context.Context, f *runEnv, s config.Settings) (s3store.ClientOptions, error) {
 	t, err := f.transport(ctx, s)
 	if err != nil {
-		return job.ClientOptions{}, err
+		return s3store.ClientOptions{}, err
 	}
 	return clientOptions(f, s, t), nil
+}
+
+// dialLanes are the transport's lanes: one per network card named (each
+// bound to its card, and spreading its connections over the endpoint's
+// addresses), or one over the default route without cards.
+func dialLanes(cards []string) ([]s3store.DialLane, error) {
+	if len(cards) == 0 {
+		// A connection that cannot be made in 10 s fails, rather than
+		// waiting for the kernel's two minutes of SYN retries.
+		d := nics.NewSpreadDialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, 0, nil)
+		return []s3store.DialLane{{Name: "default", Dial: d.DialContext}}, nil
+	}
+	ifaces, err := nics.Resolve(strings.Join(cards, ","))
+	if err != nil {
+		return nil, err
+	}
+	var out []s3store.DialLane
+	for _, iface := range ifaces {
+		d := nics.NewSpreadDialer(nics.NewDialer(iface, nics.DialerOptions{}), 0, nil)
+		out = append(out, s3store.DialLane{Name: iface.Name, Dial: d.DialContext})
+	}
+	return out, nil
 }

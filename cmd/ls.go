@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 type lsOptions struct {
@@ -81,11 +81,11 @@ type entryLine struct {
 }
 
 func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions, arg string) (err error) {
-	u, err := job.ParseRawURL(arg)
+	u, err := s3store.ParseRawURL(arg)
 	if err != nil {
 		return usageError(err)
 	}
-	f, src, err := openSource(ctx, fac, fs, job.Target{Bucket: u.Bucket})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{Bucket: u.Bucket})
 	defer f.end(&err)
 	if err != nil {
 		return err
@@ -98,11 +98,11 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	if !opts.recursive {
 		dir = u.Key[:strings.LastIndexByte(u.Key, '/')+1]
 	}
-	var total job.Usage
+	var total s3store.Usage
 	entries := 0
 	// As the AWS CLI, each page's PRE lines come before its objects: the
 	// objects are held a page (lsPage) at a time.
-	var held []job.Entry
+	var held []s3store.Entry
 	flush := func() error {
 		for _, e := range held {
 			if err := printLsEntry(out, e, strings.TrimPrefix(e.Key, dir), opts.human); err != nil {
@@ -112,7 +112,7 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 		held = held[:0]
 		return nil
 	}
-	err = src.ListDir(ctx, u.Key, opts.recursive, func(e job.Entry) error {
+	err = src.ListDir(ctx, u.Key, opts.recursive, func(e s3store.Entry) error {
 		entries++
 		if !e.Dir {
 			total.Objects++
@@ -149,7 +149,7 @@ func runLs(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions
 	return nil
 }
 
-func lsEntryLine(e job.Entry) entryLine {
+func lsEntryLine(e s3store.Entry) entryLine {
 	if e.Dir {
 		return entryLine{header: newHeader(lineEntry), Kind: "prefix", Key: e.Key}
 	}
@@ -158,7 +158,7 @@ func lsEntryLine(e job.Entry) entryLine {
 }
 
 // printLsEntry writes one line in the AWS CLI's layout.
-func printLsEntry(w io.Writer, e job.Entry, name string, human bool) error {
+func printLsEntry(w io.Writer, e s3store.Entry, name string, human bool) error {
 	var err error
 	if e.Dir {
 		_, err = fmt.Fprintf(w, "%26s PRE %s\n", "", printable(name))
@@ -195,7 +195,7 @@ func sizeText(n int64, human bool) string {
 
 // runLsBuckets lists the buckets, as the AWS CLI's ls without a URL.
 func runLsBuckets(ctx context.Context, fac *Factory, fs *pflag.FlagSet, opts *lsOptions) (err error) {
-	f, src, err := openSource(ctx, fac, fs, job.Target{})
+	f, src, err := openSource(ctx, fac, fs, s3store.Target{})
 	defer f.end(&err)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -97,11 +98,11 @@ type measurement struct {
 	lanes    []string
 	started  time.Time
 	cpu0     time.Duration
-	tls0     job.HandshakeCounts
+	tls0     s3store.HandshakeCounts
 	series   report.Series
 	sum      transfer.Summary
 	cpu      time.Duration
-	tls      job.HandshakeCounts // the run's handshakes (since tls0)
+	tls      s3store.HandshakeCounts // the run's handshakes (since tls0)
 	// warmup is left out of the steady figure (<0: auto).
 	warmup time.Duration
 	// classes, when set, counts the objects by class (bench).

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -46,7 +46,7 @@ type reporter struct {
 	directory string
 	// direct, when set, says what a local destination did about direct
 	// I/O (the summary).
-	direct func() job.DirectStatus
+	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
 	// upload: the destination is S3 (from files, a stream or another

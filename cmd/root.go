@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 )
 
 // NewCmdRoot builds the s3pd command tree.
@@ -96,8 +96,8 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 		code = interruptedCode(ctx)
 	}
 	msg := oneLine(err.Error())
-	var ce *job.CertificateError
-	var ne *job.EndpointError
+	var ce *s3store.CertificateError
+	var ne *s3store.EndpointError
 	var ia *includeAloneError
 	switch {
 	case errors.As(err, &ia):
@@ -110,7 +110,7 @@ func Execute(ctx context.Context, io *IOStreams, version string, args []string) 
 		code, msg = ExitFailed, ne.Error()
 	case ctx.Err() != nil && !isUsage(err):
 		code, msg = interruptedCode(ctx), "interrupted"
-	case job.NoCredentials(err):
+	case s3store.NoCredentials(err):
 		msg = credentialsMessage(f.Getenv, args, err)
 	}
 	var ee *ExitError

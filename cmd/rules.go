@@ -3,7 +3,7 @@ package cmd
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -26,11 +26,11 @@ func (r *ruleFlags) register(fs *pflag.FlagSet) {
 
 // parseSource parses an s3:// source. Unless --raw, the wildcards of its
 // key (s3://b/p/*.safetensors) become rules ahead of --include/--exclude.
-func (r *ruleFlags) parseSource(s string) (job.URL, error) {
+func (r *ruleFlags) parseSource(s string) (s3store.URL, error) {
 	if r.raw {
-		return job.ParseRawURL(s)
+		return s3store.ParseRawURL(s)
 	}
-	u, err := job.ParseURL(s)
+	u, err := s3store.ParseURL(s)
 	if err == nil {
 		r.rules = u.Rules(r.rules)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -136,7 +137,7 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		}
 		return &ExitError{Code: ExitUsage, Err: spaceMessage(se)}
 	}
-	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, job.ErrBadListing) && !errors.Is(err, job.ErrUnaccounted) {
+	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) && !errors.Is(err, transfer.ErrUnaccounted) {
 		return startError(ctx, err)
 	}
 	if err == nil && ctx.Err() == nil && how.empty(run, sum) {
@@ -147,7 +148,7 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
-	case errors.Is(err, job.ErrUnaccounted):
+	case errors.Is(err, transfer.ErrUnaccounted):
 		// Never a success: a key listed and then lost is the worst a
 		// run can do, whatever else went right.
 		return &ExitError{Code: ExitFailed, Err: err}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -53,7 +53,7 @@ func (r *ruleFlags) refuseIncludeAlone(src string) error {
 	if r.firstInclude == "" {
 		return nil
 	}
-	if u, err := job.ParseURL(src); !r.raw && err == nil && u.Pattern != "" {
+	if u, err := s3store.ParseURL(src); !r.raw && err == nil && u.Pattern != "" {
 		return nil
 	}
 	return usageError(&includeAloneError{pattern: r.firstInclude})
@@ -69,7 +69,7 @@ func emptyError(verb, source string, local bool, listed int64, sel *selectionLin
 	var msg string
 	switch {
 	case sel != nil && sel.ListedObjects > 0:
-		if u, err := job.ParseURL(source); err == nil && u.Pattern != "" {
+		if u, err := s3store.ParseURL(source); err == nil && u.Pattern != "" {
 			msg = fmt.Sprintf("%s matches none of the %s under s3://%s/%s", source, plural(sel.ListedObjects, what), u.Bucket, u.Key)
 		} else {
 			msg = fmt.Sprintf("--include/--exclude select none of the %s %s", plural(sel.ListedObjects, what), under)
@@ -77,7 +77,7 @@ func emptyError(verb, source string, local bool, listed int64, sel *selectionLin
 	case listed > 0:
 		msg = fmt.Sprintf("none of the %s %s was selected", plural(listed, what), under)
 	default:
-		if u, err := job.ParseURL(source); err == nil && u.Pattern != "" {
+		if u, err := s3store.ParseURL(source); err == nil && u.Pattern != "" {
 			under = fmt.Sprintf("under s3://%s/%s", u.Bucket, u.Key)
 		}
 		msg = fmt.Sprintf("no %s %s", what, under)

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/s3pd/s3pd/configs"
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/spf13/pflag"
 )
 
@@ -96,7 +96,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*config.Loaded, error) {
 		Getenv:   getenv,
 		Flags:    fs,
 		Preset:   func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv: []string{envSSECKey, job.ShardEnvCount},
+		KnownEnv: []string{envSSECKey, shard.EnvCount},
 	})
 	if err != nil {
 		return nil, usageError(err)

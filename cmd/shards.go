@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/shard"
 )
 
 // NewCmdShards builds `s3pd shards`, the fleet's view of a split. runF,
@@ -65,13 +65,13 @@ type shardSummary struct {
 	Skipped     int64 `json:"skipped"`
 	Interrupted int64 `json:"interrupted"`
 	// Listed is nil in a summary from an s3pd that did not count it.
-	Listed   *int64           `json:"listed"`
-	Excluded int64            `json:"excluded"`
-	Shard    *job.ShardReport `json:"shard"`
+	Listed   *int64        `json:"listed"`
+	Excluded int64         `json:"excluded"`
+	Shard    *shard.Report `json:"shard"`
 }
 
 func runShardsCheck(f *Factory, files []string) error {
-	var reports []job.ShardReport
+	var reports []shard.Report
 	var problems []string
 	for _, name := range files {
 		run, err := readShardRun(name)
@@ -84,7 +84,7 @@ func runShardsCheck(f *Factory, files []string) error {
 		}
 	}
 	if len(reports) > 0 || len(problems) == 0 {
-		problems = append(problems, job.CheckShards(reports)...)
+		problems = append(problems, shard.Check(reports)...)
 	}
 	if len(problems) > 0 {
 		for _, p := range problems {

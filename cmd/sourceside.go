@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/store"
 )
 
 // sideFlags are the settings that say where one side of a copy is and
@@ -13,6 +16,22 @@ import (
 // --region, ...) are DEST's, and SRC's come from its profile and from
 // --source-endpoint-url and --source-region.
 var sideFlags = []string{"endpoint_url", "region", "addressing_style", "ca_bundle"}
+
+// sourceStores are the stores SRC of a copy is read from: local files
+// as files says, S3 over dest (DEST's client) unless the --source-*
+// flags name another store (crossStore), which sourceSide reaches.
+func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions, files local.SourceOptions) (_ store.Registry, crossStore bool, _ error) {
+	o := storeOptions{s3: s3store.OpenerOptions{Client: dest, Req: opts.req}, local: files}
+	if !opts.crossStore() {
+		return stores(o), false, nil
+	}
+	so, err := sourceSide(ctx, f, opts, ds, dest)
+	if err != nil {
+		return nil, true, err
+	}
+	o.s3.Client = *so
+	return stores(o), true, nil
+}
 
 // sourceSide is how an S3 to S3 copy across stores reaches SRC, from
 // the --source-* flags. dest is how it reaches DEST, from the run's
@@ -25,7 +44,7 @@ var sideFlags = []string{"endpoint_url", "region", "addressing_style", "ca_bundl
 // applies to both, as it does to any profile of the AWS CLI. Without
 // --source-profile, SRC is reached as DEST is, but for the endpoint and
 // region the flags name.
-func sourceSide(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest job.ClientOptions) (*job.ClientOptions, error) {
+func sourceSide(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions) (*s3store.ClientOptions, error) {
 	so, src := dest, opts.source
 	if src.profile != "" {
 		s, err := sourceSettings(f, opts, src.profile)
@@ -58,7 +77,7 @@ func sourceSettings(f *runEnv, opts *copyOptions, profile string) (config.Settin
 		Getenv:        getenv,
 		Flags:         opts.flags,
 		Preset:        func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv:      []string{envSSECKey, job.ShardEnvCount},
+		KnownEnv:      []string{envSSECKey, shard.EnvCount},
 		Profile:       profile,
 		ProfileOrigin: config.Origin{Source: config.SourceFlag, Detail: "--source-profile"},
 		SkipFlags:     sideFlags,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -23,7 +24,7 @@ func (opts *copyOptions) checkStdin() (int64, error) {
 		}
 		return 0, nil
 	}
-	u, err := job.ParseRawURL(opts.dest)
+	u, err := s3store.ParseRawURL(opts.dest)
 	switch {
 	case !isS3(opts.dest):
 		return 0, usageErrorf("SRC - uploads standard input: DEST is an s3://bucket/key URL, not %q", opts.dest)

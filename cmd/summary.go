@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 	"go.uber.org/zap"
 )
@@ -71,7 +72,7 @@ type summaryLine struct {
 	DirectIO       string `json:"direct_io,omitempty"`
 	DirectIOReason string `json:"direct_io_reason,omitempty"`
 	// Shard is this process's shard of the listing (--shard).
-	Shard *job.ShardReport `json:"shard,omitempty"`
+	Shard *shard.Report `json:"shard,omitempty"`
 	// Selection is what the rules selected of the listing.
 	Selection   *selectionLine `json:"selection,omitempty"`
 	runMeasures                // percentiles, CPU, time series, verdict (measure.go)
@@ -152,7 +153,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // figures, the verdict's survey of the machine among them: only when a
 // summary is written, so a quiet run without --json ends when its
 // transfer does.
-func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *job.ShardReport, measures func() runMeasures) {
+func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, latency bool, sr *shard.Report, measures func() runMeasures) {
 	for _, c := range s.WindowPhases {
 		r.log.Debug("window", zap.Duration("at", c.At), zap.Stringer("phase", c.Phase), zap.Int("window", c.Window))
 	}
@@ -209,7 +210,7 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 		fmt.Fprintln(w, directoryLine(r.directory))
 	}
 	r.printVerification(w, line)
-	if line.DirectIO != "" && (line.DirectIO != job.DirectStateOff || line.DirectIOReason != "") {
+	if line.DirectIO != "" && (line.DirectIO != local.DirectStateOff || line.DirectIOReason != "") {
 		direct := "direct I/O: " + line.DirectIO
 		if line.DirectIOReason != "" {
 			direct += " (" + line.DirectIOReason + ")"

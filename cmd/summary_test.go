@@ -16,7 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -313,15 +313,15 @@ func TestProgressBarShowsDoneOfTotal(t *testing.T) {
 // or off or fallback with the reason; plain off says nothing.
 func TestHumanSummaryDirectIO(t *testing.T) {
 	for _, tt := range []struct {
-		st   job.DirectStatus
+		st   local.DirectStatus
 		want string
 	}{
-		{job.DirectStatus{State: job.DirectStateOn}, "direct I/O: on\n"},
-		{job.DirectStatus{State: job.DirectStateFallback, Reason: "open with O_DIRECT: invalid argument"}, "direct I/O: fallback (open with O_DIRECT: invalid argument)\n"},
-		{job.DirectStatus{State: job.DirectStateOff, Reason: "auto: no object of 64 MiB or more"}, "direct I/O: off (auto: no object of 64 MiB or more)\n"},
-		{job.DirectStatus{State: job.DirectStateOff}, ""},
+		{local.DirectStatus{State: local.DirectStateOn}, "direct I/O: on\n"},
+		{local.DirectStatus{State: local.DirectStateFallback, Reason: "open with O_DIRECT: invalid argument"}, "direct I/O: fallback (open with O_DIRECT: invalid argument)\n"},
+		{local.DirectStatus{State: local.DirectStateOff, Reason: "auto: no object of 64 MiB or more"}, "direct I/O: off (auto: no object of 64 MiB or more)\n"},
+		{local.DirectStatus{State: local.DirectStateOff}, ""},
 	} {
-		r := &reporter{log: zap.NewNop(), direct: func() job.DirectStatus { return tt.st }}
+		r := &reporter{log: zap.NewNop(), direct: func() local.DirectStatus { return tt.st }}
 		var b strings.Builder
 		r.printSummary(&b, transfer.Summary{Objects: 1, Bytes: 1, Elapsed: time.Second}, runOutput{}, false, nil, nil)
 		got := ""

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
-	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -42,7 +42,7 @@ func TestTransferAccountsForEveryListedKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lanes := []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}
+	lanes := emuRegistry(client)
 	noTmp := func(o transfer.Object) bool { return !strings.HasSuffix(o.Name, ".tmp") }
 	for _, tt := range []struct {
 		name       string
@@ -61,8 +61,7 @@ func TestTransferAccountsForEveryListedKey(t *testing.T) {
 		{name: "whole, filter", filter: noTmp, wantFailed: 1, excluded: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			get := &GetSpec{Source: S3Spec{Lanes: lanes, Key: "", Prefix: true, FirstRange: 256 << 10, FanOut: 16,
-				Target: s3store.Target{Bucket: s3emu.DefaultBucket}}, URL: "s3://bench/", Dest: t.TempDir(), Stdout: io.Discard, OrderWindow: 1 << 20}
+			get := &GetSpec{Source: emuURL(""), Stores: lanes, Read: store.Options{Prefix: true, FirstRange: 256 << 10, FanOut: 16}, URL: "s3://bench/", Dest: t.TempDir(), Stdout: io.Discard, OrderWindow: 1 << 20}
 			run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10}, SpaceCheck: tt.space})
 			if err != nil {
 				t.Fatal(err)

@@ -3,16 +3,17 @@ package job
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -22,31 +23,31 @@ type CopySpec struct {
 	// Src and Dst are local paths or s3:// URLs as written (Dst "" with
 	// Benchmark).
 	Src, Dst string
-	// SrcURL is Src parsed, when it is an S3 URL (its key wildcards
-	// already turned into rules).
-	SrcURL s3store.URL
+	// Source is Src as its store reads it, when it is an S3 URL: its
+	// key's wildcards already turned into rules ("": Src).
+	Source string
 	// Benchmark keeps nothing: the bytes are counted and dropped.
 	Benchmark bool
-	// FollowSymlinks copies what a local source's links point to.
-	FollowSymlinks bool
-	// Report is told of each entry of a local source that is not
-	// copied (links without FollowSymlinks, special or unreadable files).
-	Report func(path string, err error)
 	// Sink is how a local Dst is written; its LockID is set here.
 	Sink local.Options
 	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
 	// Threshold, Trailer and SourceChecksum are set here.
 	Upload s3store.UploadOptions
-	// Client reaches an S3 Dst, and an S3 Src unless SourceClient does;
-	// its Transport carries every request of the copy (uploads and
-	// server-side copies take each part over the next lane in turn).
+	// Client reaches an S3 Dst; its Transport carries every request of
+	// the copy (uploads and server-side copies take each part over the
+	// next lane in turn).
 	Client s3store.ClientOptions
-	// SourceClient, when set, reaches Src on another store (or with
-	// other credentials): the bytes stream through this process.
-	SourceClient *s3store.ClientOptions
-	// Target is how an S3 Src is read (request options, verification,
-	// stall timeout, retries); its bucket and key are decided here.
-	Target s3store.Target
+	// Stores open Src: local files (their links followed or not, their
+	// unreadable entries reported as the store was built), or an S3 URL;
+	// CrossStore says they reach it on another
+	// store than Dst (or with other credentials): the bytes stream
+	// through this process.
+	Stores     store.Registry
+	CrossStore bool
+	// Read is how an S3 Src is read (verification, stall timeout,
+	// retries); its Prefix, Name, first range and fan-out are decided
+	// here.
+	Read store.Options
 	// PartSize and Threshold are the run's part size and multipart
 	// threshold. A server-side copy uses CopyThreshold instead of
 	// Threshold, and 1 GiB parts unless PartSizeSet.
@@ -80,6 +81,12 @@ type Copy struct {
 	// between stores that cannot send its checksum as a trailer holds
 	// its parts in memory.
 	MaxRequests int
+	// StartWindow is the requests in flight the engine starts with, as
+	// the copy's connections need (0: the engine's default).
+	StartWindow int
+	// OpaqueETags and Unordered say the source's ETags are not MD5s
+	// and that it lists out of key order.
+	OpaqueETags, Unordered bool
 
 	stream  *stream
 	prune   func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error
@@ -141,32 +148,36 @@ func storeName(s Store) string {
 	return "nowhere"
 }
 
-// localSource opens a local Src, naming a single file name.
-func localSource(spec CopySpec, name string) (*local.Source, error) {
-	s, err := local.NewSource(spec.Src, local.SourceOptions{FollowSymlinks: spec.FollowSymlinks, Name: name, Report: spec.Report})
+// localSource opens a local Src through the stores; name, when set,
+// names a single file (else its base name).
+func localSource(ctx context.Context, spec CopySpec, name func(key string) string) (*store.Opened, error) {
+	src, err := openSource(ctx, spec.Stores, spec.Src, store.Options{Name: name}, true)
 	if err != nil {
-		return nil, &SpecError{Err: err}
+		var se *SpecError
+		if !errors.As(err, &se) {
+			err = &SpecError{Err: err}
+		}
+		return nil, err
 	}
-	return s, nil
+	return src, nil
 }
 
 // landLocal opens a local Src and decides where it lands under dest
 // (destIsDir: dest names a directory or prefix).
-func (c *Copy) landLocal(spec CopySpec, dest string, destIsDir bool) (src *local.Source, root string, err error) {
-	if src, err = localSource(spec, ""); err != nil {
+func (c *Copy) landLocal(ctx context.Context, spec CopySpec, dest string, destIsDir bool) (src *store.Opened, root string, err error) {
+	src, err = localSource(ctx, spec, func(key string) string {
+		_, name := Land(true, key, dest, destIsDir)
+		return name
+	})
+	if err != nil {
 		return nil, "", err
 	}
-	if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+	if err := c.refuseSingleDelete(spec, src.Single); err != nil {
 		return nil, "", err
 	}
-	root, name := Land(src.Single(), spec.Src, dest, destIsDir)
-	if src.Single() {
-		if src, err = localSource(spec, name); err != nil {
-			return nil, "", err
-		}
-	}
-	c.Lanes = []transfer.Lane{{Name: "local", Source: src}}
-	c.Scaled = spec.Scale.scale(src, "", "", nil)
+	root, _ = Land(src.Single, spec.Src, dest, destIsDir)
+	c.Lanes = src.Lanes
+	c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
 	return src, root, nil
 }
 
@@ -178,25 +189,25 @@ func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
 	return nil
 }
 
-func (c *Copy) localToLocal(_ context.Context, spec CopySpec) error {
+func (c *Copy) localToLocal(ctx context.Context, spec CopySpec) error {
 	c.LocalTo = "local"
 	if spec.Benchmark {
-		src, err := localSource(spec, "")
+		src, err := localSource(ctx, spec, nil)
 		if err != nil {
 			return err
 		}
-		if err := c.refuseSingleDelete(spec, src.Single()); err != nil {
+		if err := c.refuseSingleDelete(spec, src.Single); err != nil {
 			return err
 		}
-		c.Lanes, c.Sink = []transfer.Lane{{Name: "local", Source: src}}, sink.Discard{}
-		c.Scaled = spec.Scale.scale(src, "", "", nil)
+		c.Lanes, c.Sink = src.Lanes, sink.Discard{}
+		c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
 		return nil
 	}
-	src, root, err := c.landLocal(spec, spec.Dst, IsDir(spec.Dst))
+	src, root, err := c.landLocal(ctx, spec, spec.Dst, IsDir(spec.Dst))
 	if err != nil {
 		return err
 	}
-	if err := checkOverlap(src.Root(), spec.Dst, src.Single()); err != nil {
+	if err := checkOverlap(filepath.Clean(spec.Src), spec.Dst, src.Single); err != nil {
 		return &SpecError{Err: err}
 	}
 	if err := CheckWritable(spec.Dst); err != nil {
@@ -222,7 +233,8 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 		return &SpecError{Err: err}
 	}
 	c.LocalTo = "s3"
-	src, root, err := c.landLocal(spec, u.Key, u.Prefix)
+	c.StartWindow = tlsWindow(spec.Client.EndpointURL)
+	src, root, err := c.landLocal(ctx, spec, u.Key, u.Prefix)
 	if err != nil {
 		return err
 	}
@@ -232,11 +244,12 @@ func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
 	}
 	opts := c.uploadOptions(spec, KeyPrefix(root))
 	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
-		return s3store.ChecksumOf(ctx, src, o, alg)
+		return s3store.ChecksumOf(ctx, src.Source, o, alg)
 	}
 	opts.SourceIdentity = fileIdentity
-	c.Sink = s3store.NewUploadSink(client, u.Bucket, opts)
-	c.pruneS3(client, u.Bucket, opts.Prefix, spec.Upload.Req)
+	up := s3store.NewUploadSink(client, u.Bucket, opts)
+	c.Sink = up
+	c.pruneWith(up)
 	return nil
 }
 
@@ -249,22 +262,26 @@ func (c *Copy) uploadOptions(spec CopySpec, prefix string) s3store.UploadOptions
 	return o
 }
 
-// pruneS3 makes Delete remove the objects under prefix in bucket.
-func (c *Copy) pruneS3(client *s3.Client, bucket, prefix string, req s3store.Request) {
+// pruneWith makes Delete remove what dst holds and the listing did not
+// give.
+func (c *Copy) pruneWith(dst Pruner) {
 	c.prune = func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
-		return c.Listed.PruneS3(ctx, client, bucket, prefix, req, keep, dryRun, report)
+		return c.Listed.PruneWith(ctx, dst, keep, dryRun, report)
 	}
 }
 
 // fromS3 copies S3 to S3: server-side on one store, streamed through
 // this process between stores.
 func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
-	su := spec.SrcURL
+	su, err := s3store.ParseRawURL(cmp.Or(spec.Source, spec.Src))
+	if err != nil {
+		return &SpecError{Err: err}
+	}
 	du, err := s3store.ParseRawURL(spec.Dst)
 	if err != nil {
 		return &SpecError{Err: err}
 	}
-	crossStore := spec.SourceClient != nil
+	crossStore := spec.CrossStore
 	if !crossStore && su.Bucket == du.Bucket {
 		switch {
 		case strings.TrimSuffix(su.Key, "/") == strings.TrimSuffix(du.Key, "/"):
@@ -277,42 +294,33 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	if err != nil {
 		return err
 	}
-	// One source lane per lane of the transport (network card): ranged
-	// GETs of a stream, and the parts of a server-side copy, spread over
-	// them.
-	srcClients, err := s3store.NewLaneClients(ctx, su.Bucket, *cmp.Or(spec.SourceClient, &spec.Client))
-	if err != nil {
-		return err
-	}
-	target := spec.Target
-	target.Bucket = su.Bucket
+	read := spec.Read
 	c.ServerSide = !crossStore
 	if c.ServerSide {
 		// A server-side copy moves no byte through s3pd: nothing to verify.
-		target.Verify = false
+		read.Verify = false
 		c.Threshold = spec.CopyThreshold
 		if !spec.PartSizeSet {
 			c.PartSize = copyPartSize
 		}
 	}
-	var lanes []S3Lane
-	names := laneNames(spec.Client.Transport, len(srcClients))
-	for i, c := range srcClients {
-		lanes = append(lanes, S3Lane{Name: names[i], Base: s3store.NewSource(c, s3store.Target{Bucket: su.Bucket})})
-	}
 	if spec.Scale.Manifest != "" {
 		su.Key, su.Prefix = ManifestPrefix(su.Key), true
 	}
-	from := S3Spec{Lanes: lanes, Target: target, Key: su.Key, Prefix: su.Prefix,
-		FirstRange: c.PartSize, FanOut: spec.FanOut, ServerSide: c.ServerSide}
-	if !su.Prefix {
-		_, from.Name = Land(true, su.Key, du.Key, du.Prefix)
+	// One source lane per lane of the transport (network card): ranged
+	// GETs of a stream, and the parts of a server-side copy, spread over
+	// them.
+	read.Prefix, read.FirstRange, read.FanOut, read.ServerSide = su.Prefix, c.PartSize, spec.FanOut, c.ServerSide
+	read.Name = func(key string) string {
+		_, name := Land(true, key, du.Key, du.Prefix)
+		return name
 	}
-	res, err := resolveS3(ctx, from)
+	res, err := openSource(ctx, spec.Stores, "s3://"+su.Bucket+"/"+su.Key, read, false)
 	if err != nil {
 		return err
 	}
-	c.closers = append(c.closers, func() { res.Close() })
+	c.closers = append(c.closers, func() { res.Release() })
+	c.StartWindow, c.OpaqueETags, c.Unordered = res.StartWindow, res.OpaqueETags, res.Unordered
 	if res.Single && spec.Scale.Shard != nil {
 		return specErrorf("--shard splits a prefix; %s is a single object", spec.Src)
 	}
@@ -323,31 +331,23 @@ func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
 	c.Lanes = res.Lanes
 	c.Scaled = spec.Scale.scale(c.Lanes[0].Source, su.Bucket, su.Key, res.Source)
 	opts := c.uploadOptions(spec, KeyPrefix(root))
-	c.pruneS3(dstClient, du.Bucket, opts.Prefix, spec.Upload.Req)
 	if c.ServerSide {
-		c.Sink = s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
+		cs := s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
+		c.Sink = cs
+		c.pruneWith(cs)
 		return nil
 	}
 	if !opts.Trailer {
 		c.MaxRequests = max(1, int(streamBuffer/c.PartSize))
 	}
-	opts.SourceChecksum = res.Source.Checksum
+	if cs, ok := res.Source.(store.Checksummer); ok {
+		opts.SourceChecksum = cs.Checksum
+	}
 	opts.SourceIdentity = objectIdentity
-	c.Sink = s3store.NewUploadSink(dstClient, du.Bucket, opts)
+	up := s3store.NewUploadSink(dstClient, du.Bucket, opts)
+	c.Sink = up
+	c.pruneWith(up)
 	return nil
-}
-
-// laneNames are the names of t's lanes ("default" for a transport of
-// its own).
-func laneNames(t *s3store.Transport, n int) []string {
-	if t != nil {
-		return t.Names()
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = "default"
-	}
-	return out
 }
 
 // Listing is what observes the listing for the copy (nil: nothing).

@@ -92,13 +92,13 @@ func TestNewCopyLands(t *testing.T) {
 	src := copyTree(t)
 	dst := t.TempDir()
 	spec := func(from, to string) CopySpec {
-		s := CopySpec{Src: from, Dst: to, Client: store, PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
+		s := CopySpec{Src: from, Dst: to, Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
 		if IsS3(from) {
 			u, err := s3store.ParseURL(from)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.SrcURL = u
+			s.Source = "s3://" + u.Bucket + "/" + u.Key
 		}
 		return s
 	}
@@ -136,15 +136,7 @@ func TestNewCopyLands(t *testing.T) {
 func TestNewCopyRefuses(t *testing.T) {
 	store := emuStore(t)
 	src := copyTree(t)
-	obj, err := s3store.ParseURL("s3://b-1/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix, err := s3store.ParseURL("s3://b-1/p/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	put := CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/x", Client: store, PartSize: 64 << 10, Threshold: 64 << 10}
+	put := CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/x", Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10}
 	runCopy(t, put)
 	for _, tt := range []struct {
 		name string
@@ -154,14 +146,15 @@ func TestNewCopyRefuses(t *testing.T) {
 		{"into its own tree", CopySpec{Src: filepath.Join(src, "a"), Dst: filepath.Join(src, "a/b/c")}},
 		{"--delete of one file", CopySpec{Src: filepath.Join(src, "a/1"), Dst: t.TempDir(), Delete: true}},
 		{"a missing source", CopySpec{Src: filepath.Join(src, "none"), Dst: t.TempDir()}},
-		{"an object onto itself", CopySpec{Src: "s3://b-1/x", SrcURL: obj, Dst: "s3://b-1/x"}},
-		{"a prefix into itself", CopySpec{Src: "s3://b-1/p/", SrcURL: prefix, Dst: "s3://b-1/p/q/"}},
-		{"--shard of one object", CopySpec{Src: "s3://b-1/x", SrcURL: obj, Dst: "s3://b-2/", Scale: ScaleSpec{Shard: &shard.Spec{K: 0, N: 2}}}},
-		{"--delete of one object", CopySpec{Src: "s3://b-1/x", SrcURL: obj, Dst: "s3://b-2/", Delete: true}},
+		{"an object onto itself", CopySpec{Src: "s3://b-1/x", Dst: "s3://b-1/x"}},
+		{"a prefix into itself", CopySpec{Src: "s3://b-1/p/", Dst: "s3://b-1/p/q/"}},
+		{"--shard of one object", CopySpec{Src: "s3://b-1/x", Dst: "s3://b-2/", Scale: ScaleSpec{Shard: &shard.Spec{K: 0, N: 2}}}},
+		{"--delete of one object", CopySpec{Src: "s3://b-1/x", Dst: "s3://b-2/", Delete: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.spec
 			s.Client, s.PartSize, s.Threshold, s.CopyThreshold = store, 64<<10, 64<<10, 64<<10
+			s.Stores = s3Stores(store)
 			c, err := newCopy(context.Background(), s)
 			var se *SpecError
 			if !errors.As(err, &se) {
@@ -183,9 +176,9 @@ func TestCopyDelete(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst, "stale"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runCopy(t, CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/t/stale", Client: store, PartSize: 64 << 10, Threshold: 64 << 10})
+	runCopy(t, CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/t/stale", Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10})
 	for _, to := range []string{dst, "s3://b-1/t/"} {
-		c := runCopy(t, CopySpec{Src: filepath.Join(src, "a"), Dst: to, Client: store, PartSize: 64 << 10, Threshold: 64 << 10, Delete: true})
+		c := runCopy(t, CopySpec{Src: filepath.Join(src, "a"), Dst: to, Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, Delete: true})
 		var gone []string
 		if err := c.Delete(context.Background(), func(string) bool { return true }, false, func(name string, _ int64) { gone = append(gone, name) }); err != nil {
 			t.Fatal(err)

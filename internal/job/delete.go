@@ -6,10 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -69,10 +66,22 @@ func (l *Listed) PruneLocal(dst *local.Sink, keep func(name string) bool, dryRun
 	return dst.Prune(l.stale(keep), dryRun, report)
 }
 
-// PruneS3 is --delete's step for an S3 destination, after a run without
-// failures: it removes the objects under prefix in bucket that keep
-// picks and the listing did not give, reporting each; with dryRun it
-// only reports them.
-func (l *Listed) PruneS3(ctx context.Context, client *s3.Client, bucket, prefix string, req s3store.Request, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
-	return s3store.Prune(ctx, client, bucket, prefix, req, l.stale(keep), dryRun, report)
+// Pruner is a destination that can remove what is under it: the
+// capability --delete needs of a store that takes writes (an S3 sink
+// deletes objects under its prefix).
+type Pruner interface {
+	// Prune removes the objects whose names doomed picks, reporting
+	// each; with dryRun it only reports them.
+	Prune(ctx context.Context, doomed func(name string) bool, dryRun bool, report func(name string, size int64)) error
+}
+
+// PruneWith is --delete's step for a destination that prunes itself,
+// after a run without failures: it removes what keep picks and the
+// listing did not give, reporting each; with dryRun it only reports
+// them. It refuses when the listing did not complete.
+func (l *Listed) PruneWith(ctx context.Context, dst Pruner, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	if !l.Complete() {
+		return ErrIncompleteListing
+	}
+	return dst.Prune(ctx, l.stale(keep), dryRun, report)
 }

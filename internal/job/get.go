@@ -9,17 +9,23 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/sink"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// GetSpec is a download from S3 as a command was given it.
+// GetSpec is a download as a command was given it: a location, read
+// through the store its scheme names, into local files, onto stdout or
+// into nothing.
 type GetSpec struct {
-	// Source is what to read; its lanes, when it has none, are one per
-	// lane of Client's transport.
-	Source S3Spec
-	Client ClientOptions
-	// URL is the source as written, for messages.
-	URL string
+	// Source is the location to read (an s3:// URL whose key's
+	// wildcards are already rules), opened through Stores; URL is the
+	// source as written, for messages.
+	Source string
+	Stores store.Registry
+	URL    string
+	// Read is how Source is read (version, verification, first range,
+	// fan-out); its Prefix and Name are decided here.
+	Read store.Options
 	// Dest is a local path; "-" is stdout, in order; "" keeps nothing
 	// (a benchmark: the bytes are counted and dropped).
 	Dest string
@@ -40,7 +46,7 @@ type GetSpec struct {
 
 // Get is a resolved download: what to read, and where it goes.
 type Get struct {
-	Source *S3Source
+	Source *store.Opened
 	Sink   transfer.Sink
 	// Listed records the listed names for Delete (nil without --delete).
 	Listed *Listed
@@ -58,10 +64,6 @@ type Get struct {
 // newGet resolves spec: a single object or a prefix, the sink, and where
 // each object lands. Close releases what it holds.
 func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
-	s, err := spec.source(ctx)
-	if err != nil {
-		return nil, err
-	}
 	dest, to := spec.Dest, StoreOf(spec.Dest)
 	if to == S3 {
 		to = Local // get writes local files: this DEST is a local path
@@ -71,14 +73,16 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 			return nil, &SpecError{Err: err}
 		}
 	}
+	o := spec.Read
 	if spec.Scale.Manifest != "" {
-		s.Key, s.Prefix = ManifestPrefix(s.Key), true
+		o.Prefix = true
 	}
-	root := dest
-	if !s.Prefix {
-		root, s.Name = Land(true, s.Key, dest, to != Local || IsDir(dest))
+	destIsDir := to != Local || IsDir(dest)
+	o.Name = func(key string) string {
+		_, name := Land(true, key, dest, destIsDir)
+		return name
 	}
-	src, err := resolveS3(ctx, s)
+	src, err := openSource(ctx, spec.Stores, spec.Source, o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -89,52 +93,41 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 			g.Close()
 		}
 	}()
-	single := g.Source.Single
+	root, name := dest, ""
+	if src.Single || src.Guessed {
+		root, name = Land(true, strings.TrimSuffix(src.Key, "/"), dest, destIsDir)
+	}
+	single := src.Single
 	switch {
 	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
 	case !single && to == Stdio:
-		found, err := listsAny(ctx, g.Source.Source)
+		found, err := listsAny(ctx, src.Source)
 		switch {
 		case err != nil:
 			return nil, err
-		case found || s.Prefix:
+		case found || !src.Guessed:
 			return nil, specErrorf("%s is a prefix, and standard output (cat, or DEST -) takes a single object: s3pd ls lists what it holds, s3pd get SRC DIR fetches it", spec.URL)
 		}
 		// Nothing there: the run fails its one object as "no such key"
 		// (MustExist), as into a file.
 		g.missingAt = dest
 	case !single:
-		g.missingAt = path.Join(root, s.Name)
+		g.missingAt = path.Join(root, name)
 		root = dest
 	}
-	if err := g.openSink(spec, to, root, s.Name); err != nil {
+	if err := g.openSink(spec, to, root, name); err != nil {
 		return nil, err
 	}
 	if spec.Delete && !single {
 		g.Listed = NewListed()
 	}
-	if !s.Prefix && !single {
-		g.MustExist, g.Missing = missing(spec.URL, g.Source.Key, s.Name)
+	if src.Guessed {
+		g.MustExist, g.Missing = missing(spec.URL, src.Key, name)
 	}
-	g.Scaled = spec.Scale.scale(g.Source.Source, s.Target.Bucket, s.Key, g.Source.Source)
+	g.Scaled = spec.Scale.scale(src.Source, hostOf(spec.Source), src.Key, src.Source)
 	ok = true
 	return g, nil
-}
-
-// source is the spec's source with its lanes: those it has, else one
-// per lane of Client's transport.
-func (spec GetSpec) source(ctx context.Context) (S3Spec, error) {
-	s := spec.Source
-	if len(s.Lanes) > 0 {
-		return s, nil
-	}
-	lanes, err := NewS3Lanes(ctx, s.Target.Bucket, spec.Client)
-	if err != nil {
-		return s, &SpecError{Err: err}
-	}
-	s.Lanes = lanes
-	return s, nil
 }
 
 // listsAny reports whether src lists at least one object, asking for
@@ -224,5 +217,5 @@ func (g *Get) Close() {
 	if g.local != nil {
 		g.local.Close()
 	}
-	g.Source.Close()
+	g.Source.Release()
 }

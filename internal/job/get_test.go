@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -8,15 +9,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -26,12 +30,28 @@ func emuClient(ts *s3emu.TestServer) *s3.Client {
 		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})
 }
 
-func emuLanes(t *testing.T) ([]S3Lane, *s3emu.TestServer) {
+// emuLanes is a registry whose s3:// store reads the emulator ts over
+// one lane of an anonymous client.
+func emuLanes(t *testing.T) (store.Registry, *s3emu.TestServer) {
 	t.Helper()
 	ts := s3emu.NewTestServer(t, s3emu.Options{Dataset: "p:3:1MiB", LogRequests: true})
-	client := emuClient(ts)
-	return []S3Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}, ts
+	return emuRegistry(emuClient(ts)), ts
 }
+
+// emuRegistry is a registry whose s3:// store reads over client.
+func emuRegistry(client *s3.Client) store.Registry {
+	lanes := []s3store.Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Lanes: lanes})}}
+}
+
+// s3Stores is a registry of local files and of an s3:// store read with
+// opts.
+func s3Stores(opts s3store.ClientOptions) store.Registry {
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Client: opts})}, {Scheme: "", Open: local.Opener(local.SourceOptions{})}}
+}
+
+// emuURL is the emulator's default bucket's key.
+func emuURL(key string) string { return "s3://" + s3emu.DefaultBucket + "/" + key }
 
 // TestNewGet: what a URL names (one object, a prefix, nothing) and where
 // it lands, and the specs that cannot run.
@@ -55,8 +75,7 @@ func TestNewGet(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := newGet(context.Background(), GetSpec{
-				Source: S3Spec{Lanes: lanes, Key: tt.key, FirstRange: 256 << 10, FanOut: 1,
-					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				Source: emuURL(tt.key), Stores: lanes, Read: store.Options{FirstRange: 256 << 10, FanOut: 1, Verify: true},
 				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20, Scale: ScaleSpec{Shard: tt.shard},
 			})
 			var se *SpecError
@@ -120,8 +139,7 @@ func TestSingleObjectFirstRangeOnce(t *testing.T) {
 			lanes, ts := emuLanes(t)
 			ts.ResetStats()
 			g, err := newGet(context.Background(), GetSpec{
-				Source: S3Spec{Lanes: lanes, Key: "p/00000000", FirstRange: cmp.Or(tt.first, 256<<10),
-					Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+				Source: emuURL("p/00000000"), Stores: lanes, Read: store.Options{FirstRange: cmp.Or(tt.first, 256<<10), Verify: true},
 				URL: "s3://bench/p/00000000", Dest: "",
 			})
 			if err != nil {
@@ -163,3 +181,55 @@ type resultOf struct {
 }
 
 func (o *resultOf) ObjectDone(r transfer.Result) { o.r = r }
+
+// TestGetFromAnyStore: a store that is one transfer.Source per URL
+// plugs in with one registry line (store.FromSource), and a get reads
+// from it as from S3: here file:// URLs over the local store's source.
+func TestGetFromAnyStore(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "model.bin")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // 640 KiB: three parts
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stores := store.Registry{{Scheme: "file", Open: store.FromSource(func(_ context.Context, loc string) (transfer.Source, error) {
+		return local.NewSource(strings.TrimPrefix(loc, "file://"), local.SourceOptions{})
+	})}}
+	dir := t.TempDir()
+	get := &GetSpec{Source: "file://" + src, Stores: stores, URL: "file://" + src, Dest: dir + "/"}
+	run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10, Threshold: 256 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	sum, err := run.Transfer(context.Background(), Hooks{})
+	if err != nil || sum.Objects != 1 || sum.Bytes != int64(len(data)) {
+		t.Fatalf("transfer: %+v, %v; want one object of %d bytes", sum, err, len(data))
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "model.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("landed %d bytes, %v; want the source's %d", len(got), err, len(data))
+	}
+	if _, err := Open(context.Background(), Spec{Get: &GetSpec{Source: "gs://b/k", Stores: stores, Dest: dir}}); !errors.As(err, new(*SpecError)) {
+		t.Errorf("a scheme no store takes: %v, want a *SpecError", err)
+	}
+}
+
+// TestStoreSetupFailure: a store that cannot be set up (here a profile
+// the AWS configuration lacks) is a usage error of a get, as its lanes'
+// clients always were, and a copy's own error.
+func TestStoreSetupFailure(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "credentials"))
+	stores := s3Stores(s3store.ClientOptions{Region: "us-east-1", Profile: "no-such-profile"})
+	_, err := Open(context.Background(), Spec{Get: &GetSpec{Source: "s3://bucket/key", Stores: stores, Dest: t.TempDir()}})
+	var se *SpecError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
+		t.Errorf("get: %v, want a *SpecError naming the profile", err)
+	}
+	_, err = Open(context.Background(), Spec{Copy: &CopySpec{Src: "s3://bucket/key", Dst: "s3://other/", Stores: stores,
+		Client: s3store.ClientOptions{Region: "us-east-1", NoSignRequest: true}, PartSize: 64 << 10}})
+	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
+		t.Errorf("copy: %v, want an error naming the profile, not a *SpecError", err)
+	}
+}

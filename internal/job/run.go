@@ -47,7 +47,7 @@ type Run struct {
 	Destination func(name string) string
 	// DirectIO says what a local destination did about direct I/O (nil:
 	// no local destination).
-	DirectIO func() DirectStatus
+	DirectIO func() local.DirectStatus
 	// Directory is the source's bucket when it is a directory bucket
 	// (S3 Express One Zone), else "".
 	Directory string
@@ -80,6 +80,9 @@ type Run struct {
 	get       *Get
 	copy      *Copy
 	stream    *stream
+	// opaqueETags and unordered are the source's: ETags that are not
+	// MD5s, a listing out of key order.
+	opaqueETags, unordered bool
 }
 
 // Open builds the run spec asks for: the source over the run's lanes,
@@ -122,10 +125,9 @@ func (r *Run) openGet(ctx context.Context, spec Spec) error {
 	}
 	r.get, r.lanes, r.sink, r.scaled, r.listed = g, g.Source.Lanes, g.Sink, g.Scaled, g.Listed
 	r.Destination, r.mustExist, r.missing = g.Destination(), g.MustExist, g.Missing
-	r.Directory = directoryBucket(spec.Get.Source.Target.Bucket)
-	if len(spec.Get.Source.Lanes) == 0 { // lanes of its own: their maker knows where they go
-		r.startOver(spec.Get.Client.EndpointURL)
-	}
+	r.Directory = directorySource(spec.Get.Source)
+	r.opaqueETags, r.unordered = g.Source.OpaqueETags, g.Source.Unordered
+	r.startOver(g.Source.StartWindow)
 	if g.Listed != nil {
 		r.Deletes = "file"
 	}
@@ -148,12 +150,8 @@ func (r *Run) openCopy(ctx context.Context, spec Spec) error {
 		r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
 	}
 	r.Directory = directorySource(spec.Copy.Src)
-	switch {
-	case c.LocalTo == "s3":
-		r.startOver(spec.Copy.Client.EndpointURL)
-	case c.LocalTo == "":
-		r.startOver(cmp.Or(spec.Copy.SourceClient, &spec.Copy.Client).EndpointURL)
-	}
+	r.opaqueETags, r.unordered = c.OpaqueETags, c.Unordered
+	r.startOver(c.StartWindow)
 	r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
 	if c.MaxRequests > 0 {
 		r.Options.MaxRequests = min(r.Options.MaxRequests, c.MaxRequests)
@@ -168,12 +166,21 @@ func (r *Run) openCopy(ctx context.Context, spec Spec) error {
 	return nil
 }
 
-// startOver sets where the window starts for a run whose requests go
-// to endpoint ("": AWS, over HTTPS), unless the options set it.
-func (r *Run) startOver(endpoint string) {
-	if r.Options.StartWindow == 0 && overTLS(endpoint) {
-		r.Options.StartWindow = transfer.TLSStartWindow
+// startOver sets where the window starts, as the store's connections
+// need (0: the engine's default), unless the options set it.
+func (r *Run) startOver(window int) {
+	if r.Options.StartWindow == 0 {
+		r.Options.StartWindow = window
 	}
+}
+
+// tlsWindow is where the window starts for requests to endpoint ("":
+// AWS): transfer.TLSStartWindow over HTTPS, else the engine's default.
+func tlsWindow(endpoint string) int {
+	if overTLS(endpoint) {
+		return transfer.TLSStartWindow
+	}
+	return 0
 }
 
 // overTLS says whether requests to endpoint ("": AWS) go over HTTPS.
@@ -208,7 +215,7 @@ type Hooks struct {
 
 // ShardReport is the shard's report, complete once the listing is (nil
 // without --shard, or when the listing did not complete).
-func (r *Run) ShardReport() *ShardReport {
+func (r *Run) ShardReport() *shard.Report {
 	if rep := r.scaled.Report; rep != nil && rep.Done() {
 		return rep
 	}
@@ -341,13 +348,13 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 		o.Lister, o.Filter = spaced, filter
 		acct.movedFilter = true
 	}
-	if r.Directory != "" {
+	if r.opaqueETags {
 		o.OpaqueETags = true
-		if o.DryRun {
-			// A directory bucket lists out of key order: a dry run's
-			// list compares from run to run in key order.
-			o.Lister = extsort.Sorted(o.Lister, "", 0)
-		}
+	}
+	if r.unordered && o.DryRun {
+		// A directory bucket lists out of key order: a dry run's list
+		// compares from run to run in key order.
+		o.Lister = extsort.Sorted(o.Lister, "", 0)
 	}
 	return rctx, stop, o, acct, nil
 }
@@ -440,9 +447,3 @@ func directoryBucket(bucket string) string {
 	}
 	return ""
 }
-
-// ShardReport is what one shard saw of the listing (pkg/shard).
-type ShardReport = shard.Report
-
-// DirectStatus is what a local destination did about direct I/O.
-type DirectStatus = local.DirectStatus

@@ -9,8 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/s3pd/s3pd/pkg/s3emu"
-	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -87,8 +86,7 @@ func TestOpenNothingThereIsNotFound(t *testing.T) {
 		{name: "an empty prefix", key: "nothing/", dest: dir + "/", prefix: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			get := &GetSpec{Source: S3Spec{Lanes: lanes, Key: tt.key, Prefix: tt.prefix, FirstRange: 256 << 10, FanOut: 1,
-				Target: s3store.Target{Bucket: s3emu.DefaultBucket, Verify: true}},
+			get := &GetSpec{Source: emuURL(tt.key), Stores: lanes, Read: store.Options{Prefix: tt.prefix, FirstRange: 256 << 10, FanOut: 1, Verify: true},
 				URL: "s3://bench/" + tt.key, Dest: tt.dest, Stdout: io.Discard, OrderWindow: 1 << 20}
 			run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10}, SpaceCheck: true})
 			if err != nil {
@@ -127,8 +125,7 @@ func TestOpenNothingThereIsNotFound(t *testing.T) {
 func TestOpenSpaceCheck(t *testing.T) {
 	lanes, _ := emuLanes(t)
 	dir := t.TempDir()
-	get := &GetSpec{Source: S3Spec{Lanes: lanes, Key: "p/", Prefix: true, FirstRange: 256 << 10, FanOut: 1,
-		Target: s3store.Target{Bucket: s3emu.DefaultBucket}}, URL: "s3://bench/p/", Dest: dir}
+	get := &GetSpec{Source: emuURL("p/"), Stores: lanes, Read: store.Options{Prefix: true, FirstRange: 256 << 10, FanOut: 1}, URL: "s3://bench/p/", Dest: dir}
 	run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10}, SpaceCheck: true})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +153,7 @@ func TestStartWindowFollowsTheScheme(t *testing.T) {
 		{"https://s3.example.com", 8, 8},
 	} {
 		r := &Run{Options: transfer.Options{StartWindow: tt.set}}
-		r.startOver(tt.endpoint)
+		r.startOver(tlsWindow(tt.endpoint))
 		if r.Options.StartWindow != tt.want {
 			t.Errorf("endpoint %q, set %d: start window %d, want %d", tt.endpoint, tt.set, r.Options.StartWindow, tt.want)
 		}

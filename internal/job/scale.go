@@ -6,11 +6,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/s3pd/s3pd/pkg/manifest"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -22,8 +21,9 @@ type ScaleSpec struct {
 	// none). It needs an S3 source.
 	Manifest string
 	Stdin    io.Reader
-	// Clients reach the buckets a manifest in S3 is read from.
-	Clients s3store.ClientOptions
+	// Stores open a manifest that is not "-" or a local path (an s3://
+	// URL).
+	Stores store.Registry
 	// Shard is the share this process takes (nil: all).
 	Shard *shard.Spec
 	// Filter decides which listed objects the split counts (the
@@ -41,17 +41,20 @@ type Scaled struct {
 }
 
 // scale decides who lists: the manifest, under bucket and prefix, its
-// entries looked up through src (src nil: a local source, which has no
-// manifest), or first; then this process's shard of it. A manifest is
+// entries looked up through src when it can (src nil: a local source,
+// which has no manifest), or first; then this process's shard of it. A manifest is
 // split as written, its entries without a size unresolved, so that every
 // process computes the same split whatever its lookups return; only the
 // shard's own entries are looked up, after the split.
-func (s ScaleSpec) scale(first transfer.Lister, bucket, prefix string, src *s3store.Source) Scaled {
+func (s ScaleSpec) scale(first transfer.Lister, bucket, prefix string, src transfer.Source) Scaled {
 	var out Scaled
 	var m *manifest.Options
 	if s.Manifest != "" && src != nil {
-		loc := &locations{in: s.Stdin, clients: s.Clients, sources: map[string]*s3store.Source{bucket: src}}
-		m = &manifest.Options{Location: s.Manifest, Bucket: bucket, Prefix: prefix, Open: loc.open, Stat: src.Stat}
+		loc := &locations{in: s.Stdin, stores: s.Stores, host: bucket, src: src}
+		m = &manifest.Options{Location: s.Manifest, Bucket: bucket, Prefix: prefix, Open: loc.open}
+		if st, ok := src.(store.Stater); ok {
+			m.Stat = st.Stat
+		}
 		out.Lister = manifest.New(*m)
 	}
 	if s.Shard == nil {
@@ -89,45 +92,39 @@ func ShardLockID(spec *shard.Spec) string {
 	return fmt.Sprintf("%dof%d", spec.K, spec.N)
 }
 
-// locations opens what a manifest names: stdin, local files, objects
-// in any bucket of the same endpoint.
+// locations opens what a manifest names: stdin, local files, an object
+// of the run's own bucket (host) over the run's source src, which sends
+// what the run's requests carry, or an object of another bucket of the
+// same endpoint through the registry.
 type locations struct {
-	in      io.Reader
-	clients s3store.ClientOptions
-	mu      sync.Mutex
-	sources map[string]*s3store.Source
+	in     io.Reader
+	stores store.Registry
+	host   string
+	src    transfer.Source
 }
 
 func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
 	switch StoreOf(loc) {
 	case Stdio:
 		return io.NopCloser(l.in), nil
-	case S3:
-		u, err := s3store.ParseURL(loc)
-		if err != nil {
-			return nil, err
-		}
-		src, err := l.source(ctx, u.Bucket)
-		if err != nil {
-			return nil, err
-		}
-		return src.Open(ctx, &transfer.Object{Key: u.Key, Size: -1}, 0, -1)
+	case Local:
+		return os.Open(loc)
 	}
-	return os.Open(loc)
+	if hostOf(loc) == l.host && l.src != nil {
+		_, rest, _ := strings.Cut(loc, "://")
+		_, key, _ := strings.Cut(rest, "/")
+		return l.src.Open(ctx, &transfer.Object{Key: key, Size: -1}, 0, -1)
+	}
+	return l.stores.ReadAll(ctx, loc)
 }
 
-// source returns a source over bucket, made once.
-func (l *locations) source(ctx context.Context, bucket string) (*s3store.Source, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if s, ok := l.sources[bucket]; ok {
-		return s, nil
+// hostOf is what names the store's root in loc: its bucket
+// (s3://bucket/key), "" for a location without a scheme.
+func hostOf(loc string) string {
+	_, rest, ok := strings.Cut(loc, "://")
+	if !ok {
+		return ""
 	}
-	c, err := s3store.NewClient(ctx, bucket, l.clients)
-	if err != nil {
-		return nil, err
-	}
-	s := s3store.NewSource(c, s3store.Target{Bucket: bucket})
-	l.sources[bucket] = s
-	return s, nil
+	host, _, _ := strings.Cut(rest, "/")
+	return host
 }

@@ -7,14 +7,16 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// Store names where a location's objects live. A location is what a
-// command was given as SRC or DEST: an s3:// URL, "-" (standard input
-// or output) or a local path. Manifests and inventories are listers, not
-// stores: they say which objects a run takes from its source.
+// Store is the kind of place a location names, by which a copy's
+// direction is routed (copyRoutes): an s3:// URL, "-" (standard input or
+// output) or a local path. Sources are opened through the stores'
+// registry (store.Registry), not here; manifests and inventories are
+// listers, not stores: they say which objects a run takes from its
+// source.
 type Store string
 
-// The stores of the registry, and None: no destination (a benchmark
-// keeps nothing).
+// The kinds of place, and None: no destination (a benchmark keeps
+// nothing).
 const (
 	S3    Store = "s3"
 	Stdio Store = "stdio"
@@ -22,32 +24,17 @@ const (
 	None  Store = ""
 )
 
-// storeEntry is one store of the registry: the locations it takes.
-type storeEntry struct {
-	store Store
-	// takes reports whether loc names a place in this store.
-	takes func(loc string) bool
-}
-
-// registry finds a location's store: the first entry that takes it.
-// Adding a store is its package, one line here and its routes.
-var registry = []storeEntry{
-	{S3, func(loc string) bool { return strings.HasPrefix(loc, "s3://") }},
-	{Stdio, func(loc string) bool { return loc == "-" }},
-	{Local, func(string) bool { return true }},
-}
-
-// StoreOf is the store loc names ("" is None: nowhere).
+// StoreOf is the kind of place loc names ("" is None: nowhere).
 func StoreOf(loc string) Store {
-	if loc == "" {
+	switch {
+	case loc == "":
 		return None
+	case strings.HasPrefix(loc, "s3://"):
+		return S3
+	case loc == "-":
+		return Stdio
 	}
-	for _, e := range registry {
-		if e.takes(loc) {
-			return e.store
-		}
-	}
-	return None
+	return Local
 }
 
 // IsS3 reports whether p is an s3:// URL.

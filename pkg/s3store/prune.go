@@ -73,3 +73,15 @@ func deleteObjects(ctx context.Context, client *s3.Client, bucket string, req Re
 	}
 	return nil
 }
+
+// Prune is --delete's step for the sink's bucket: it deletes the objects
+// under the sink's prefix whose names doomed picks, reporting each; with
+// dryRun it only reports them.
+func (u *UploadSink) Prune(ctx context.Context, doomed func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	return Prune(ctx, u.client, u.bucket, u.opts.Prefix, u.opts.Req, doomed, dryRun, report)
+}
+
+// Prune is --delete's step for the sink's bucket, as UploadSink.Prune.
+func (c *CopySink) Prune(ctx context.Context, doomed func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	return Prune(ctx, c.client, c.bucket, c.opts.Prefix, c.opts.Req, doomed, dryRun, report)
+}

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"errors"
+
+	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
+)
+
+// storeOptions are what the stores of a run are opened with: each
+// store's own options, from the run's settings and flags.
+type storeOptions struct {
+	// s3 reaches s3:// locations: the clients' options over the run's
+	// transport, and what every request carries.
+	s3 s3store.OpenerOptions
+	// local reads local paths: links followed or not, what is skipped
+	// reported.
+	local local.SourceOptions
+}
+
+// stores is the registry of the stores a run reads from, by the scheme
+// of their URLs: one line per store. The job finds a location's store
+// here and nowhere else.
+func stores(o storeOptions) store.Registry {
+	return store.Registry{
+		{Scheme: "s3", Open: s3store.Opener(o.s3)},
+		{Scheme: "", Open: local.Opener(o.local)},
+	}
+}
+
+// s3Stores is the registry of a run whose S3 locations are reached with
+// client, each request carrying req.
+func s3Stores(client s3store.ClientOptions, req s3store.Request) store.Registry {
+	return stores(storeOptions{s3: s3store.OpenerOptions{Client: client, Req: req}})
+}
+
+// s3Location is the location of u for the job: its bucket and key, the
+// key's wildcards already turned into rules.
+func s3Location(u s3store.URL) string { return "s3://" + u.Bucket + "/" + u.Key }
+
+// statusOf is the status and code of the server's answer that err
+// carries (ok false: none).
+func statusOf(err error) (status int, code string, ok bool) {
+	var se *s3store.StatusError
+	if !errors.As(err, &se) {
+		return 0, "", false
+	}
+	return se.Status, se.Code, true
+}
