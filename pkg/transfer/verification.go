@@ -41,7 +41,8 @@ type Verification struct {
 	// Off: verification was turned off.
 	Off bool
 	// Checksums are the algorithms whose values matched the bytes, in the
-	// order checked: "crc64nvme", "crc32c", "crc32", "md5".
+	// order checked: "crc64nvme", "crc32c", "crc32", "md5", or the name
+	// of the object's Digest ("sha256").
 	Checksums []string
 	// Unverified is the reason (one of the Unverified* constants) a check
 	// the object offers could not be made, "" when none was missed.

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/md5"
@@ -105,6 +106,9 @@ type verifier struct {
 	// multi is the check of an ETag of parts under --verify full (nil:
 	// none)
 	multi *partsETag
+	// digest is a full-object digest the object was named with (nil:
+	// none), checked by reading the file back
+	digest *Digest
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -123,7 +127,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
+	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags, digest: o.Digest}
 	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
 	if !ok && len(o.Checksums) > 0 {
 		alg, ok = pickAlgorithm(o.Checksums), true
@@ -289,6 +293,11 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 	if err := c.checkCRC(&v); err != nil {
 		return v, err
 	}
+	if c.digest != nil {
+		if err := checkDigest(&v, c.digest, f, size); err != nil {
+			return v, err
+		}
+	}
 	if c.etag != "" && !(c.autoMD5 && v.Verified()) {
 		if err := c.verifyMD5(&v, f, size); err != nil {
 			return v, err
@@ -306,7 +315,7 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 			v.unverified(reason, detail)
 		}
 	}
-	if c.alg == "" && c.etag == "" && c.multi == nil {
+	if c.alg == "" && c.etag == "" && c.multi == nil && c.digest == nil {
 		switch {
 		case c.md5Offered:
 			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
@@ -400,6 +409,25 @@ func (c *verifier) verifyMD5(v *Verification, f File, size int64) error {
 		return Permanent(fmt.Errorf("%w: md5 etag %s, data has %s", ErrChecksum, c.etag, got))
 	}
 	v.Checksums = append(v.Checksums, "md5")
+	return nil
+}
+
+// checkDigest hashes the size bytes of f in order and compares them
+// with d, into v: a mismatch fails the object before its commit.
+func checkDigest(v *Verification, d *Digest, f File, size int64) error {
+	r, ok := f.(io.ReaderAt)
+	if !ok {
+		v.unverified(UnverifiedUnreadable, "the destination cannot be read back in order for "+d.Name)
+		return nil
+	}
+	h := d.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		return fmt.Errorf("read back for %s: %w", d.Name, err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, d.Sum) {
+		return Permanent(fmt.Errorf("%w: %s %x given, data has %x", ErrChecksum, d.Name, d.Sum, got))
+	}
+	v.Checksums = append(v.Checksums, d.Name)
 	return nil
 }
 
