@@ -64,10 +64,10 @@ type Options struct {
 // transfer.Lister of their objects, and through Lanes one
 // transfer.Source per lane. Its objects are fixed once Open returns.
 type Store struct {
-	opts    Options
-	objects []transfer.Object
-	urls    map[string]string // an object's Key (its URL redacted) to its URL
-	first   *transfer.Body    // the single item's probe, served once (nil: none)
+	opts     Options
+	objects  []transfer.Object
+	urls     map[string]string // an object's Key (its URL redacted) to its URL
+	first    *transfer.Body    // the single item's probe, served once (nil: none)
 	prefetch *transfer.Prefetch
 }
 
@@ -148,23 +148,34 @@ func nameOf(it Item) (string, error) {
 	return name, nil
 }
 
-// probeAll probes every object, Probes at a time; the first error wins.
+// probeAll probes every object, Probes at a time; the first error wins
+// and no probe starts after it. The probes run under ctx itself, not a
+// context that ends with probeAll: a single item's probe body is read
+// by the run.
 func (s *Store) probeAll(ctx context.Context) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	slots := make(chan struct{}, s.opts.Probes)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
 	keep := len(s.objects) == 1
 	for i := range s.objects {
 		slots <- struct{}{}
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			<-slots
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
 			b, err := s.probe(ctx, &s.objects[i], keep)
-			if err != nil {
-				cancel(err)
-				return
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
 			}
 			if keep {
 				s.first = b
@@ -172,14 +183,11 @@ func (s *Store) probeAll(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		if s.first != nil {
-			s.first.Close()
-			s.first = nil
-		}
-		return err
+	if first != nil && s.first != nil {
+		s.first.Close()
+		s.first = nil
 	}
-	return nil
+	return first
 }
 
 // Objects are the files probed, in the order of the items.
