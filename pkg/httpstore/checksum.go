@@ -52,7 +52,7 @@ func ParseChecksum(s string) (*transfer.Digest, error) {
 		return nil, fmt.Errorf("checksum %q: the value is not hex", s)
 	}
 	if len(sum) != d.size {
-		return nil, fmt.Errorf("checksum %q: %s has %d hex digits, not %d", s, d.name, 2*d.size, len(value))
+		return nil, fmt.Errorf("checksum %q: %s takes %d hex digits, not %d", s, d.name, 2*d.size, len(value))
 	}
 	return &transfer.Digest{Name: d.name, New: d.new, Sum: sum}, nil
 }

@@ -26,7 +26,8 @@ type fileServer struct {
 	// noRanges answers every GET with 200 and the whole file.
 	noRanges bool
 	// changeAfter, when above 0, replaces the file (new bytes, new ETag
-	// and modification time) once that many requests were answered.
+	// and modification time) for every request after the first
+	// changeAfter ones.
 	changeAfter int
 	// hook, when set, may answer a request itself (returning true).
 	hook func(w http.ResponseWriter, r *http.Request, data []byte) bool
@@ -53,9 +54,11 @@ func newFileServer(t *testing.T, data []byte, configure func(*fileServer)) *file
 func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, request{r.Header.Get("Range"), r.Header.Get("If-Match"), r.Header.Get("If-Range"), r.Header.Get("If-Unmodified-Since")})
+	if s.changeAfter > 0 && len(s.reqs) == s.changeAfter+1 {
+		s.change()
+	}
 	data, etag, mod, noRanges, hook := s.data, s.etag, s.modTime, s.noRanges, s.hook
 	s.mu.Unlock()
-	defer s.answered()
 	if hook != nil && hook(w, r, data) {
 		return
 	}
@@ -74,18 +77,14 @@ func (s *fileServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", mod, bytes.NewReader(data))
 }
 
-// answered replaces the file once changeAfter requests were answered.
-func (s *fileServer) answered() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changeAfter > 0 && len(s.reqs) == s.changeAfter {
-		s.data = bytes.ToUpper(s.data)
-		if s.etag != "" {
-			s.etag = `"v2"`
-		}
-		if !s.modTime.IsZero() {
-			s.modTime = s.modTime.Add(time.Hour)
-		}
+// change replaces the file with another version. Under s.mu.
+func (s *fileServer) change() {
+	s.data = bytes.ToUpper(s.data)
+	if s.etag != "" {
+		s.etag = strings.Replace(s.etag, "v1", "v2", 1)
+	}
+	if !s.modTime.IsZero() {
+		s.modTime = s.modTime.Add(time.Hour)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -136,16 +137,17 @@ func nameOf(it Item) (string, error) {
 	name := it.Name
 	if name == "" {
 		u, _ := url.Parse(it.URL) // checked by checkURL
-		name = path.Base(u.Path)
-		if name == "/" || name == "." {
-			name = ""
+		if !strings.HasSuffix(u.Path, "/") { // a folder's URL names no file
+			name = path.Base(u.Path)
 		}
 	}
-	name = strings.TrimPrefix(path.Clean("/"+name), "/")
-	if name == "" || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(name, 0) {
+	if name == "" {
 		return "", fmt.Errorf("%s: no file name in the URL: give one", Redact(it.URL))
 	}
-	return name, nil
+	if strings.HasPrefix(name, "/") || slices.Contains(strings.Split(name, "/"), "..") || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("%s: name %q is not a path inside the destination", Redact(it.URL), name)
+	}
+	return path.Clean(name), nil
 }
 
 // probeAll probes every object, Probes at a time; the first error wins
