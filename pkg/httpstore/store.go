@@ -136,7 +136,7 @@ func (o Options) withDefaults() Options {
 func nameOf(it Item) (string, error) {
 	name := it.Name
 	if name == "" {
-		u, _ := url.Parse(it.URL) // checked by checkURL
+		u, _ := url.Parse(it.URL)            // checked by checkURL
 		if !strings.HasSuffix(u.Path, "/") { // a folder's URL names no file
 			name = path.Base(u.Path)
 		}
