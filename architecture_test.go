@@ -23,6 +23,7 @@ var layers = map[string][]string{
 	// Adapters and listers: the engine, never each other.
 	"pkg/s3store":               {"pkg/transfer", "pkg/checksum"},
 	"pkg/local":                 {"pkg/transfer", "pkg/checksum"},
+	"pkg/httpstore":             {"pkg/transfer"},
 	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
 	"pkg/manifest":              {"pkg/transfer"},
 	"pkg/shard":                 {"pkg/transfer"},
