@@ -250,7 +250,9 @@ func (p *partCanceller) PartDone(_ transfer.Object, off, n int64) {
 // TestResumeFetchesOnlyMissingParts: a run interrupted once the first
 // half of the parts were written (the server holds the others back) is
 // resumed by a second run, which asks for no byte before the half but
-// the probe's, and lands the file right.
+// the probe's, and lands the file right. The second run's URL is signed
+// anew (another signature): the object is the same one, as its redacted
+// URL, size and ETag say.
 func TestResumeFetchesOnlyMissingParts(t *testing.T) {
 	data := fileData(fileSize)
 	const half = 8 * partSize
@@ -270,7 +272,7 @@ func TestResumeFetchesOnlyMissingParts(t *testing.T) {
 		}
 	})
 	hold.Unlock()
-	url := srv.url("big.bin")
+	url := srv.url("big.bin?X-Amz-Expires=60&X-Amz-Signature=first")
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -287,6 +289,7 @@ func TestResumeFetchesOnlyMissingParts(t *testing.T) {
 	holding = false
 	hold.Unlock()
 	before := len(srv.requests())
+	url = srv.url("big.bin?X-Amz-Expires=60&X-Amz-Signature=second")
 	rec, sum, err := fetch(t, context.Background(), dir, []httpstore.Item{{URL: url}}, nil)
 	if err != nil || sum.Objects != 1 {
 		t.Fatalf("second run: %v, %d objects", err, sum.Objects)
