@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +39,12 @@ var quick = transfer.Backoff{Base: time.Millisecond, Cap: 5 * time.Millisecond, 
 // and returns the recorder of the run and its error.
 func fetch(t *testing.T, ctx context.Context, dir string, items []httpstore.Item, observe transfer.Observer) (*transfertest.Recorder, transfer.Summary, error) {
 	t.Helper()
+	return fetchVerify(t, ctx, dir, items, observe, transfer.VerifyAuto)
+}
+
+// fetchVerify is fetch under verify.
+func fetchVerify(t *testing.T, ctx context.Context, dir string, items []httpstore.Item, observe transfer.Observer, verify transfer.Verify) (*transfertest.Recorder, transfer.Summary, error) {
+	t.Helper()
 	store, err := httpstore.Open(ctx, httpstore.Options{Items: items, FirstRange: partSize, Backoff: quick})
 	if err != nil {
 		return nil, transfer.Summary{}, err
@@ -53,7 +61,7 @@ func fetch(t *testing.T, ctx context.Context, dir string, items []httpstore.Item
 		obs = transfer.Observers{rec, observe}
 	}
 	e, err := transfer.New(store.Lanes(), sink, transfer.Options{
-		PartSize: partSize, MaxRequests: 8, Backoff: quick, Observer: obs, OpaqueETags: true,
+		PartSize: partSize, MaxRequests: 8, Backoff: quick, Observer: obs, OpaqueETags: true, Verify: verify,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -403,6 +411,69 @@ func TestLyingContentRange(t *testing.T) {
 				t.Fatalf("%d failed, error %v: want a failure that names %q", sum.Failed, r.Err, tt.want)
 			}
 			absent(t, dir, "f.bin")
+		})
+	}
+}
+
+// TestServerDigest: a digest the server sends (Repr-Digest, or a model
+// hub's X-Linked-Etag on the redirect to its CDN) is checked under
+// --verify full; under auto the object is unverified and says that
+// --verify full checks it; a wrong one fails the object under full.
+func TestServerDigest(t *testing.T) {
+	data := fileData(fileSize)
+	sum := sha256.Sum256(data)
+	wrong := sum
+	wrong[5] ^= 1
+	repr := func(s [32]byte) func(*fileServer) {
+		return func(f *fileServer) {
+			f.hook = func(w http.ResponseWriter, _ *http.Request, _ []byte) bool {
+				w.Header().Set("Repr-Digest", "sha-512=:AAAA:, sha-256=:"+base64.StdEncoding.EncodeToString(s[:])+":")
+				return false
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name           string
+		configure      func(*fileServer)
+		redirect       bool // reach the file through a hub's redirect
+		verify         transfer.Verify
+		wantErr        error
+		wantVerified   string
+		wantUnverified string
+	}{
+		{"repr-digest full", repr(sum), false, transfer.VerifyFull, nil, "sha256", ""},
+		{"repr-digest auto", repr(sum), false, transfer.VerifyAuto, nil, "", transfer.UnverifiedDigestOnly},
+		{"repr-digest wrong", repr(wrong), false, transfer.VerifyFull, transfer.ErrChecksum, "", ""},
+		{"linked etag", nil, true, transfer.VerifyFull, nil, "sha256", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFileServer(t, data, tt.configure)
+			url := srv.url("f.bin")
+			if tt.redirect {
+				hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("X-Linked-Etag", `"`+hex.EncodeToString(sum[:])+`"`)
+					http.Redirect(w, r, srv.url("cdn/f.bin?Signature=s"), http.StatusFound)
+				}))
+				t.Cleanup(hub.Close)
+				url = hub.URL + "/org/model/resolve/main/f.bin"
+			}
+			dir := t.TempDir()
+			rec, _, err := fetchVerify(t, context.Background(), dir, []httpstore.Item{{URL: url}}, nil, tt.verify)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := result(t, rec, url)
+			if !errors.Is(r.Err, tt.wantErr) || (tt.wantErr == nil) != (r.Err == nil) {
+				t.Fatalf("error %v, want %v", r.Err, tt.wantErr)
+			}
+			if tt.wantErr != nil {
+				absent(t, dir, "f.bin")
+				return
+			}
+			landed(t, dir, "f.bin", data)
+			if v := r.Verification; strings.Join(v.Checksums, ",") != tt.wantVerified || v.Unverified != tt.wantUnverified {
+				t.Fatalf("verification %q, want checksums %q, unverified %q", v, tt.wantVerified, tt.wantUnverified)
+			}
 		})
 	}
 }

@@ -40,9 +40,13 @@ func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object)
 		return nil, err
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=0-%d", s.opts.FirstRange-1))
-	resp, err := s.opts.Client.Do(req)
+	client, linked := linkedETag(s.opts.Client)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, redactErr(err)
+	}
+	if obj.Digest == nil {
+		obj.Digest = offered(resp.Header, *linked)
 	}
 	if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && resp.Header.Get("Content-Range") == "bytes */0" {
 		resp.Body.Close()
@@ -56,6 +60,30 @@ func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object)
 		return nil, err
 	}
 	return b, nil
+}
+
+// linkedETag returns c with a redirect policy that also keeps the
+// X-Linked-Etag of the redirects followed (a model hub's SHA-256 of the
+// file it redirects to a CDN for), and where it keeps it.
+func linkedETag(c *http.Client) (*http.Client, *string) {
+	linked := new(string)
+	copied := *c
+	policy := c.CheckRedirect
+	copied.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.Response != nil {
+			if v := req.Response.Header.Get("X-Linked-Etag"); v != "" {
+				*linked = v
+			}
+		}
+		if policy != nil {
+			return policy(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &copied, linked
 }
 
 // probed reads a probe's response into obj and returns its body.

@@ -12,14 +12,20 @@ import (
 // object with ErrChecksum and it is never committed.
 func TestDigestIsCheckedBeforeCommit(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		size  int64
-		wrong bool
+		name    string
+		size    int64
+		wrong   bool
+		offered bool   // the source offered the digest
+		verify  Verify // of the run
+		want    string // the verification, when it is not wrong
 	}{
-		{"ranged", 10_500, false},
-		{"whole", 500, false},
-		{"ranged wrong", 10_500, true},
-		{"whole wrong", 500, true},
+		{"ranged", 10_500, false, false, VerifyAuto, "sha256"},
+		{"whole", 500, false, false, VerifyAuto, "sha256"},
+		{"ranged wrong", 10_500, true, false, VerifyAuto, ""},
+		{"whole wrong", 500, true, false, VerifyAuto, ""},
+		{"offered, auto", 10_500, true, true, VerifyAuto, "unverified digest-only: the object's only checksum is the sha256 its source sent: --verify full checks it"},
+		{"offered, full", 10_500, false, true, VerifyFull, "sha256"},
+		{"offered wrong, full", 10_500, true, true, VerifyFull, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newMemSource(map[string]int64{"k": tt.size})
@@ -27,23 +33,23 @@ func TestDigestIsCheckedBeforeCommit(t *testing.T) {
 			if tt.wrong {
 				sum[3] ^= 0x40
 			}
-			src.objs[0].Digest = &Digest{Name: "sha256", New: sha256.New, Sum: sum[:]}
+			src.objs[0].Digest = &Digest{Name: "sha256", New: sha256.New, Sum: sum[:], Offered: tt.offered}
 			sink := readSink{newMemSink()}
 			obs := &results{}
-			runEngine(t, src, sink, Options{PartSize: 1000, Observer: obs})
+			runEngine(t, src, sink, Options{PartSize: 1000, Observer: obs, Verify: tt.verify})
 			if len(obs.got) != 1 {
 				t.Fatalf("%d results, want 1", len(obs.got))
 			}
 			r := obs.got[0]
 			_, committed := sink.committed["k"]
-			if tt.wrong {
+			if tt.want == "" {
 				if !errors.Is(r.Err, ErrChecksum) || committed {
 					t.Fatalf("error %v, committed %v: want ErrChecksum and nothing committed", r.Err, committed)
 				}
 				return
 			}
-			if r.Err != nil || !committed || r.Verification.String() != "sha256" {
-				t.Fatalf("error %v, committed %v, verification %q: want verified by sha256", r.Err, committed, r.Verification)
+			if r.Err != nil || !committed || r.Verification.String() != tt.want {
+				t.Fatalf("error %v, committed %v, verification %q: want committed, %q", r.Err, committed, r.Verification, tt.want)
 			}
 		})
 	}

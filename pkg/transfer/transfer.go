@@ -62,6 +62,10 @@ type Digest struct {
 	New func() hash.Hash
 	// Sum is what the bytes must hash to.
 	Sum []byte
+	// Offered says the source offered the digest (a server's header),
+	// where the caller did not ask for it: like an MD5 ETag, which also
+	// costs a read back, it is checked under VerifyFull only.
+	Offered bool
 }
 
 // Body is the open body of one range of an object.

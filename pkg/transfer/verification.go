@@ -34,6 +34,9 @@ const (
 	// UnverifiedNoPartLayout: the object's only check is its ETag of
 	// parts, and the server does not say how the object was cut.
 	UnverifiedNoPartLayout = "no-part-layout"
+	// UnverifiedDigestOnly: the object's only checksum is a digest its
+	// source offered (Digest.Offered), which --verify full checks.
+	UnverifiedDigestOnly = "digest-only"
 )
 
 // Verification says how one object's bytes were checked.

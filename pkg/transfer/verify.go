@@ -106,9 +106,11 @@ type verifier struct {
 	// multi is the check of an ETag of parts under --verify full (nil:
 	// none)
 	multi *partsETag
-	// digest is a full-object digest the object was named with (nil:
-	// none), checked by reading the file back
-	digest *Digest
+	// digest is a full-object digest to check by reading the file back
+	// (nil: none); offered is one the source offered that is not checked
+	// (--verify auto), for the reason given
+	digest  *Digest
+	offered *Digest
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -127,7 +129,12 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags, digest: o.Digest}
+	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
+	if d := o.Digest; d != nil && d.Offered && e.opts.Verify.checks() != VerifyFull {
+		c.offered = d
+	} else {
+		c.digest = d
+	}
 	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
 	if !ok && len(o.Checksums) > 0 {
 		alg, ok = pickAlgorithm(o.Checksums), true
@@ -317,6 +324,8 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 	}
 	if c.alg == "" && c.etag == "" && c.multi == nil && c.digest == nil {
 		switch {
+		case c.offered != nil:
+			v.unverified(UnverifiedDigestOnly, "the object's only checksum is the "+c.offered.Name+" its source sent: --verify full checks it")
 		case c.md5Offered:
 			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
 		case c.opaque:
