@@ -477,3 +477,22 @@ func TestServerDigest(t *testing.T) {
 		})
 	}
 }
+
+// TestNoValidatorIsOneStream: a server that takes Range but sends no
+// ETag and no Last-Modified gives nothing to pin a range to the
+// version of the others, so the file is read as one response (beside
+// the probe), not in parts.
+func TestNoValidatorIsOneStream(t *testing.T) {
+	data := fileData(fileSize)
+	srv := newFileServer(t, data, func(s *fileServer) { s.etag, s.modTime = "", time.Time{} })
+	dir := t.TempDir()
+	rec, sum, err := fetch(t, context.Background(), dir, []httpstore.Item{{URL: srv.url("f.bin")}}, nil)
+	if err != nil || sum.Objects != 1 {
+		t.Fatalf("run: %v, %d objects", err, sum.Objects)
+	}
+	landed(t, dir, "f.bin", data)
+	reqs := srv.requests()
+	if len(reqs) != 2 || reqs[1].Range != "" || !result(t, rec, srv.url("f.bin")).Object.NoRanges {
+		t.Fatalf("requests %+v: want the probe and one GET of the whole file", reqs)
+	}
+}

@@ -13,8 +13,9 @@ import (
 // probe learns obj's size, validator and modification time with a GET of
 // its first FirstRange bytes, and whether the server takes Range: a 200
 // to the ranged GET says it does not, and obj is then fetched whole
-// (NoRanges). With keep it returns the open body (the first range, or the
-// whole file), else it closes it.
+// (NoRanges), as it is when the server sends no validator (no ETag, no
+// Last-Modified). With keep it returns the open body (the first range,
+// or the whole file), else it closes it.
 func (s *Store) probe(ctx context.Context, obj *transfer.Object, keep bool) (*transfer.Body, error) {
 	raw := s.urls[obj.Key]
 	what := fmt.Sprintf("get %s bytes=0-%d", obj.Key, s.opts.FirstRange-1)
@@ -26,7 +27,9 @@ func (s *Store) probe(ctx context.Context, obj *transfer.Object, keep bool) (*tr
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if !keep && b != nil {
+	// A first range of an object read as one stream would be another
+	// response beside the stream: it is not kept.
+	if b != nil && (!keep || obj.NoRanges && b.Len < obj.Size) {
 		drain(b.ReadCloser)
 		b = nil
 	}
@@ -110,7 +113,10 @@ func (s *Store) probed(resp *http.Response, obj *transfer.Object) (*transfer.Bod
 		case resp.ContentLength >= 0 && resp.ContentLength != cr.n:
 			return nil, &transfer.BadResponseError{Msg: fmt.Sprintf("Content-Length %d, Content-Range %q", resp.ContentLength, resp.Header.Get("Content-Range"))}
 		}
-		obj.Size, obj.NoRanges = cr.size, false
+		// Without a validator nothing pins a range to the version of the
+		// others: the file is read as one stream, one response, rather
+		// than risk parts of two versions.
+		obj.Size, obj.NoRanges = cr.size, obj.ETag == "" && obj.VersionID == ""
 		b.Off, b.Len, b.Size = 0, cr.n, cr.size
 		return b, nil
 	}
