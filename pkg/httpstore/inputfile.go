@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 )
 
@@ -49,6 +50,25 @@ func ParseInputFile(r io.Reader) ([]Item, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read the input file: %w", err)
+	}
+	return items, nil
+}
+
+// ReadInputFile reads the input file at name ("-": standard input) with
+// ParseInputFile; its errors name the file.
+func ReadInputFile(name string) ([]Item, error) {
+	r := io.Reader(os.Stdin)
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("input file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	items, err := ParseInputFile(r)
+	if err != nil {
+		return nil, fmt.Errorf("input file %s: %w", name, err)
 	}
 	return items, nil
 }

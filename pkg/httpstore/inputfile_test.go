@@ -1,6 +1,7 @@
 package httpstore
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,25 @@ func TestParseContentRange(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseContentRange(%q) = %+v, %v; want %+v, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestReadInputFile(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := dir+"/urls.txt", dir+"/bad.txt"
+	if err := os.WriteFile(good, []byte("# models\nhttps://a/x x.bin\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("https://a/x\nnot a url at all\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if items, err := ReadInputFile(good); err != nil || len(items) != 1 || items[0].Name != "x.bin" {
+		t.Fatalf("ReadInputFile(good) = %+v, %v", items, err)
+	}
+	if _, err := ReadInputFile(bad); err == nil || !strings.Contains(err.Error(), "input file "+bad+": line 2:") {
+		t.Fatalf("ReadInputFile(bad): %v, want the file and line named", err)
+	}
+	if _, err := ReadInputFile(dir + "/missing"); err == nil || !strings.Contains(err.Error(), "input file:") {
+		t.Fatalf("ReadInputFile(missing): %v", err)
 	}
 }

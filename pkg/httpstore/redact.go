@@ -36,7 +36,8 @@ func secret(key string) bool {
 }
 
 // Redact returns raw fit to print: the scheme, host and path as they
-// are, a user's password replaced, and the value of every query
+// are, a user's password (or a user name alone, which may be a token)
+// replaced, and the value of every query
 // parameter that is a credential (X-Amz-Signature, X-Amz-Credential,
 // X-Amz-Security-Token, Signature, sig, token, ...) replaced with
 // REDACTED; the other parameters and their order stay. A URL that does
@@ -50,8 +51,11 @@ func Redact(raw string) string {
 		}
 		return base
 	}
-	if _, has := u.User.Password(); has {
+	switch _, has := u.User.Password(); {
+	case has:
 		u.User = url.UserPassword(u.User.Username(), Redacted)
+	case u.User != nil:
+		u.User = url.User(Redacted) // a user name alone may be a token
 	}
 	u.Fragment, u.RawFragment = "", ""
 	if u.RawQuery == "" {

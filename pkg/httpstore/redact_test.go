@@ -17,6 +17,7 @@ func TestRedact(t *testing.T) {
 		{"https://hub.example/f?TOKEN=t&access_token=a&my_auth_token=b", "https://hub.example/f?TOKEN=REDACTED&access_token=REDACTED&my_auth_token=REDACTED"},
 		{"https://host/f?X-Goog-Signature=s&X-Goog-Credential=c", "https://host/f?X-Goog-Signature=REDACTED&X-Goog-Credential=REDACTED"},
 		{"https://user:pass@host/f", "https://user:REDACTED@host/f"},
+		{"https://ghp_token@host/f", "https://REDACTED@host/f"},
 		{"https://host/f?a=1#frag", "https://host/f?a=1"},
 		{"https://host/f?flag", "https://host/f?flag"},
 		{"https://host/a%20b/f?x=1", "https://host/a%20b/f?x=1"},
