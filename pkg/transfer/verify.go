@@ -111,6 +111,9 @@ type verifier struct {
 	// (--verify auto), for the reason given
 	digest  *Digest
 	offered *Digest
+	// digestSum hashes for digest what a Stream passes on, in order (nil:
+	// the file is read back)
+	digestSum hash.Hash
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -141,6 +144,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	}
 	crcKnown := ok && alg.Supported()
 	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
+	c.planDigest(f)
 	e.planPartsETag(ctx, c, o)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
@@ -180,6 +184,18 @@ func (c *verifier) planMD5(verify Verify, etag string, f File, ranged, crcRanged
 	case c.etag != "" && !ranged:
 		c.md5 = md5.New()
 	}
+}
+
+// planDigest has a Stream, which cannot be read back, hash what it
+// passes on for the object's digest, unless it already sums an MD5 ETag.
+func (c *verifier) planDigest(f File) {
+	stream, ok := f.(Stream)
+	if _, readable := f.(io.ReaderAt); c.digest == nil || !ok || readable || c.streamed != nil {
+		return
+	}
+	c.digestSum = c.digest.New()
+	c.stream = stream.StreamName()
+	stream.SumWritten(c.digestSum)
 }
 
 // lookUp asks cs for the object's full-object checksums, which ranged
@@ -301,7 +317,7 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 		return v, err
 	}
 	if c.digest != nil {
-		if err := checkDigest(&v, c.digest, f, size); err != nil {
+		if err := c.checkDigest(&v, f, size); err != nil {
 			return v, err
 		}
 	}
@@ -421,19 +437,26 @@ func (c *verifier) verifyMD5(v *Verification, f File, size int64) error {
 	return nil
 }
 
-// checkDigest hashes the size bytes of f in order and compares them
-// with d, into v: a mismatch fails the object before its commit.
-func checkDigest(v *Verification, d *Digest, f File, size int64) error {
-	r, ok := f.(io.ReaderAt)
-	if !ok {
-		v.unverified(UnverifiedUnreadable, "the destination cannot be read back in order for "+d.Name)
-		return nil
-	}
-	h := d.New()
-	if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
-		return fmt.Errorf("read back for %s: %w", d.Name, err)
+// checkDigest compares the object's digest with the hash of the size
+// bytes of f, read back in order (or summed as a Stream passed them on),
+// into v: a mismatch fails the object before its commit.
+func (c *verifier) checkDigest(v *Verification, f File, size int64) error {
+	d, h := c.digest, c.digestSum
+	if h == nil {
+		r, ok := f.(io.ReaderAt)
+		if !ok {
+			v.unverified(UnverifiedUnreadable, "the destination cannot be read back in order for "+d.Name)
+			return nil
+		}
+		h = d.New()
+		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+			return fmt.Errorf("read back for %s: %w", d.Name, err)
+		}
 	}
 	if got := h.Sum(nil); !bytes.Equal(got, d.Sum) {
+		if c.digestSum != nil {
+			return Permanent(fmt.Errorf("%w: %s %x given, data has %x: the %d bytes written to %s are wrong", ErrChecksum, d.Name, d.Sum, got, size, c.stream))
+		}
 		return Permanent(fmt.Errorf("%w: %s %x given, data has %x", ErrChecksum, d.Name, d.Sum, got))
 	}
 	v.Checksums = append(v.Checksums, d.Name)
