@@ -56,7 +56,7 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, redactErr(err))
 	}
-	b, err := answer(resp, obj, off, n, ranged)
+	b, err := answer(resp, obj, off, n)
 	if err != nil {
 		drain(resp.Body)
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -115,7 +115,7 @@ func pin(h http.Header, obj *transfer.Object, ranged bool) {
 
 // answer checks a response to a GET of bytes [off, off+n) of obj and
 // returns its body.
-func answer(resp *http.Response, obj *transfer.Object, off, n int64, ranged bool) (*transfer.Body, error) {
+func answer(resp *http.Response, obj *transfer.Object, off, n int64) (*transfer.Body, error) {
 	if err := statusErr(resp); err != nil {
 		return nil, err
 	}
@@ -150,9 +150,6 @@ func answer(resp *http.Response, obj *transfer.Object, off, n int64, ranged bool
 			return nil, transfer.Permanent(fmt.Errorf("length %d, probed %d: %w", resp.ContentLength, obj.Size, transfer.ErrModified))
 		}
 		b.Off, b.Len = 0, obj.Size
-		if !ranged && obj.Digest == nil && len(obj.Checksums) > 0 {
-			b.Checksums = obj.Checksums
-		}
 	}
 	return b, nil
 }

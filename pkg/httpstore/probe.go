@@ -11,17 +11,23 @@ import (
 )
 
 // probe learns obj's size, validator and modification time with a GET of
-// its first FirstRange bytes, and whether the server takes Range: a 200
+// its first bytes (FirstRange of them when the body is kept), and whether the server takes Range: a 200
 // to the ranged GET says it does not, and obj is then fetched whole
 // (NoRanges), as it is when the server sends no validator (no ETag, no
 // Last-Modified). With keep it returns the open body (the first range,
 // or the whole file), else it closes it.
 func (s *Store) probe(ctx context.Context, obj *transfer.Object, keep bool) (*transfer.Body, error) {
 	raw := s.urls[obj.Key]
-	what := fmt.Sprintf("get %s bytes=0-%d", obj.Key, s.opts.FirstRange-1)
+	// A probe whose body is not kept asks for one byte, which it reads
+	// to the end, so that its connection serves the next request.
+	first := int64(1)
+	if keep {
+		first = s.opts.FirstRange
+	}
+	what := fmt.Sprintf("get %s bytes=0-%d", obj.Key, first-1)
 	var b *transfer.Body
 	err := s.opts.Backoff.Retry(ctx, func() (err error) {
-		b, err = s.probeOnce(ctx, raw, obj)
+		b, err = s.probeOnce(ctx, raw, obj, first)
 		return err
 	})
 	if err != nil {
@@ -37,12 +43,12 @@ func (s *Store) probe(ctx context.Context, obj *transfer.Object, keep bool) (*tr
 }
 
 // probeOnce sends one probe and reads its answer into obj.
-func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object) (*transfer.Body, error) {
+func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object, first int64) (*transfer.Body, error) {
 	req, err := s.request(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Range", fmt.Sprintf("bytes=0-%d", s.opts.FirstRange-1))
+	req.Header.Set("Range", fmt.Sprintf("bytes=0-%d", first-1))
 	client, linked := linkedETag(s.opts.Client)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -57,7 +63,7 @@ func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object)
 		obj.Size = 0 // an empty file has no byte 0
 		return nil, nil
 	}
-	b, err := s.probed(resp, obj)
+	b, err := probed(resp, obj, first)
 	if err != nil {
 		drain(resp.Body)
 		return nil, err
@@ -89,8 +95,9 @@ func linkedETag(c *http.Client) (*http.Client, *string) {
 	return &copied, linked
 }
 
-// probed reads a probe's response into obj and returns its body.
-func (s *Store) probed(resp *http.Response, obj *transfer.Object) (*transfer.Body, error) {
+// probed reads into obj the response to a probe of its first bytes and
+// returns its body.
+func probed(resp *http.Response, obj *transfer.Object, first int64) (*transfer.Body, error) {
 	if err := statusErr(resp); err != nil {
 		if errors.Is(err, transfer.ErrModified) {
 			// Not a version change (the probe pins none): a 416 to
@@ -108,8 +115,8 @@ func (s *Store) probed(resp *http.Response, obj *transfer.Object) (*transfer.Bod
 			return nil, &transfer.BadResponseError{Msg: err.Error()}
 		case cr.size < 0:
 			return nil, transfer.Permanent(fmt.Errorf("the server does not say the file's size (Content-Range %q)", resp.Header.Get("Content-Range")))
-		case cr.off != 0 || cr.n > s.opts.FirstRange || cr.n < min(s.opts.FirstRange, cr.size):
-			return nil, &transfer.BadResponseError{Msg: fmt.Sprintf("Content-Range %q, asked for bytes 0-%d", resp.Header.Get("Content-Range"), s.opts.FirstRange-1)}
+		case cr.off != 0 || cr.n > first || cr.n < min(first, cr.size):
+			return nil, &transfer.BadResponseError{Msg: fmt.Sprintf("Content-Range %q, asked for bytes 0-%d", resp.Header.Get("Content-Range"), first-1)}
 		case resp.ContentLength >= 0 && resp.ContentLength != cr.n:
 			return nil, &transfer.BadResponseError{Msg: fmt.Sprintf("Content-Length %d, Content-Range %q", resp.ContentLength, resp.Header.Get("Content-Range"))}
 		}

@@ -49,9 +49,10 @@ type Options struct {
 	// Lanes are the paths the ranges are spread over (default: one, over
 	// Client).
 	Lanes []Lane
-	// FirstRange is the length of the probe's ranged GET (default 256
-	// KiB). With one item its body is the engine's first range, so its
-	// bytes are fetched once.
+	// FirstRange is the length of the probe's ranged GET when there is
+	// one item (default 256 KiB): its body is then the engine's first
+	// range, so its bytes are fetched once. With several items each
+	// probe asks for one byte.
 	FirstRange int64
 	// Probes bounds the probes in flight (default 8).
 	Probes int
