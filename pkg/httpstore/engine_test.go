@@ -174,6 +174,15 @@ func TestManyURLsMixedServers(t *testing.T) {
 	if n := len(plain.requests()); n != 2 {
 		t.Fatalf("the server without Range got %d requests, want the probe and one GET", n)
 	}
+	probes := 0
+	for _, r := range ranged.requests() {
+		if r.Range == "bytes=0-0" {
+			probes++
+		}
+	}
+	if probes != 2 {
+		t.Fatalf("%d one-byte probes to the ranged server, want 2 (one per URL)", probes)
+	}
 }
 
 // TestFileChangedMidRunFails: the file changes on the server after the
@@ -204,13 +213,17 @@ func TestFileChangedMidRunFails(t *testing.T) {
 				s.changeAfter = 2 // the probe, then one range
 			})
 			dir := t.TempDir()
-			rec, sum, err := fetch(t, context.Background(), dir, []httpstore.Item{{URL: srv.url("f.bin")}}, nil)
+			url := srv.url("f.bin?X-Amz-Signature=SECRET")
+			rec, sum, err := fetch(t, context.Background(), dir, []httpstore.Item{{URL: url, Name: "f.bin"}}, nil)
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			r := result(t, rec, srv.url("f.bin"))
+			r := result(t, rec, url)
 			if sum.Failed != 1 || !errors.Is(r.Err, transfer.ErrModified) {
 				t.Fatalf("%d failed, error %v: want the object failed with ErrModified", sum.Failed, r.Err)
+			}
+			if msg := r.Err.Error(); strings.Contains(msg, "SECRET") || !strings.Contains(msg, "X-Amz-Signature=REDACTED") {
+				t.Fatalf("error %q: want the URL named, its signature redacted", msg)
 			}
 			absent(t, dir, "f.bin")
 		})
