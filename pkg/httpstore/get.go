@@ -38,10 +38,7 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 		n = obj.Size - off
 	}
 	ranged := off > 0 || n < obj.Size
-	what := fmt.Sprintf("get %s", obj.Key)
-	if ranged {
-		what += fmt.Sprintf(" bytes=%d-%d", off, off+n-1)
-	}
+	what := "get " + obj.Key // the engine names the range
 	req, err := s.store.request(ctx, raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)

@@ -454,10 +454,15 @@ func (c *verifier) checkDigest(v *Verification, f File, size int64) error {
 		}
 	}
 	if got := h.Sum(nil); !bytes.Equal(got, d.Sum) {
-		if c.digestSum != nil {
-			return Permanent(fmt.Errorf("%w: %s %x given, data has %x: the %d bytes written to %s are wrong", ErrChecksum, d.Name, d.Sum, got, size, c.stream))
+		from := "given"
+		if d.Offered {
+			from = "sent by the source"
 		}
-		return Permanent(fmt.Errorf("%w: %s %x given, data has %x", ErrChecksum, d.Name, d.Sum, got))
+		err := fmt.Errorf("%w: %s %x %s, data has %x", ErrChecksum, d.Name, d.Sum, from, got)
+		if c.digestSum != nil {
+			err = fmt.Errorf("%w: the %d bytes written to %s are wrong", err, size, c.stream)
+		}
+		return Permanent(err)
 	}
 	v.Checksums = append(v.Checksums, d.Name)
 	return nil
