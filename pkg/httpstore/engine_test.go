@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,5 +508,56 @@ func TestNoValidatorIsOneStream(t *testing.T) {
 	reqs := srv.requests()
 	if len(reqs) != 2 || reqs[1].Range != "" || !result(t, rec, srv.url("f.bin")).Object.NoRanges {
 		t.Fatalf("requests %+v: want the probe and one GET of the whole file", reqs)
+	}
+}
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	http.RoundTripper
+	n atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.RoundTripper.RoundTrip(r)
+}
+
+// TestLanesShareTheRanges: with two lanes (a client per card), the
+// ranges go over both, and the file lands right.
+func TestLanesShareTheRanges(t *testing.T) {
+	data := fileData(fileSize)
+	srv := newFileServer(t, data, nil)
+	var ts [2]*countingTransport
+	var lanes []httpstore.Lane
+	for i := range ts {
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		ts[i] = &countingTransport{RoundTripper: tr}
+		lanes = append(lanes, httpstore.Lane{Name: fmt.Sprint("nic", i), Client: &http.Client{Transport: ts[i]}})
+	}
+	probe := &countingTransport{RoundTripper: &http.Transport{}}
+	store, err := httpstore.Open(context.Background(), httpstore.Options{
+		Items: []httpstore.Item{{URL: srv.url("f.bin")}}, Client: &http.Client{Transport: probe}, Lanes: lanes, FirstRange: partSize, Backoff: quick,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dir := t.TempDir()
+	sink, err := local.NewSink(dir, local.Options{ResumeMin: partSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	e, err := transfer.New(store.Lanes(), sink, transfer.Options{PartSize: partSize, MaxRequests: 8, Backoff: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := e.Run(context.Background()); err != nil || sum.Objects != 1 {
+		t.Fatalf("run: %v, %d objects", err, sum.Objects)
+	}
+	landed(t, dir, "f.bin", data)
+	if probe.n.Load() != 1 || ts[0].n.Load() == 0 || ts[1].n.Load() == 0 {
+		t.Fatalf("requests: probe %d, lanes %d and %d: want the probe on Client and ranges on both lanes", probe.n.Load(), ts[0].n.Load(), ts[1].n.Load())
 	}
 }
