@@ -46,12 +46,19 @@ func fetch(t *testing.T, ctx context.Context, dir string, items []httpstore.Item
 // fetchVerify is fetch under verify.
 func fetchVerify(t *testing.T, ctx context.Context, dir string, items []httpstore.Item, observe transfer.Observer, verify transfer.Verify) (*transfertest.Recorder, transfer.Summary, error) {
 	t.Helper()
+	return fetchInto(t, ctx, dir, local.Options{}, items, observe, verify)
+}
+
+// fetchInto is fetchVerify into a sink with lopts.
+func fetchInto(t *testing.T, ctx context.Context, dir string, lopts local.Options, items []httpstore.Item, observe transfer.Observer, verify transfer.Verify) (*transfertest.Recorder, transfer.Summary, error) {
+	t.Helper()
 	store, err := httpstore.Open(ctx, httpstore.Options{Items: items, FirstRange: partSize, Backoff: quick})
 	if err != nil {
 		return nil, transfer.Summary{}, err
 	}
 	defer store.Close()
-	sink, err := local.NewSink(dir, local.Options{ResumeMin: partSize})
+	lopts.ResumeMin = partSize
+	sink, err := local.NewSink(dir, lopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,5 +566,30 @@ func TestLanesShareTheRanges(t *testing.T) {
 	landed(t, dir, "f.bin", data)
 	if probe.n.Load() != 1 || ts[0].n.Load() == 0 || ts[1].n.Load() == 0 {
 		t.Fatalf("requests: probe %d, lanes %d and %d: want the probe on Client and ranges on both lanes", probe.n.Load(), ts[0].n.Load(), ts[1].n.Load())
+	}
+}
+
+// TestDirectIO: with the sink writing around the page cache (O_DIRECT,
+// where the file system takes it; else its fallback), ranged parts and
+// a whole stream land right and a digest reads them back.
+func TestDirectIO(t *testing.T) {
+	data := fileData(fileSize)
+	sum := sha256.Sum256(data)
+	for _, noRanges := range []bool{false, true} {
+		srv := newFileServer(t, data, func(s *fileServer) { s.noRanges = noRanges })
+		d, err := httpstore.ParseChecksum("sha256:" + hex.EncodeToString(sum[:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		it := httpstore.Item{URL: srv.url("f.bin"), Checksum: d}
+		rec, _, err := fetchInto(t, context.Background(), dir, local.Options{DirectIO: local.DirectOn, Warn: func(string) {}}, []httpstore.Item{it}, nil, transfer.VerifyAuto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := result(t, rec, it.URL); r.Err != nil || r.Verification.String() != "sha256" {
+			t.Fatalf("no ranges %v: error %v, verification %q", noRanges, r.Err, r.Verification)
+		}
+		landed(t, dir, "f.bin", data)
 	}
 }
