@@ -10,8 +10,9 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// probe learns obj's size, validator and modification time with a GET of
-// its first bytes (FirstRange of them when the body is kept), and whether the server takes Range: a 200
+// probe learns obj's size, validator, modification time and any digest
+// the server vouches for with a GET of its first bytes (FirstRange of
+// them when the body is kept), and whether the server takes Range: a 200
 // to the ranged GET says it does not, and obj is then fetched whole
 // (NoRanges), as it is when the server sends no validator (no ETag, no
 // Last-Modified). With keep it returns the open body (the first range,
@@ -54,9 +55,6 @@ func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object,
 	if err != nil {
 		return nil, redactErr(err)
 	}
-	if obj.Digest == nil {
-		obj.Digest = offered(resp.Header, *linked)
-	}
 	if resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && resp.Header.Get("Content-Range") == "bytes */0" {
 		resp.Body.Close()
 		setVersion(obj, resp.Header)
@@ -67,6 +65,9 @@ func (s *Store) probeOnce(ctx context.Context, raw string, obj *transfer.Object,
 	if err != nil {
 		drain(resp.Body)
 		return nil, err
+	}
+	if obj.Digest == nil { // one given by hand wins
+		obj.Digest = offered(resp.Header, *linked)
 	}
 	return b, nil
 }

@@ -77,6 +77,9 @@ type Store struct {
 // ranged GET, which gives its size, its validator (a strong ETag, else
 // Last-Modified) and whether the server takes Range (206) or sends the
 // whole file (200). An item that cannot be probed fails Open, naming it.
+// With a single item the probe's body is kept for the engine's first
+// range: ctx must last as long as the run, and Close releases the body
+// if the run did not take it.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	s := &Store{opts: opts, urls: map[string]string{}}
