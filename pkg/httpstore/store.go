@@ -65,6 +65,8 @@ type Options struct {
 // Store is a list of files probed and ready for the engine: a
 // transfer.Lister of their objects, and through Lanes one
 // transfer.Source per lane. Its objects are fixed once Open returns.
+// A web server's ETag is no MD5 of the bytes, whatever it looks like:
+// run the engine over a store with Options.OpaqueETags.
 type Store struct {
 	opts     Options
 	objects  []transfer.Object
