@@ -93,6 +93,13 @@ func setOption(it *Item, text string) error {
 	return nil
 }
 
+// IsURL reports whether loc names a file of this store: an http:// or
+// https:// URL (scheme in any case), as a store registry asks.
+func IsURL(loc string) bool {
+	scheme, _, ok := strings.Cut(loc, "://")
+	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https"))
+}
+
 // checkURL refuses a URL that is not http:// or https:// with a host.
 func checkURL(raw string) error {
 	u, err := url.Parse(raw)

@@ -48,3 +48,14 @@ func TestErrorsNeverPrintCredentials(t *testing.T) {
 		}
 	}
 }
+
+func TestIsURL(t *testing.T) {
+	for loc, want := range map[string]bool{
+		"https://h/f": true, "http://h/f": true, "HTTPS://h/f": true,
+		"s3://b/k": false, "-": false, "./https://x": false, "dir/file": false, "httpx://h": false,
+	} {
+		if got := IsURL(loc); got != want {
+			t.Errorf("IsURL(%q) = %v, want %v", loc, got, want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ type StatusError struct {
 	Status string // as the server sent it: "403 Forbidden"
 }
 
+// Error implements error.
 func (e *StatusError) Error() string {
 	msg := e.Status
 	switch e.Code {
