@@ -74,7 +74,7 @@ func (t *object) start() error {
 		return err
 	}
 	t.f = f
-	t.oneRequest = o.Size < e.opts.Threshold
+	t.oneRequest = o.Size < e.opts.Threshold || o.NoRanges
 	t.verify = e.newVerifier(t.ctx, o, !t.oneRequest, f)
 	t.partSize = e.plan(o.Size)
 	t.align = alignOf(f)

@@ -25,7 +25,8 @@ type rangeRun struct {
 	st Stager     // the file lends its buffers, or nil
 	// hedge: the range may be taken over as a straggler (not one that
 	// the sink's order window or the bandwidth cap may hold back, nor a
-	// part writer's, whose part would start over).
+	// part writer's, whose part would start over, nor one of an object
+	// served only whole, whose every request starts at its first byte).
 	hedge bool
 
 	// Set by each attempt.
@@ -44,7 +45,7 @@ func (r *rangeRun) reset(t *object, sp span) {
 	st, _ := t.f.(Stager)
 	*r = rangeRun{
 		e: t.e, t: t, o: &t.o, f: t.f, v: t.verify, piece: sp, pw: pw, st: st,
-		hedge: !ordered && pw == nil && t.e.opts.Limiter == nil,
+		hedge: !ordered && pw == nil && t.e.opts.Limiter == nil && !t.o.NoRanges,
 	}
 	t.verify.startPart(&r.sum)
 }

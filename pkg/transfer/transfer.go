@@ -8,6 +8,7 @@ package transfer
 
 import (
 	"context"
+	"hash"
 	"io"
 	"time"
 )
@@ -37,10 +38,34 @@ type Object struct {
 	// Checksums are the object's full-object checksums by algorithm
 	// ("CRC64NVME": base64 value), when known before the transfer.
 	Checksums map[string]string
+	// NoRanges says the source serves the object only whole (a server
+	// that ignores Range): it is fetched in one request, in order,
+	// whatever its size, and not in parallel parts.
+	NoRanges bool
+	// Digest, when set, is a full-object digest that whoever named the
+	// object vouches for (a checksum given beside a URL): the bytes are
+	// read back in order and hashed before the file is committed.
+	Digest *Digest
 	// Err, when set, is what the source could not read of this object
 	// (a listed field it could not parse): the engine fails the object
 	// with it, without a request.
 	Err error
+}
+
+// Digest is a full-object digest of any hash (SHA-256, MD5, CRC32C),
+// checked by hashing the whole object once its bytes are written.
+type Digest struct {
+	// Name is the algorithm in lower case ("sha256", "md5", "crc32c"),
+	// as Verification.Checksums names it once it matched.
+	Name string
+	// New returns a fresh hash of the algorithm.
+	New func() hash.Hash
+	// Sum is what the bytes must hash to.
+	Sum []byte
+	// Offered says the source offered the digest (a server's header),
+	// where the caller did not ask for it: like an MD5 ETag, which also
+	// costs a read back, it is checked under VerifyFull only.
+	Offered bool
 }
 
 // Body is the open body of one range of an object.

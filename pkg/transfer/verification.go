@@ -34,6 +34,9 @@ const (
 	// UnverifiedNoPartLayout: the object's only check is its ETag of
 	// parts, and the server does not say how the object was cut.
 	UnverifiedNoPartLayout = "no-part-layout"
+	// UnverifiedDigestOnly: the object's only checksum is a digest its
+	// source offered (Digest.Offered), which --verify full checks.
+	UnverifiedDigestOnly = "digest-only"
 )
 
 // Verification says how one object's bytes were checked.
@@ -41,7 +44,8 @@ type Verification struct {
 	// Off: verification was turned off.
 	Off bool
 	// Checksums are the algorithms whose values matched the bytes, in the
-	// order checked: "crc64nvme", "crc32c", "crc32", "md5".
+	// order checked: "crc64nvme", "crc32c", "crc32", "md5", or the name
+	// of the object's Digest ("sha256").
 	Checksums []string
 	// Unverified is the reason (one of the Unverified* constants) a check
 	// the object offers could not be made, "" when none was missed.

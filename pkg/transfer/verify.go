@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/md5"
@@ -105,6 +106,14 @@ type verifier struct {
 	// multi is the check of an ETag of parts under --verify full (nil:
 	// none)
 	multi *partsETag
+	// digest is a full-object digest to check by reading the file back
+	// (nil: none); offered is one the source offered that is not checked
+	// (--verify auto), for the reason given
+	digest  *Digest
+	offered *Digest
+	// digestSum hashes for digest what a Stream passes on, in order (nil:
+	// the file is read back)
+	digestSum hash.Hash
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -124,12 +133,18 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 		return nil
 	}
 	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
+	if d := o.Digest; d != nil && d.Offered && e.opts.Verify.checks() != VerifyFull {
+		c.offered = d
+	} else {
+		c.digest = d
+	}
 	alg, ok := checksum.ParseAlgorithm(o.ChecksumAlgorithm)
 	if !ok && len(o.Checksums) > 0 {
 		alg, ok = pickAlgorithm(o.Checksums), true
 	}
 	crcKnown := ok && alg.Supported()
 	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
+	c.planDigest(f)
 	e.planPartsETag(ctx, c, o)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
@@ -169,6 +184,18 @@ func (c *verifier) planMD5(verify Verify, etag string, f File, ranged, crcRanged
 	case c.etag != "" && !ranged:
 		c.md5 = md5.New()
 	}
+}
+
+// planDigest has a Stream, which cannot be read back, hash what it
+// passes on for the object's digest, unless it already sums an MD5 ETag.
+func (c *verifier) planDigest(f File) {
+	stream, ok := f.(Stream)
+	if _, readable := f.(io.ReaderAt); c.digest == nil || !ok || readable || c.streamed != nil {
+		return
+	}
+	c.digestSum = c.digest.New()
+	c.stream = stream.StreamName()
+	stream.SumWritten(c.digestSum)
 }
 
 // lookUp asks cs for the object's full-object checksums, which ranged
@@ -289,6 +316,11 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 	if err := c.checkCRC(&v); err != nil {
 		return v, err
 	}
+	if c.digest != nil {
+		if err := c.checkDigest(&v, f, size); err != nil {
+			return v, err
+		}
+	}
 	if c.etag != "" && !(c.autoMD5 && v.Verified()) {
 		if err := c.verifyMD5(&v, f, size); err != nil {
 			return v, err
@@ -306,8 +338,10 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 			v.unverified(reason, detail)
 		}
 	}
-	if c.alg == "" && c.etag == "" && c.multi == nil {
+	if c.alg == "" && c.etag == "" && c.multi == nil && c.digest == nil {
 		switch {
+		case c.offered != nil:
+			v.unverified(UnverifiedDigestOnly, "the object's only checksum is the "+c.offered.Name+" its source sent: --verify full checks it")
 		case c.md5Offered:
 			v.unverified(UnverifiedMD5Only, "the object's only checksum is its MD5 ETag: --verify full checks it")
 		case c.opaque:
@@ -400,6 +434,37 @@ func (c *verifier) verifyMD5(v *Verification, f File, size int64) error {
 		return Permanent(fmt.Errorf("%w: md5 etag %s, data has %s", ErrChecksum, c.etag, got))
 	}
 	v.Checksums = append(v.Checksums, "md5")
+	return nil
+}
+
+// checkDigest compares the object's digest with the hash of the size
+// bytes of f, read back in order (or summed as a Stream passed them on),
+// into v: a mismatch fails the object before its commit.
+func (c *verifier) checkDigest(v *Verification, f File, size int64) error {
+	d, h := c.digest, c.digestSum
+	if h == nil {
+		r, ok := f.(io.ReaderAt)
+		if !ok {
+			v.unverified(UnverifiedUnreadable, "the destination cannot be read back in order for "+d.Name)
+			return nil
+		}
+		h = d.New()
+		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+			return fmt.Errorf("read back for %s: %w", d.Name, err)
+		}
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, d.Sum) {
+		from := "given"
+		if d.Offered {
+			from = "sent by the source"
+		}
+		err := fmt.Errorf("%w: %s %x %s, data has %x", ErrChecksum, d.Name, d.Sum, from, got)
+		if c.digestSum != nil {
+			err = fmt.Errorf("%w: the %d bytes written to %s are wrong", err, size, c.stream)
+		}
+		return Permanent(err)
+	}
+	v.Checksums = append(v.Checksums, d.Name)
 	return nil
 }
 
