@@ -20,7 +20,6 @@ var layers = map[string][]string{
 	"pkg/checksum": nil, "pkg/s3emu": nil, "pkg/nics": nil, "pkg/config": nil, "pkg/raid": nil, "pkg/diskbench": nil,
 	// The engine: only the checksum math, no adapter.
 	"pkg/transfer": {"pkg/checksum"},
-<<<<<<< HEAD
 	// The stores' contract: openers, the registry, capabilities; of
 	// s3pd only the engine's types.
 	"pkg/store": {"pkg/transfer"},
@@ -28,12 +27,7 @@ var layers = map[string][]string{
 	// contract), never each other.
 	"pkg/s3store":               {"pkg/transfer", "pkg/checksum", "pkg/store"},
 	"pkg/local":                 {"pkg/transfer", "pkg/checksum", "pkg/store"},
-=======
-	// Adapters and listers: the engine, never each other.
-	"pkg/s3store":               {"pkg/transfer", "pkg/checksum"},
-	"pkg/local":                 {"pkg/transfer", "pkg/checksum"},
-	"pkg/httpstore":             {"pkg/transfer"},
->>>>>>> h-a2
+	"pkg/httpstore":             {"pkg/transfer", "pkg/store"},
 	"pkg/sink":                  {"pkg/transfer", "pkg/checksum"},
 	"pkg/manifest":              {"pkg/transfer"},
 	"pkg/shard":                 {"pkg/transfer"},
