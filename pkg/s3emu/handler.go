@@ -349,6 +349,8 @@ func (o op) faultMethod() string {
 		return "LIST"
 	case opPut, opUploadPart, opUploadPartCopy, opCopy:
 		return http.MethodPut
+	case opComplete:
+		return faultComplete
 	}
 	return ""
 }
