@@ -58,7 +58,7 @@ func sourceSettings(f *runEnv, opts *copyOptions, profile string) (config.Settin
 		Getenv:        getenv,
 		Flags:         opts.flags,
 		Preset:        func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv:      []string{envSSECKey, job.ShardEnvCount},
+		KnownEnv:      knownEnv(),
 		Profile:       profile,
 		ProfileOrigin: config.Origin{Source: config.SourceFlag, Detail: "--source-profile"},
 		SkipFlags:     sideFlags,
