@@ -8,8 +8,9 @@ import (
 
 // changes wakes those who await the server's state: it is signalled
 // where the counts, the log or the stored objects may have changed (a
-// response's header and each write of its body, a request's end, a
-// connection's state), and costs one atomic load while no one awaits.
+// request's arrival, its response's header and each write of its body,
+// its end, a connection's state), and costs one atomic load while no
+// one awaits.
 type changes struct {
 	waiters atomic.Int32
 	mu      sync.Mutex

@@ -122,6 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.c.inFlight.Add(-1)
 	for m := s.c.maxInFlight.Load(); in > m && !s.c.maxInFlight.CompareAndSwap(m, in); m = s.c.maxInFlight.Load() {
 	}
+	s.c.changes.signal() // one more in flight
 	origin := r.Header.Get("Origin")
 	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent, changed: s.c.changes.signal, cors: func(h http.Header) { s.corsHeaders(h, origin) }}
 	if r.Body != nil && r.Body != http.NoBody {
