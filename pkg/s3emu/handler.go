@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/johannesboyne/gofakes3"
@@ -167,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := classify(r, bucket, key, q)
-	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, time.Now()) {
+	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, s.limit.Now()) {
 		// S3 answers SlowDown after its usual latency; the request is in
 		// flight while it waits.
 		s.c.throttled.Add(1)
