@@ -302,6 +302,7 @@ var unverifiedHints = map[string]string{
 	transfer.UnverifiedMD5Only:    "--verify full checks their MD5 ETags",
 	transfer.UnverifiedComposite:  "their checksums are of parts, not of the bytes (uploaded in parts without a full-object checksum)",
 	transfer.UnverifiedNoChecksum: "upload them with a checksum (aws s3 cp --checksum-algorithm CRC64NVME, or s3pd copy) to have them checked",
+	transfer.UnverifiedDigestOnly: "--verify full checks the digest the server sent",
 }
 
 // localHints replace the advice on objects with no checksum when the
@@ -322,6 +323,9 @@ var uploadHints = map[string]string{
 func (r *reporter) hint(why string) string {
 	if r.upload {
 		return uploadHints[why]
+	}
+	if r.noChecksumHint != "" && why == transfer.UnverifiedNoChecksum {
+		return r.noChecksumHint
 	}
 	if h, ok := localHints[r.localTo]; ok && why == transfer.UnverifiedNoChecksum {
 		return h
