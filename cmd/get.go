@@ -131,7 +131,8 @@ fetches the URLs FILE lists (one a line, optionally followed by a name)
 into the directory DEST.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if opts.web.inputFile != "" {
-				return opts.web.checkArgs(args, opts.benchmark)
+				_, err := opts.web.checkArgs(args, opts.benchmark)
+				return err
 			}
 			want := 2
 			if opts.benchmark {
@@ -145,7 +146,7 @@ into the directory DEST.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.flags = c.Flags()
 			if opts.web.inputFile != "" {
-				args = append([]string{""}, args...) // no SRC: the file lists them
+				args, _ = opts.web.checkArgs(args, opts.benchmark)
 			}
 			opts.src, opts.dest = args[0], ""
 			if len(args) == 2 {
@@ -183,6 +184,7 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 // --shard; they do not depend on the settings.
 func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if opts.web.inputFile != "" || httpstore.IsURL(opts.src) {
+		// What the registry takes beside s3:// and local paths.
 		return s3store.URL{}, nil, opts.checkWeb(f)
 	}
 	if opts.web.checksum != "" {

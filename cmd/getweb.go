@@ -28,20 +28,21 @@ func (w *webSource) register(fs *pflag.FlagSet) {
 	fs.StringVar(&w.inputFile, "input-file", "", `fetch the http(s):// URLs this file lists ("-": stdin), one a line, optionally followed by the name to save it as, into the directory DEST`)
 }
 
-// checkArgs checks get's arguments with --input-file: DEST alone (none
-// with --benchmark), as the file lists the URLs.
-func (w *webSource) checkArgs(args []string, benchmark bool) error {
+// checkArgs checks the count of get's arguments with --input-file:
+// DEST (none with --benchmark), or a SRC too, which checkWeb refuses.
+// It returns the arguments with SRC "" when there is none.
+func (w *webSource) checkArgs(args []string, benchmark bool) ([]string, error) {
 	want := 1
 	if benchmark {
 		want = 0
 	}
 	switch {
-	case len(args) > want:
-		return usageErrorf("--input-file lists the URLs: give DEST alone, not a SRC too")
-	case len(args) < want:
-		return usageErrorf("get --input-file FILE takes DEST, the directory the files land in")
+	case len(args) < want || len(args) > 2:
+		return nil, usageErrorf("get --input-file FILE takes DEST, the directory the files land in (none with --benchmark), got %d argument(s)", len(args))
+	case len(args) == want:
+		return append([]string{""}, args...), nil // the file lists the URLs
 	}
-	return nil
+	return args, nil
 }
 
 // checkWeb checks get's flags for an http(s):// source and reads what
@@ -56,6 +57,9 @@ func (opts *getOptions) checkWeb(f *Factory) error {
 	}
 	if flag := opts.s3Only(f); flag != "" {
 		return usageErrorf("%s applies to S3 objects, not to files fetched over http(s)://", flag)
+	}
+	if w.inputFile != "" && opts.src != "" {
+		return usageErrorf("--input-file lists the URLs: give DEST alone, not a SRC too")
 	}
 	if w.inputFile == "" {
 		it := httpstore.Item{URL: opts.src}

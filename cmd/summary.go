@@ -302,7 +302,6 @@ var unverifiedHints = map[string]string{
 	transfer.UnverifiedMD5Only:    "--verify full checks their MD5 ETags",
 	transfer.UnverifiedComposite:  "their checksums are of parts, not of the bytes (uploaded in parts without a full-object checksum)",
 	transfer.UnverifiedNoChecksum: "upload them with a checksum (aws s3 cp --checksum-algorithm CRC64NVME, or s3pd copy) to have them checked",
-	transfer.UnverifiedDigestOnly: "--verify full checks the digest the server sent",
 }
 
 // localHints replace the advice on objects with no checksum when the
