@@ -338,7 +338,7 @@ func TestHTTPInputFile(t *testing.T) {
 	if err := os.WriteFile(list, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dest := t.TempDir()
+	dest := filepath.Join(t.TempDir(), "new") // created by the run
 	r := webGet(t, "--input-file", list, dest)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
