@@ -44,7 +44,10 @@ type webFile struct {
 	// slowAfter, when > 0, sends every byte past that many (of all the
 	// GETs together) at about 256 KiB/s per request.
 	slowAfter atomic.Int64
-	gets      atomic.Int64
+	// fail503 answers the GETs after the first with 503 while it is
+	// above 0, counting down: retries the run logs.
+	fail503 atomic.Int64
+	gets    atomic.Int64
 	sent      atomic.Int64
 	ranges    atomic.Int64
 }
@@ -83,6 +86,10 @@ func (w *webFile) serve(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Unlock()
 	if !ok {
 		http.NotFound(rw, r)
+		return
+	}
+	if n > 1 && w.fail503.Add(-1) >= 0 {
+		http.Error(rw, "slow down", http.StatusServiceUnavailable)
 		return
 	}
 	rw.Header().Set("ETag", etag)
@@ -358,8 +365,8 @@ func TestHTTPInputFile(t *testing.T) {
 
 // TestHTTPPresignedURLNeverPrinted: a presigned URL's signature and
 // credential appear nowhere in what s3pd prints: not in the summary,
-// the --json lines, the per-object lines, or the errors of a URL that
-// is refused, missing or unreachable.
+// the --json lines, the per-object lines, the retries logged, or the
+// errors of a URL that is refused, missing or unreachable.
 func TestHTTPPresignedURLNeverPrinted(t *testing.T) {
 	w := newWebFile(t, nil)
 	w.add("/b/f.bin", randomBytes(49, 2<<20+3))
@@ -379,11 +386,21 @@ func TestHTTPPresignedURLNeverPrinted(t *testing.T) {
 	}{
 		{w.url("/b/f.bin") + query, true, []string{"--json"}},
 		{w.url("/b/f.bin") + query, true, []string{"--log-level", "debug", "--overwrite", "--json-file", jsonFile}},
+		{w.url("/b/f.bin") + query, true, []string{"--log-level", "debug", "--overwrite", "retry"}},
 		{w.url("/b/missing.bin") + query, false, []string{"--json"}},
 		{closed + "/f.bin" + query, false, nil},
 		{w.url("/b/f.bin") + query, false, []string{"--version-id", "v"}},
 	} {
+		retries := len(tt.args) > 0 && tt.args[len(tt.args)-1] == "retry"
+		if retries {
+			tt.args = tt.args[:len(tt.args)-1]
+			w.gets.Store(0)
+			w.fail503.Store(2)
+		}
 		r := webGet(t, append(tt.args, tt.url, dir)...)
+		if retries && !strings.Contains(r.stderr, "retr") {
+			t.Fatalf("get %v: no retry logged of the 503s:\n%s", tt.args, r.stderr)
+		}
 		if (r.code == 0) != tt.ok {
 			t.Fatalf("get %s: exit %d\n%s", tt.url, r.code, r.stderr)
 		}
