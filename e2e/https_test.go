@@ -48,8 +48,8 @@ type webFile struct {
 	// above 0, counting down: retries the run logs.
 	fail503 atomic.Int64
 	gets    atomic.Int64
-	sent      atomic.Int64
-	ranges    atomic.Int64
+	sent    atomic.Int64
+	ranges  atomic.Int64
 }
 
 func newWebFile(t *testing.T, configure func(*webFile)) *webFile {
