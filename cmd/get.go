@@ -297,7 +297,8 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	out.about = reportAbout{origins: origins, command: "get", source: shown, dest: dest,
 		lines: opts.flags != nil && opts.flags.Changed("interval")}
 	planNICs(f, &settings, out.dryRun)
-	client, err := s3Client(ctx, f, opts.web.transportSettings(settings))
+	settings = opts.web.endpoint(settings)
+	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
 	}
@@ -376,6 +377,12 @@ func startError(ctx context.Context, err error) error {
 	var bad *transfer.BadResponseError
 	var short *transfer.ShortBodyError
 	status, _, answered := statusOf(err)
+	var web *httpstore.StatusError
+	if errors.As(err, &web) && (web.Retriable() || errors.Is(err, transfer.ErrNotFound)) {
+		// A web server that failed, or has no such file (as a missing
+		// S3 key fails its object): not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 	if errors.As(err, &bad) || errors.As(err, &short) || answered && status >= 500 {
 		// The server answered wrongly or failed (a single object's
 		// probe, a first listing page): its fault, not a usage error.

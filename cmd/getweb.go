@@ -126,10 +126,10 @@ func (w *webSource) shown(src string) string {
 	return httpstore.Redact(src)
 }
 
-// transportSettings are the settings the run's transport is built
-// from: for an http(s):// source its network cards are probed against
-// the first URL's host, not S3's endpoint.
-func (w *webSource) transportSettings(s config.Settings) config.Settings {
+// endpoint sets the endpoint of a run from http(s):// to the first
+// URL's scheme and host: the run's network cards are probed against it,
+// not S3's endpoint, and its log and report name it.
+func (w *webSource) endpoint(s config.Settings) config.Settings {
 	if w.items == nil {
 		return s
 	}

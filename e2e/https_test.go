@@ -398,6 +398,9 @@ func TestHTTPPresignedURLNeverPrinted(t *testing.T) {
 			w.fail503.Store(2)
 		}
 		r := webGet(t, append(tt.args, tt.url, dir)...)
+		if strings.Contains(tt.url, "missing.bin") && r.code != 1 {
+			t.Fatalf("get of a missing URL: exit %d, want 1 (no such file, as a missing key)\n%s", r.code, r.stderr)
+		}
 		if retries && !strings.Contains(r.stderr, "retr") {
 			t.Fatalf("get %v: no retry logged of the 503s:\n%s", tt.args, r.stderr)
 		}
