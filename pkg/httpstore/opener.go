@@ -57,10 +57,11 @@ func Opener(oo OpenerOptions) store.Opener {
 				return nil, err
 			}
 			name, err := nameOf(it)
-			if err != nil {
-				return nil, err
+			if err == nil {
+				it.Name = o.NameOf(name)
+			} else if it.Name = o.NameOf(""); it.Name == "." || it.Name == "" {
+				return nil, err // no name in the URL, and DEST gives none
 			}
-			it.Name = o.NameOf(name)
 			items = []Item{it}
 		}
 		first := o.FirstRange

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"testing"
 
@@ -83,5 +84,24 @@ func TestClientOfRedactsErrors(t *testing.T) {
 	_, err := httpstore.Open(context.Background(), httpstore.Options{Items: []httpstore.Item{{URL: "http://127.0.0.1:1/f.bin?X-Amz-Signature=secret"}}, Client: c, Backoff: quick})
 	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), httpstore.Redacted) || !errors.Is(err, refused) {
 		t.Fatalf("error %v: want the URL redacted and the cause kept", err)
+	}
+}
+
+// TestOpenerNameFromDestination: a URL without a file name (a folder's,
+// a site's root) lands where the destination names, and is refused when
+// it names no file either.
+func TestOpenerNameFromDestination(t *testing.T) {
+	srv := newFileServer(t, fileData(fileSize), nil)
+	open := httpstore.Opener(httpstore.OpenerOptions{Backoff: quick})
+	st, err := open(context.Background(), srv.url(""), store.Options{FirstRange: partSize, Name: func(string) string { return "index.html" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Release()
+	if st.Key != "index.html" {
+		t.Fatalf("key %q, want the destination's name index.html", st.Key)
+	}
+	if _, err := open(context.Background(), srv.url(""), store.Options{Name: func(key string) string { return path.Base(key) }}); err == nil || !strings.Contains(err.Error(), "no file name") {
+		t.Fatalf("error %v, want no file name in the URL", err)
 	}
 }
