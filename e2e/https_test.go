@@ -232,6 +232,9 @@ func TestHTTPFileChangedMidRunFails(t *testing.T) {
 	if r.code == 0 {
 		t.Fatalf("exit 0 for a file that changed mid-run\n%s", r.stdout)
 	}
+	if !strings.Contains(r.stderr, "modified") {
+		t.Fatalf("stderr does not say the file was modified:\n%s", r.stderr)
+	}
 	nothingAt(t, filepath.Join(dest, "f.bin"))
 }
 
