@@ -51,7 +51,7 @@ var layers = map[string][]string{
 	// a sink: building a run is the job's.
 	"cmd": {"internal/job", "pkg/config", "pkg/report", "pkg/sweep",
 		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer",
-		"pkg/store", "pkg/s3store", "pkg/local", "pkg/shard", "pkg/manifest", "pkg/extsort"},
+		"pkg/store", "pkg/s3store", "pkg/local", "pkg/httpstore", "pkg/shard", "pkg/manifest", "pkg/extsort"},
 }
 
 // cmdTransferNames are the names of pkg/transfer that cmd may use: the

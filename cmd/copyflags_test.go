@@ -122,7 +122,7 @@ func TestCopyRefusesDownloadFlagsElsewhere(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"conflict-suffix", "interval", "no-resume", "no-space-check", "report", "verify-existing", "version-id"}
+	want := []string{"checksum", "conflict-suffix", "input-file", "interval", "no-resume", "no-space-check", "report", "verify-existing", "version-id"}
 	if !reflect.DeepEqual(only, want) {
 		t.Errorf("get's download-only flags: %v, want %v", only, want)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/httpstore"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
@@ -38,6 +39,9 @@ type getOptions struct {
 	// noSpaceCheck: --no-space-check, no comparison of what is to land
 	// with DEST's free space.
 	noSpaceCheck bool
+	// web is an http(s):// source: its --checksum and --input-file, and
+	// what check made of them.
+	web webSource
 }
 
 // outputFlags are the flags every transferring command shares.
@@ -106,7 +110,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 func NewCmdGet(f *Factory, runF func(context.Context, *getOptions) error) *cobra.Command {
 	opts := &getOptions{}
 	c := &cobra.Command{
-		Use:   "get [flags] s3://bucket[/prefix] DEST",
+		Use:   "get [flags] s3://bucket[/prefix] DEST | https://host/path DEST | --input-file FILE DIR",
 		Short: "Download an object or a prefix from S3",
 		Long: `Download an object or every object under a prefix.
 
@@ -118,8 +122,18 @@ ahead of any --include and --exclude given; --raw takes the key literally. Under
 DEST/a/b. A single object lands at DEST/<basename> when DEST is an existing
 directory or ends in /, else at DEST itself. DEST "-" writes one object to
 stdout in order. With --benchmark no DEST is needed: bytes are counted and
-dropped.`,
+dropped.
+
+An http:// or https:// URL is one file, fetched in parallel ranges when
+the server takes Range, each pinned to the version first seen (its ETag,
+else Last-Modified); --checksum ALG:HEX checks it. --input-file FILE
+fetches the URLs FILE lists (one a line, optionally followed by a name)
+into the directory DEST.`,
 		Args: func(c *cobra.Command, args []string) error {
+			if opts.web.inputFile != "" {
+				_, err := opts.web.checkArgs(args, opts.benchmark)
+				return err
+			}
 			want := 2
 			if opts.benchmark {
 				want = 1
@@ -130,7 +144,11 @@ dropped.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.src, opts.dest, opts.flags = args[0], "", c.Flags()
+			opts.flags = c.Flags()
+			if opts.web.inputFile != "" {
+				args, _ = opts.web.checkArgs(args, opts.benchmark)
+			}
+			opts.src, opts.dest = args[0], ""
 			if len(args) == 2 {
 				opts.dest = args[1]
 			}
@@ -165,6 +183,13 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 // check checks get's flags against each other and parses the source and
 // --shard; they do not depend on the settings.
 func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
+	if opts.web.inputFile != "" || httpstore.IsURL(opts.src) {
+		// What the registry takes beside s3:// and local paths.
+		return s3store.URL{}, nil, opts.checkWeb(f)
+	}
+	if opts.web.checksum != "" {
+		return s3store.URL{}, nil, usageErrorf("--checksum checks a file fetched from an http(s):// URL; an S3 object is checked by its own checksums (--verify)")
+	}
 	u, err := opts.rules.parseSource(opts.src)
 	if err != nil {
 		return u, nil, usageError(err)
@@ -264,9 +289,15 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	// The options stay as the flags set them: the run's output and sink
 	// settings are copies completed here.
 	dest, out, sink := opts.dest, f.output(opts.output), opts.sink
-	out.about = reportAbout{origins: origins, command: "get", source: opts.src, dest: dest,
+	web := opts.web.items != nil
+	shown := opts.src
+	if web {
+		shown = opts.web.shown(opts.src)
+	}
+	out.about = reportAbout{origins: origins, command: "get", source: shown, dest: dest,
 		lines: opts.flags != nil && opts.flags.Changed("interval")}
 	planNICs(f, &settings, out.dryRun)
+	settings = opts.web.endpoint(settings)
 	client, err := s3Client(ctx, f, settings)
 	if err != nil {
 		return usageError(err)
@@ -283,8 +314,13 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	if opts.benchmark {
 		dest = ""
 	}
+	source, reg, origin := s3Location(u), s3Stores(client, opts.req), s3Origin(u.Bucket)
+	if web {
+		source, reg, origin = opts.web.items[0].URL, opts.web.stores(client, opts.req), webOrigin
+		out.noChecksumHint = "pass --checksum ALG:HEX (sha256, md5, crc32c) to have it checked"
+	}
 	get := &job.GetSpec{
-		Source: s3Location(u), Stores: s3Stores(client, opts.req), URL: opts.src,
+		Source: source, Stores: reg, URL: shown,
 		Read: store.Options{Prefix: u.Prefix, FirstRange: settings.PartSize, FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
 			Version: opts.versionID, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry},
 		Dest: dest, Stdout: f.IO.Out,
@@ -294,7 +330,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
-		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: s3Origin(u.Bucket), source: opts.src})
+		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: origin, source: shown})
 }
 
 // jobError reports an error of building a job: a usage error when the
@@ -341,6 +377,12 @@ func startError(ctx context.Context, err error) error {
 	var bad *transfer.BadResponseError
 	var short *transfer.ShortBodyError
 	status, _, answered := statusOf(err)
+	var web *httpstore.StatusError
+	if errors.As(err, &web) && (web.Retriable() || errors.Is(err, transfer.ErrNotFound)) {
+		// A web server that failed, or has no such file (as a missing
+		// S3 key fails its object): not a usage error.
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
 	if errors.As(err, &bad) || errors.As(err, &short) || answered && status >= 500 {
 		// The server answered wrongly or failed (a single object's
 		// probe, a first listing page): its fault, not a usage error.

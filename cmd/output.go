@@ -35,6 +35,9 @@ type runOutput struct {
 	// carry no checksum, so the summary's advice on unverified objects
 	// fits the direction.
 	localTo string
+	// noChecksumHint, when set, is the summary's advice on objects with
+	// no checksum (an http(s):// source's, which --checksum checks).
+	noChecksumHint string
 	// upload says the destination is S3 (summary wording).
 	upload bool
 	// about names the run in its report.

@@ -49,6 +49,8 @@ type reporter struct {
 	direct func() local.DirectStatus
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
+	// noChecksumHint: runOutput's.
+	noChecksumHint string
 	// upload: the destination is S3 (from files, a stream or another
 	// store), so "verified" means the destination was checked, and an
 	// interruption keeps uploads, not files.
@@ -82,7 +84,7 @@ type reporter struct {
 // newReporter returns the renderer of one run; listed, when not nil, is
 // the decorated source whose listing gives the progress bar its total.
 func newReporter(f *Factory, log *zap.Logger, out runOutput, listed *listedBytes) *reporter {
-	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, upload: out.upload, dryVerb: cmp.Or(out.dryVerb, "fetch")}
+	r := &reporter{log: log, out: out.textOut(f), dry: out.dryRun, listed: listed, localTo: out.localTo, noChecksumHint: out.noChecksumHint, upload: out.upload, dryVerb: cmp.Or(out.dryVerb, "fetch")}
 	r.lines = r.out != nil && !r.dry && log.Core().Enabled(zapcore.InfoLevel)
 	if !out.logJSON {
 		r.failOut = f.IO.ErrOut

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 
+	"github.com/s3pd/s3pd/pkg/httpstore"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
@@ -17,6 +18,9 @@ type storeOptions struct {
 	// local reads local paths: links followed or not, what is skipped
 	// reported.
 	local local.SourceOptions
+	// http reaches http:// and https:// URLs: the run's lanes as HTTP
+	// clients, and what the command line said of the files.
+	http httpstore.OpenerOptions
 }
 
 // stores is the registry of the stores a run reads from, by the scheme
@@ -26,6 +30,8 @@ func stores(o storeOptions) store.Registry {
 	return store.Registry{
 		{Scheme: "s3", Open: s3store.Opener(o.s3)},
 		{Scheme: "", Open: local.Opener(o.local)},
+		{Scheme: "http", Open: httpstore.Opener(o.http)},
+		{Scheme: "https", Open: httpstore.Opener(o.http)},
 	}
 }
 
@@ -33,6 +39,16 @@ func stores(o storeOptions) store.Registry {
 // client, each request carrying req.
 func s3Stores(client s3store.ClientOptions, req s3store.Request) store.Registry {
 	return stores(storeOptions{s3: s3store.OpenerOptions{Client: client, Req: req}})
+}
+
+// httpLanes are the run's lanes (one per network card) as the HTTP
+// clients of an http(s):// source.
+func httpLanes(t *s3store.Transport) []httpstore.Lane {
+	var out []httpstore.Lane
+	for i, name := range t.Names() {
+		out = append(out, httpstore.Lane{Name: name, Client: httpstore.ClientOf(t.Lane(i))})
+	}
+	return out
 }
 
 // s3Location is the location of u for the job: its bucket and key, the

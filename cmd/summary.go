@@ -323,6 +323,9 @@ func (r *reporter) hint(why string) string {
 	if r.upload {
 		return uploadHints[why]
 	}
+	if r.noChecksumHint != "" && why == transfer.UnverifiedNoChecksum {
+		return r.noChecksumHint
+	}
 	if h, ok := localHints[r.localTo]; ok && why == transfer.UnverifiedNoChecksum {
 		return h
 	}
