@@ -29,7 +29,7 @@ type OpenerOptions struct {
 	// (an input file's), each named by its own Name or URL: the location
 	// only says the list is of this store.
 	Items []Item
-	// Backoff paces the probes' retries (default transfer.DefaultBackoff).
+	// Backoff paces the probes' retries (default: the range reads budget, transfer.BudgetFor(transfer.RangeRead)).
 	Backoff transfer.Backoff
 }
 
