@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/httpstore"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -256,10 +257,11 @@ func (opts *copyOptions) check() (int64, error) {
 	return threshold, nil
 }
 
-// download says the copy is from S3 to local files or stdout (or a
-// --benchmark of an S3 SRC): get's route.
+// download says the copy is from a store (S3, or an http(s) URL) to
+// local files or stdout (or a --benchmark of one): get's route.
 func (opts *copyOptions) download() bool {
-	return isS3(opts.src) && (opts.benchmark || !isS3(opts.dest))
+	remote := isS3(opts.src) || httpstore.IsURL(opts.src)
+	return remote && (opts.benchmark || !isS3(opts.dest))
 }
 
 // checkUpload refuses what S3 would refuse of the objects a copy writes
