@@ -77,6 +77,7 @@ type gate struct {
 	// (modulo len): SlowDowns, the least load among them, successes.
 	throttled, throttledLoad, succeeded [epochRing]pad64
 	least                               pad64 // least time to first byte, ns (0: none)
+	firstAt                             pad64 // when the first successful answer came, ns (0: none)
 	peak                                pad64
 	waiters                             pad64
 	// answers is a ring of the times (ns since since) of the latest
@@ -292,6 +293,9 @@ func (g *gate) answered(s *slot) {
 	at := g.now()
 	n := g.heardAll.Add(1)
 	g.answers[n%int64(len(g.answers))].Store(int64(at))
+	if n == 1 {
+		g.firstAt.Store(max(int64(at), 1))
+	}
 	if d := int64(at - s.sent - s.connect); d >= 0 {
 		for l := g.least.Load(); l == 0 || max(d, 1) < l; l = g.least.Load() {
 			if g.least.CompareAndSwap(l, max(d, 1)) {
@@ -386,6 +390,7 @@ func (g *gate) observe(s windowState) observation {
 	o.Area = g.integral(now)
 	o.LeastTTFB = time.Duration(g.least.Load())
 	o.Answered = g.heardAll.Load()
+	o.FirstAnswer = time.Duration(g.firstAt.Load())
 	o.Streaming = int(g.streaming.Load())
 	o.Released = g.released.Load()
 	o.Full = g.filled.Load() == s.Step

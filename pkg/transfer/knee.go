@@ -53,11 +53,17 @@ const (
 // step back) when it bought less; from the start window, which may hold
 // more than it needs, it halves while the half moves as much less
 // kneeHold (down to kneeFloor), each half sampled once the wider window
-// drained, over kneeDownSpan. The window then holds there (the knee), sampling its
-// throughput per request in flight; it probes a step above the knee
-// every kneeProbeEvery, or at once when the throughput per request rose
-// kneeRise over the knee's, the best of its full samples (the bottleneck
-// went away), measures that
+// drained, over kneeDownSpan. A doubling may cross the knee by up to its
+// step, so from where the climb stopped otherwise (and from a budget
+// whose step bought less than kneeCrossed of its share) it tries a
+// quarter below, against the window's first full sample, and keeps each
+// quarter that moves as much less kneeHold (down to kneeFloor), sampled
+// over a request's mean time in flight (sampleSpan). The window then
+// holds there (the knee), sampling its throughput per request in flight;
+// it probes a step above the knee every kneeProbeEvery, or at once when
+// the throughput per request rose kneeRise over the knee's, the best of
+// its full samples, or reached that of the quarter below that moved less
+// (the bottleneck went away), measures that
 // step's window, and climbs on from it if it pays, or goes back to the
 // knee. A SlowDown's cut ends the knee: the server sets the window from
 // then on.
@@ -88,6 +94,16 @@ type knee struct {
 	// best, the knee's window when the climb stopped.
 	down bool
 	best level
+	// trim: the step below is a quarter, not a half (trimDown); budget:
+	// it is a quarter below the budget, which is no knee if it moves less.
+	trim, budget bool
+	// trimDue: the window settled where a quarter below it may move as
+	// much; tried against its first full sample (its measure in the
+	// climb may have been taken before its requests counted).
+	trimDue bool
+	// below is the throughput per request in flight of the last trim
+	// that moved less than the knee (0: none).
+	below float64
 	// guess: the step down tests the reading that the start window's
 	// requests queue; unqueued: a step down refuted it, and the climb no
 	// longer reads the spread of the times to first byte as a queue.
@@ -191,6 +207,25 @@ const kneeDownSpan = 4 * kneeSpan
 // over TLS, each with 16 more handshakes); over 80 ms, by half as much.
 const kneeHoldSpan = kneeDownSpan
 
+// sampleSpan is the least span of a sample of a window held:
+// kneeHoldSpan, and for a trim a request's mean
+// time in flight (up to kneeSampleMost) too, so that requests sent
+// together once a wider window drained are caught over the whole of
+// their time, not only while they wait for their first byte or only
+// while they all stream.
+func (t *turn) sampleSpan() time.Duration {
+	o, k := &t.o, &t.s.kn
+	if o.Released == 0 || !k.trim && !k.trimDue {
+		return kneeHoldSpan
+	}
+	return max(kneeHoldSpan, min(kneeSampleMost, o.Area/time.Duration(o.Released)))
+}
+
+// kneeSampleMost bounds a sample's span: a request of 8 MiB at 40 MB/s
+// is in flight that long, and slower ones are measured over several
+// hundred of them in flight at once.
+const kneeSampleMost = 200 * time.Millisecond
+
 // kneeProbeEvery is how often a window held at its knee probes a step
 // above it: a probe holds a step's requests for one measure (about
 // kneeHoldSpan and a round trip), a few percent of the time at the
@@ -250,13 +285,6 @@ func (t *turn) climb() bool {
 	if o.StepOut > s.Window/stepStragglers && o.Now < t.stepLate() {
 		return false // the last step is not answered yet
 	}
-	if !k.on {
-		k.on = true
-		if !t.turnOn() {
-			return false
-		}
-	}
-
 	// A step waits for the measure of the window before it where some
 	// answer came sooner than the measure (it costs the climb little
 	// there), and always above the knee, at the budget, and at the start
@@ -267,7 +295,13 @@ func (t *turn) climb() bool {
 	// A step is blind too where a measure would take longer than
 	// kneeWait to count the step's new requests (slow connections).
 	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued) ||
-		!queued && t.slowCounts()
+		!queued && (t.slowCounts() || t.countsLate())
+	if !k.on {
+		k.on = true
+		if !t.turnOn(blind) {
+			return false
+		}
+	}
 	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
 	if step && queued {
 		// The start window's requests queue: it holds more than the
@@ -306,7 +340,8 @@ const stepStragglers = 128
 // turnOn starts the measure of the window of the last step, whose
 // requests were answered and now stream, judging first the window
 // before it if its measure is still open; false if the window settled.
-func (t *turn) turnOn() bool {
+// Before a blind step it waits no kneeSpan: no measure holds the step.
+func (t *turn) turnOn(blind bool) bool {
 	k := &t.s.kn
 	if k.closing {
 		// The step went out before the window before it was measured
@@ -318,7 +353,7 @@ func (t *turn) turnOn() bool {
 	t.startMeasure(t.s.Window)
 	k.closing = true
 	k.counted = t.o.Now + t.countLag()
-	if t.o.TTFB < kneeSpan {
+	if t.o.TTFB < kneeSpan && !blind {
 		t.s.NextGrow = max(t.s.NextGrow, t.o.Now+kneeSpan)
 	}
 	return true
@@ -329,15 +364,41 @@ func (t *turn) turnOn() bool {
 func (t *turn) judgeLast(cur level) bool {
 	k := &t.s.kn
 	k.closing = false
+	prev := k.prev
 	if !t.judge(cur) {
 		return false
 	}
 	t.s.Phase, k.at = PhaseClimb, 0 // climbing, again after a probe that paid
 	if cur.w >= t.r.max {
-		k.win = 0 // the budget paid too: nothing left to measure
+		if !crossed(prev, cur) {
+			k.win = 0 // the budget paid in full: nothing left to measure
+			return true
+		}
+		// The budget paid, by less than its step would below a knee: a
+		// quarter below it is tried as below a knee.
+		t.settle(cur)
+		k.trimDue, k.budget = true, true
 	}
 	return true
 }
+
+// crossed says whether the step from prev to cur, which paid, bought
+// less than kneeCrossed of its share (a doubling, of doubling the
+// throughput): the throughput per request fell, so a knee lies within
+// the step.
+func crossed(prev, cur level) bool {
+	if prev.w == 0 || prev.rate <= 0 || prev.w >= cur.w {
+		return false
+	}
+	step := float64(cur.w-prev.w) / float64(prev.w)
+	return cur.rate/prev.rate-1 < kneeCrossed*step
+}
+
+// kneeCrossed is the share of its step's throughput below which a step
+// to the budget crossed a knee: where each request moves as much as
+// before (per connection caps) a doubling buys nearly all of it, and a
+// window a quarter lower would move a quarter less.
+const kneeCrossed = 0.5
 
 // judge compares window cur with the one measured before it and settles
 // the window when the step between them did not pay; false if it did
@@ -351,11 +412,16 @@ func (t *turn) judge(cur level) bool {
 	probe := t.s.Phase == PhaseProbe
 	if prev := k.prev; probe || cur.rate < prev.rate*(1+kneeHold) {
 		t.settle(prev) // it bought nothing: a step back
-		if !probe && prev.w <= min(startWindow, t.r.max) {
+		switch {
+		case probe:
+		case prev.w <= min(startWindow, t.r.max):
 			t.stepDown(prev) // the climb's first window may hold more than it needs
+		default:
+			k.trimDue = true // the knee may lie below the step back
 		}
 	} else {
 		t.settle(cur) // it bought a little: hold
+		k.trimDue = true
 	}
 	return false
 }
@@ -386,6 +452,21 @@ func (t *turn) slowCounts() bool {
 	return o.Now >= kneeWait && o.Moved > 0 && o.Area > 0 && lagAt(float64(o.Moved)/o.Area.Seconds(), t.unit()) >= kneeWait
 }
 
+// countsLate says whether the run counted nothing kneeFirstCount after
+// its first answer: its requests move under countEvery in that time
+// each, and a measure of each step would wait for their first counts
+// longer than the step's measure itself (kneeSpan) takes.
+func (t *turn) countsLate() bool {
+	o := &t.o
+	return !t.r.unmeasured && o.Moved == 0 && o.FirstAnswer > 0 && o.Now >= o.FirstAnswer+kneeFirstCount
+}
+
+// kneeFirstCount is how long after the first answer a run that counted
+// nothing steps blind: twice kneeSpan, so at 13 MB/s a request or less
+// (countEvery in 40 ms), where each step's measure would take over 60 ms
+// of the kneeWait a step waits for it at most.
+const kneeFirstCount = 2 * kneeSpan
+
 // lagAt is how long a request moving perReq bytes a second takes to
 // count unit bytes, at most kneeLagMost (0 for an unknown rate).
 func lagAt(perReq, unit float64) time.Duration {
@@ -412,13 +493,28 @@ func (t *turn) queued() bool {
 func (t *turn) settle(l level) {
 	s, k := &t.s, &t.s.kn
 	s.Phase = PhaseHold
-	k.at, k.down, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
+	k.at, k.down, k.trim, k.budget, k.trimDue, k.below = l.w, false, false, false, false, 0
+	k.prev, k.perReq = level{}, l.perRequest()
 	k.nextProbe = t.o.Now + kneeProbeEvery
 	s.Window = min(t.r.max, l.w)
 	t.newStep()
 	k.on = true // nothing to wait for: the window held streams
 	t.startMeasure(s.Window)
 	k.closing = false
+}
+
+// trimDown tries the window a quarter below l, to be measured against
+// it (down, trim): a doubling that stopped the climb, or one that paid
+// at the budget, may have crossed the knee by up to its step.
+func (t *turn) trimDown(l level) {
+	k := &t.s.kn
+	w := l.w - l.w/4
+	if w < kneeFloor || w >= l.w {
+		k.down, k.trim = false, false
+		return
+	}
+	k.down, k.trim, k.best = true, true, l
+	t.s.Window = w
 }
 
 // stepDown halves the window below the knee l, to be measured against
@@ -450,7 +546,7 @@ func (t *turn) hold() {
 		t.startMeasure(s.Window)
 		return
 	}
-	if !ok || !cur.enough() || cur.span < kneeHoldSpan {
+	if !ok || !cur.enough() || cur.span < t.sampleSpan() {
 		return
 	}
 	t.startMeasure(s.Window)
@@ -461,8 +557,13 @@ func (t *turn) hold() {
 		// kneeHold; else back.
 		switch {
 		case cur.rate >= k.best.rate*(1-kneeHold):
-			k.at, k.perReq, k.guess = s.Window, cur.perRequest(), false
-			t.stepDown(level{w: s.Window, rate: max(k.best.rate, cur.rate)})
+			k.at, k.perReq, k.guess, k.budget = s.Window, cur.perRequest(), false, false
+			kept := level{w: s.Window, rate: max(k.best.rate, cur.rate)}
+			if k.trim {
+				t.trimDown(kept)
+			} else if t.stepDown(kept); !k.down {
+				t.trimDown(kept) // halved as far as it holds: a quarter more
+			}
 		case k.guess:
 			// The start window's requests did not queue: fewer moved
 			// less. The climb goes on from the start window.
@@ -471,8 +572,16 @@ func (t *turn) hold() {
 			k.down, k.guess, k.unqueued, k.at, k.prev = false, false, true, 0, best
 			t.newStep()
 			return
+		case !k.trim:
+			// The half moved less: a quarter below the knee may not.
+			s.Window = k.at
+			t.trimDown(k.best)
 		default:
-			k.down, s.Window = false, k.at
+			k.down, k.trim, s.Window = false, false, k.at
+			k.below = cur.perRequest()
+			if k.budget {
+				k.at, k.budget = 0, false // at the budget, no knee
+			}
 		}
 		t.startMeasure(s.Window) // the next sample is of the window now
 		return
@@ -480,6 +589,13 @@ func (t *turn) hold() {
 	// A sample taken while the window filled after a change says
 	// nothing of the throughput per request: only a full one counts.
 	full := cur.inFlight >= kneeFull*float64(s.Window)
+	if k.trimDue && full {
+		k.trimDue = false
+		if t.trimDown(cur); k.down {
+			t.startMeasure(s.Window)
+			return
+		}
+	}
 	if k.perReq == 0 {
 		// Settled without a measure of its own (the start window
 		// queued): the first full sample is the knee's.
@@ -488,7 +604,9 @@ func (t *turn) hold() {
 		}
 		return
 	}
-	rose := full && cur.perRequest() >= kneeRise*k.perReq
+	// Or it reached the throughput per request of the trim below the
+	// knee that moved less: the bottleneck no longer binds the knee.
+	rose := full && (cur.perRequest() >= kneeRise*k.perReq || k.below > 0 && cur.perRequest() >= (1-kneeHold)*k.below)
 	if full && !rose {
 		// The knee's level is the best of its full samples: the first
 		// may have been taken while the window's connections were still

@@ -111,6 +111,9 @@ type observation struct {
 	// the requests in flight.
 	Answered  int64
 	Streaming int
+	// FirstAnswer is when the first successful answer came (0: none
+	// yet).
+	FirstAnswer time.Duration
 	// Released counts the requests given back so far (the mean bytes a
 	// request moves is Moved over it).
 	Released int64
