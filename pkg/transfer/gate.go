@@ -62,7 +62,10 @@ type gate struct {
 	allowed  pad64 // the window
 	// area is the in-flight integral and its count in one word, so that
 	// one read sees both (see areaWord).
-	area        pad64
+	area pad64
+	// streamArea is the same integral of the requests streaming (answered
+	// successfully, not yet given back).
+	streamArea  pad64
 	streaming   pad64 // requests in flight answered successfully
 	released    pad64 // requests given back so far
 	heardAll    pad64 // successful answers so far
@@ -291,6 +294,7 @@ func (g *gate) answered(s *slot) {
 		return
 	}
 	at := g.now()
+	g.streamArea.Add(-at.Microseconds()<<areaShift + 1)
 	n := g.heardAll.Add(1)
 	g.answers[n%int64(len(g.answers))].Store(int64(at))
 	if n == 1 {
@@ -312,11 +316,15 @@ func (g *gate) answered(s *slot) {
 // release gives the room of s back; throttled says the server asked to
 // slow down.
 func (g *gate) release(s slot, throttled bool) {
-	g.area.Add(g.now().Microseconds()<<areaShift - 1)
+	now := g.now()
+	g.area.Add(now.Microseconds()<<areaShift - 1)
 	n := g.inFlight.Add(-1)
 	g.released.Add(1)
 	if s.answered {
 		g.streaming.Add(-1)
+		if g.adaptive {
+			g.streamArea.Add(now.Microseconds()<<areaShift - 1)
+		}
 	} else {
 		g.heard(s)
 	}
@@ -388,6 +396,7 @@ func (g *gate) observe(s windowState) observation {
 	o := observation{Now: now, TTFB: g.ttfb(), Moved: g.moved()}
 	o.InFlight = int(g.inFlight.Load())
 	o.Area = g.integral(now)
+	o.StreamArea = integralOf(g.streamArea.Load(), now)
 	o.LeastTTFB = time.Duration(g.least.Load())
 	o.Answered = g.heardAll.Load()
 	o.FirstAnswer = time.Duration(g.firstAt.Load())
@@ -500,7 +509,11 @@ const areaShift = 16
 
 // integral is the in-flight integral from the gate's start to now.
 func (g *gate) integral(now time.Duration) time.Duration {
-	w := g.area.Load()
+	return integralOf(g.area.Load(), now)
+}
+
+// integralOf is the integral to now that the word w (as area) holds.
+func integralOf(w int64, now time.Duration) time.Duration {
 	n, sum := w&(1<<areaShift-1), w>>areaShift
 	return time.Duration(sum+n*now.Microseconds()) * time.Microsecond
 }

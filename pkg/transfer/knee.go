@@ -32,7 +32,10 @@ const (
 // out at once, so the climb is no slower where each step pays, and the
 // measure closes at the latest when the next step's requests are
 // answered; one that moved too little by then is not judged (the next
-// is judged against the level before it). A median time to first byte
+// is judged against the level before it), and from then on each step
+// waits for its measure (up to kneeWait), so the climb crosses a knee
+// by one step, not by the several that went out before a request
+// counted its first bytes. A median time to first byte
 // above kneeSpan is not enough to step at once: on two loaded cores over
 // loopback it reached 20-40 ms while the least stayed under 10 ms, and
 // steps sent at once took the window to 128-256 before the first was
@@ -108,6 +111,9 @@ type knee struct {
 	// requests queue; unqueued: a step down refuted it, and the climb no
 	// longer reads the spread of the times to first byte as a queue.
 	guess, unqueued bool
+	// unjudged: a blind step went out before the window before it
+	// moved enough to judge it (see climb).
+	unjudged bool
 	// counted is when the requests of the last step streamed long enough
 	// to have added to the run's count (countLag): the window's measure
 	// begins then.
@@ -294,8 +300,12 @@ func (t *turn) climb() bool {
 	queued := !probe && s.Window <= min(startWindow, t.r.max) && s.Window < t.r.max && t.queued()
 	// A step is blind too where a measure would take longer than
 	// kneeWait to count the step's new requests (slow connections).
-	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued) ||
-		!queued && (t.slowCounts() || t.countsLate())
+	// A step to a far server is blind only until one of its windows
+	// moved too little to judge by the next step: from then on each
+	// step waits for its measure, so the climb crosses a knee by one
+	// step, not by the several that go out before a request counts.
+	far := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued && !k.unjudged)
+	blind := far || !queued && (t.slowCounts() || t.countsLate())
 	if !k.on {
 		k.on = true
 		if !t.turnOn(blind) {
@@ -346,9 +356,11 @@ func (t *turn) turnOn(blind bool) bool {
 	if k.closing {
 		// The step went out before the window before it was measured
 		// enough: judged now if it moved enough, else not at all.
-		if cur, ok := t.measure(); ok && cur.enough() && !t.judge(cur) {
+		cur, ok := t.measure()
+		if ok && cur.enough() && !t.judge(cur) {
 			return false
 		}
+		k.unjudged = k.unjudged || !ok || !cur.enough()
 	}
 	t.startMeasure(t.s.Window)
 	k.closing = true
@@ -444,12 +456,15 @@ func (t *turn) countLag() time.Duration {
 }
 
 // slowCounts says whether the run's requests so far took kneeWait or
-// longer to count unit bytes each: a measure of a step would wait for
-// them longer than the step may. The run's mean says so only once it
-// ran kneeWait itself (before, its time to first byte weighs too much).
+// longer of streaming to count unit bytes each: a measure of a step
+// would wait for them longer than the step may. The run's mean says so
+// only once it ran kneeWait itself. The rate is over the time requests
+// streamed, not the time they waited for their first byte: over both,
+// 128 requests at 12.5 MB/s each behind 30 ms to first byte read as
+// 5 MB/s 130 ms in, and went blind to 1,024 past a knee at 256.
 func (t *turn) slowCounts() bool {
 	o := &t.o
-	return o.Now >= kneeWait && o.Moved > 0 && o.Area > 0 && lagAt(float64(o.Moved)/o.Area.Seconds(), t.unit()) >= kneeWait
+	return o.Now >= kneeWait && o.Moved > 0 && o.StreamArea > 0 && lagAt(float64(o.Moved)/o.StreamArea.Seconds(), t.unit()) >= kneeWait
 }
 
 // countsLate says whether the run counted nothing kneeFirstCount after
@@ -578,7 +593,11 @@ func (t *turn) hold() {
 			t.trimDown(k.best)
 		default:
 			k.down, k.trim, s.Window = false, false, k.at
-			k.below = cur.perRequest()
+			if k.perReq < (1-kneeHold)*cur.perRequest() {
+				// Each request moved more there: a rise at the knee to
+				// as much is the bottleneck going away (see rose).
+				k.below = cur.perRequest()
+			}
 			if k.budget {
 				k.at, k.budget = 0, false // at the budget, no knee
 			}

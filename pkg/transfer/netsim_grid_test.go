@@ -108,7 +108,7 @@ func simGrid() []simCase {
 			&simShort{"8 in flight carry the aggregate; the window halves and trims to kneeFloor (16) at least, and 64 of 8 MiB take a second to drain at 0.5 GB/s", simShare, 4.5, simRounds}},
 		{"2 cores, 100 MB/s, 5 ms", cpu(simNet(100*simMB, 5*ms, 0.5, 25*simGB, 64*simMiB), 2), 256, nil},
 		{"2 cores, 12.5 MB/s, 30 ms", cpu(simNet(12.5*simMB, 30*ms, 0.5, 25*simGB, 64*simMiB), 2), 1024,
-			&simShort{"blind steps (30 ms to first byte) reach 1,024 before a measure closes (a request counts its first 512 KiB 42 ms in, later than the next step), 1,024 is judged against 128 and the window steps back there, two doublings below the knee of 384, until a probe; at 30 ms to first byte each trim and probe holds its window over a request's 700 ms", 0.77, 2.7, simRounds}},
+			&simShort{"the probe from the knee of 256 is judged against a sample taken while the window refilled after a trim failed (its new requests still waiting for their first byte), so 512 and 1,024 read as paying, and 1,024 in flight take 4 s to drain at 2 MB/s each", 0.82, 2.55, simRounds}},
 		{"16 cores, 4 MiB, 12.5 MB/s, 30 ms", cpu(simNet(12.5*simMB, 30*ms, 0.5, 25*simGB, 4*simMiB), 16), 256, nil},
 		{"16 cores, 16 MiB, 100 MB/s, 30 ms", cpu(simNet(100*simMB, 30*ms, 0.5, 25*simGB, 16*simMiB), 16), 512,
 			&simShort{"384 moves 97 % of 512, but its sample, taken once 512 drained with its requests in step, reads under 95 % of the budget's, and the window goes back to the budget", simShare, 1.35, simRounds}},
