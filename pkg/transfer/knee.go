@@ -88,6 +88,8 @@ type knee struct {
 	// above it is out in PhaseProbe); nextProbe is when the next may go.
 	at        int
 	nextProbe time.Duration
+	// fails counts the probes in a row that found the knee again.
+	fails int
 	// calm is when the window held no longer drains a wider one: its
 	// samples begin then.
 	calm time.Duration
@@ -213,15 +215,18 @@ const kneeDownSpan = 4 * kneeSpan
 // over TLS, each with 16 more handshakes); over 80 ms, by half as much.
 const kneeHoldSpan = kneeDownSpan
 
-// sampleSpan is the least span of a sample of a window held:
-// kneeHoldSpan, and for a trim a request's mean
-// time in flight (up to kneeSampleMost) too, so that requests sent
-// together once a wider window drained are caught over the whole of
-// their time, not only while they wait for their first byte or only
-// while they all stream.
+// sampleSpan is the least span of a sample of a window held, and of a
+// probe's measure: kneeHoldSpan and a request's mean time in flight (up
+// to kneeSampleMost), so that requests sent together once a wider
+// window drained are caught over the whole of their time, not only
+// while they wait for their first byte or only while they all stream
+// (over 20 ms, a probe to 288 read 4.7 and 6.4 GB/s under a 5 GB/s cap).
+// A half below the start window keeps kneeHoldSpan: a step twice as
+// large, judged within the same kneeHold, and measured before the run
+// has a mean time in flight worth the name.
 func (t *turn) sampleSpan() time.Duration {
 	o, k := &t.o, &t.s.kn
-	if o.Released == 0 || !k.trim && !k.trimDue {
+	if o.Released == 0 || k.down && !k.trim {
 		return kneeHoldSpan
 	}
 	return max(kneeHoldSpan, min(kneeSampleMost, o.Area/time.Duration(o.Released)))
@@ -233,10 +238,18 @@ func (t *turn) sampleSpan() time.Duration {
 const kneeSampleMost = 200 * time.Millisecond
 
 // kneeProbeEvery is how often a window held at its knee probes a step
-// above it: a probe holds a step's requests for one measure (about
-// kneeHoldSpan and a round trip), a few percent of the time at the
-// knee, and a bottleneck that went away is found within 2 s at worst.
+// above it at first: a probe holds a step's requests for one measure
+// (about sampleSpan and a round trip), a few percent of the time at the
+// knee, and a bottleneck that went away is found within 2 s at worst
+// (kneeProbeBackoff lengthens it once probes keep finding the knee).
 const kneeProbeEvery = 2 * time.Second
+
+// kneeProbeBackoff bounds the doublings of the wait for the next probe
+// after probes that found the knee again: up to 16 s, where a probe's
+// measure and drain hold a doubled window a fraction of a percent of the
+// time, and a bottleneck that went away still shows at once as a rise
+// in the throughput per request (kneeRise).
+const kneeProbeBackoff = 3
 
 // start begins the measure of window w from now.
 func (t *turn) startMeasure(w int) {
@@ -281,7 +294,7 @@ func (t *turn) climb() bool {
 	if k.closing && o.Now < k.counted {
 		t.startMeasure(k.win) // its new requests have not counted yet
 	}
-	if cur, ok := t.measure(); k.closing && ok && cur.enough() && !t.judgeLast(cur) {
+	if cur, ok := t.measure(); k.closing && ok && t.judgeable(cur) && !t.judgeLast(cur) {
 		return false // settled
 	}
 	if s.Phase == PhaseHold {
@@ -312,7 +325,7 @@ func (t *turn) climb() bool {
 			return false
 		}
 	}
-	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
+	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= max(kneeWait, t.countSpan()))
 	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
@@ -337,6 +350,29 @@ func (t *turn) climb() bool {
 		return false
 	}
 	return step
+}
+
+// judgeable says whether the measure cur of the last step's window is
+// enough to judge it: over countLag too, since the requests of a step
+// were sent together and count their bytes together, once a countLag,
+// and a shorter measure may hold none of their counts; a probe's over
+// sampleSpan too, since it is judged against a sample of the knee taken
+// over as long.
+func (t *turn) judgeable(cur level) bool {
+	return cur.enough() && cur.span >= t.countSpan() && (t.s.Phase != PhaseProbe || cur.span >= t.sampleSpan())
+}
+
+// countSpan is the least span a step's window is measured over once the
+// steps wait for their measures behind a far server (unjudged): two
+// countLag, so that the requests of the step, sent together, count their
+// bytes in it twice whatever their phase (over one, 256 requests at
+// 12.5 MB/s counted once or not at all, and 512 read as no gain over
+// 256), at most kneeSampleMost.
+func (t *turn) countSpan() time.Duration {
+	if !t.s.kn.unjudged {
+		return 0
+	}
+	return min(kneeSampleMost, 2*t.countLag())
 }
 
 // stepStragglers is the share of a step's requests (one in so many of
@@ -380,7 +416,7 @@ func (t *turn) judgeLast(cur level) bool {
 	if !t.judge(cur) {
 		return false
 	}
-	t.s.Phase, k.at = PhaseClimb, 0 // climbing, again after a probe that paid
+	t.s.Phase, k.at, k.fails = PhaseClimb, 0, 0 // climbing, again after a probe that paid
 	if cur.w >= t.r.max {
 		if !crossed(prev, cur) {
 			k.win = 0 // the budget paid in full: nothing left to measure
@@ -426,6 +462,9 @@ func (t *turn) judge(cur level) bool {
 		t.settle(prev) // it bought nothing: a step back
 		switch {
 		case probe:
+			// The knee again: the next probe waits twice as long.
+			k.fails++
+			k.nextProbe = t.o.Now + kneeProbeEvery<<min(k.fails, kneeProbeBackoff)
 		case prev.w <= min(startWindow, t.r.max):
 			t.stepDown(prev) // the climb's first window may hold more than it needs
 		default:
@@ -593,6 +632,10 @@ func (t *turn) hold() {
 			t.trimDown(k.best)
 		default:
 			k.down, k.trim, s.Window = false, false, k.at
+			// The requests that refill the knee wait a time to first
+			// byte: a sample of them then would read the knee poorer,
+			// and a probe judged against it pay.
+			k.calm = o.Now + o.TTFB
 			if k.perReq < (1-kneeHold)*cur.perRequest() {
 				// Each request moved more there: a rise at the knee to
 				// as much is the bottleneck going away (see rose).
