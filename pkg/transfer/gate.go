@@ -468,11 +468,17 @@ func (g *gate) apply(old, s windowState) {
 }
 
 // window says where the window stands: the window, why it is there
-// (WindowBudget, WindowKnee, ...) and the knee it found (0: none).
+// (WindowBudget, WindowKnee, ...) and the knee it found (0: none, and
+// none where it stands for another reason: at the budget, a probe's or
+// a trim's).
 func (g *gate) window() (w int, stop string, knee int) {
 	g.stateMu.Lock()
 	defer g.stateMu.Unlock()
-	return g.state.Window, g.rule.stop(g.state), g.state.kn.at
+	stop = g.rule.stop(g.state)
+	if stop == WindowKnee {
+		knee = g.state.kn.at
+	}
+	return g.state.Window, stop, knee
 }
 
 // phases returns the window's transitions so far: the phase it entered,
