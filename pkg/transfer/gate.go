@@ -12,7 +12,7 @@ import (
 // server (closed-loop concurrency). It is the mechanism only: slots
 // taken and given back with atomic counters (no lock unless a request
 // waits for room), the events the rule reads counted as they come, and
-// the window the rule (windowRule, window.go and knee.go) last set.
+// the window the rule (windowRule: window.go, knee.go, hold.go) last set.
 // Once per tick, and at once on the events that change its decision (a
 // step's last answer, a SlowDown, a window that filled), one goroutine
 // samples an observation and applies the rule's next state.
