@@ -44,7 +44,7 @@ test:
 	$(GO) test -race -timeout 20m $(PKGS)
 
 ## test-sim: the window's rule over the whole simulated-network grid,
-## without -race (a -race run takes one case in five: the simulation is
+## without -race (a -race run takes one case in eight: the simulation is
 ## one goroutine, and the detector makes it 30 times as slow)
 test-sim:
 	$(GO) test -count=1 -run 'TestSim' ./pkg/transfer/

@@ -12,7 +12,7 @@ import (
 // server (closed-loop concurrency). It is the mechanism only: slots
 // taken and given back with atomic counters (no lock unless a request
 // waits for room), the events the rule reads counted as they come, and
-// the window the rule (windowRule, window.go and knee.go) last set.
+// the window the rule (windowRule: window.go, knee.go, hold.go) last set.
 // Once per tick, and at once on the events that change its decision (a
 // step's last answer, a SlowDown, a window that filled), one goroutine
 // samples an observation and applies the rule's next state.
@@ -62,7 +62,10 @@ type gate struct {
 	allowed  pad64 // the window
 	// area is the in-flight integral and its count in one word, so that
 	// one read sees both (see areaWord).
-	area        pad64
+	area pad64
+	// streamArea is the same integral of the requests streaming (answered
+	// successfully, not yet given back).
+	streamArea  pad64
 	streaming   pad64 // requests in flight answered successfully
 	released    pad64 // requests given back so far
 	heardAll    pad64 // successful answers so far
@@ -77,6 +80,7 @@ type gate struct {
 	// (modulo len): SlowDowns, the least load among them, successes.
 	throttled, throttledLoad, succeeded [epochRing]pad64
 	least                               pad64 // least time to first byte, ns (0: none)
+	firstAt                             pad64 // when the first successful answer came, ns (0: none)
 	peak                                pad64
 	waiters                             pad64
 	// answers is a ring of the times (ns since since) of the latest
@@ -290,8 +294,12 @@ func (g *gate) answered(s *slot) {
 		return
 	}
 	at := g.now()
+	g.streamArea.Add(-at.Microseconds()<<areaShift + 1)
 	n := g.heardAll.Add(1)
 	g.answers[n%int64(len(g.answers))].Store(int64(at))
+	if n == 1 {
+		g.firstAt.Store(max(int64(at), 1))
+	}
 	if d := int64(at - s.sent - s.connect); d >= 0 {
 		for l := g.least.Load(); l == 0 || max(d, 1) < l; l = g.least.Load() {
 			if g.least.CompareAndSwap(l, max(d, 1)) {
@@ -308,11 +316,15 @@ func (g *gate) answered(s *slot) {
 // release gives the room of s back; throttled says the server asked to
 // slow down.
 func (g *gate) release(s slot, throttled bool) {
-	g.area.Add(g.now().Microseconds()<<areaShift - 1)
+	now := g.now()
+	g.area.Add(now.Microseconds()<<areaShift - 1)
 	n := g.inFlight.Add(-1)
 	g.released.Add(1)
 	if s.answered {
 		g.streaming.Add(-1)
+		if g.adaptive {
+			g.streamArea.Add(now.Microseconds()<<areaShift - 1)
+		}
 	} else {
 		g.heard(s)
 	}
@@ -384,8 +396,10 @@ func (g *gate) observe(s windowState) observation {
 	o := observation{Now: now, TTFB: g.ttfb(), Moved: g.moved()}
 	o.InFlight = int(g.inFlight.Load())
 	o.Area = g.integral(now)
+	o.StreamArea = integralOf(g.streamArea.Load(), now)
 	o.LeastTTFB = time.Duration(g.least.Load())
 	o.Answered = g.heardAll.Load()
+	o.FirstAnswer = time.Duration(g.firstAt.Load())
 	o.Streaming = int(g.streaming.Load())
 	o.Released = g.released.Load()
 	o.Full = g.filled.Load() == s.Step
@@ -454,11 +468,17 @@ func (g *gate) apply(old, s windowState) {
 }
 
 // window says where the window stands: the window, why it is there
-// (WindowBudget, WindowKnee, ...) and the knee it found (0: none).
+// (WindowBudget, WindowKnee, ...) and the knee it found (0: none, and
+// none where it stands for another reason: at the budget, a probe's or
+// a trim's).
 func (g *gate) window() (w int, stop string, knee int) {
 	g.stateMu.Lock()
 	defer g.stateMu.Unlock()
-	return g.state.Window, g.rule.stop(g.state), g.state.kn.at
+	stop = g.rule.stop(g.state)
+	if stop == WindowKnee {
+		knee = g.state.kn.at
+	}
+	return g.state.Window, stop, knee
 }
 
 // phases returns the window's transitions so far: the phase it entered,
@@ -495,7 +515,11 @@ const areaShift = 16
 
 // integral is the in-flight integral from the gate's start to now.
 func (g *gate) integral(now time.Duration) time.Duration {
-	w := g.area.Load()
+	return integralOf(g.area.Load(), now)
+}
+
+// integralOf is the integral to now that the word w (as area) holds.
+func integralOf(w int64, now time.Duration) time.Duration {
 	n, sum := w&(1<<areaShift-1), w>>areaShift
 	return time.Duration(sum+n*now.Microseconds()) * time.Microsecond
 }

@@ -32,7 +32,10 @@ const (
 // out at once, so the climb is no slower where each step pays, and the
 // measure closes at the latest when the next step's requests are
 // answered; one that moved too little by then is not judged (the next
-// is judged against the level before it). A median time to first byte
+// is judged against the level before it), and from then on each step
+// waits for its measure (up to kneeWait), so the climb crosses a knee
+// by one step, not by the several that went out before a request
+// counted its first bytes. A median time to first byte
 // above kneeSpan is not enough to step at once: on two loaded cores over
 // loopback it reached 20-40 ms while the least stayed under 10 ms, and
 // steps sent at once took the window to 128-256 before the first was
@@ -53,12 +56,19 @@ const (
 // step back) when it bought less; from the start window, which may hold
 // more than it needs, it halves while the half moves as much less
 // kneeHold (down to kneeFloor), each half sampled once the wider window
-// drained, over kneeDownSpan. The window then holds there (the knee), sampling its
-// throughput per request in flight; it probes a step above the knee
-// every kneeProbeEvery, or at once when the throughput per request rose
-// kneeRise over the knee's, the best of its full samples (the bottleneck
-// went away), or fell to half of it (the requests became smaller or
-// slower to answer, where more in flight may pay), measures that
+// drained, over kneeDownSpan. A doubling may cross the knee by up to its
+// step, so from where the climb stopped otherwise (and from a budget
+// whose step bought less than kneeCrossed of its share) it tries a
+// quarter below, against the window's first full sample, and keeps each
+// quarter that moves as much less kneeHold (down to kneeFloor), sampled
+// over a request's mean time in flight (sampleSpan). The window then
+// holds there (the knee), sampling its throughput per request in flight;
+// it probes a step above the knee every kneeProbeEvery, or at once when
+// the throughput per request rose kneeRise over the knee's, the best of
+// its full samples, or reached that of the quarter below that moved less
+// (the bottleneck went away), or fell to half of the knee's (the requests
+// became smaller or slower to answer, where more in flight may pay),
+// measures that
 // step's window, and climbs on from it if it pays, or goes back to the
 // knee. A SlowDown's cut ends the knee: the server sets the window from
 // then on.
@@ -80,6 +90,8 @@ type knee struct {
 	// above it is out in PhaseProbe); nextProbe is when the next may go.
 	at        int
 	nextProbe time.Duration
+	// fails counts the probes in a row that found the knee again.
+	fails int
 	// calm is when the window held no longer drains a wider one: its
 	// samples begin then.
 	calm time.Duration
@@ -89,10 +101,23 @@ type knee struct {
 	// best, the knee's window when the climb stopped.
 	down bool
 	best level
+	// trim: the step below is a quarter, not a half (trimDown); budget:
+	// it is a quarter below the budget, which is no knee if it moves less.
+	trim, budget bool
+	// trimDue: the window settled where a quarter below it may move as
+	// much; tried against its first full sample (its measure in the
+	// climb may have been taken before its requests counted).
+	trimDue bool
+	// below is the throughput per request in flight of the last trim
+	// that moved less than the knee (0: none).
+	below float64
 	// guess: the step down tests the reading that the start window's
 	// requests queue; unqueued: a step down refuted it, and the climb no
 	// longer reads the spread of the times to first byte as a queue.
 	guess, unqueued bool
+	// unjudged: a blind step went out before the window before it
+	// moved enough to judge it (see climb).
+	unjudged bool
 	// counted is when the requests of the last step streamed long enough
 	// to have added to the run's count (countLag): the window's measure
 	// begins then.
@@ -157,55 +182,6 @@ const kneeQueue = 4
 // of nothing) is stepped back.
 const kneeHold = kneeGain / 2
 
-// kneeRise is the rise of the throughput per request in flight, over the
-// knee's (the best of its full samples), that sends a probe at once: a
-// quarter, above the spread of full samples over kneeHoldSpan (about a
-// sixth), so a rise that large is the bottleneck moving, not noise.
-const kneeRise = 1.25
-
-// kneeFall is the fall of the throughput per request in flight, under
-// the knee's, that sends a probe at once: a halving. The knee's level is
-// the best of its samples, so a fall is read from a high mark and needs
-// a wider margin than a rise: a quarter below it came from noise alone in
-// runs held at an aggregate cap, while a mix's 64 KiB objects after its
-// 8 MiB parts move a tenth as much per request as they did.
-const kneeFall = 2
-
-// kneeFull is the least mean in flight, of the window, a sample needs
-// for its throughput per request to send a probe: a sample with fewer
-// in flight was taken while the window filled, and its requests still
-// waited for their first byte.
-const kneeFull = 0.9
-
-// kneeFloor is the least window a step below the knee goes to: 16
-// connections at 100 MB/s carry 1.6 GB/s, and fewer save at most 16
-// buffers and connections, while each half measured costs the drain of
-// the wider window (one request's time) at a lower throughput; on two
-// cores over loopback 8 moved less than 16 in most runs.
-const kneeFloor = 16
-
-// kneeDownSpan is the least span a window below the knee is measured
-// over: its requests were sent together once the wider window drained,
-// and stream in step for a while, so a short sample catches them all
-// waiting for their first byte, or all streaming.
-const kneeDownSpan = 4 * kneeSpan
-
-// kneeHoldSpan is the least span a window held at or below its knee is
-// sampled over: a step below the knee is measured over it (its requests
-// were sent together once the wider window drained, see kneeDownSpan),
-// and so is the throughput per request that sends a probe when it rose
-// kneeRise: over 20 ms on two loaded cores it varied by a third from one
-// sample to the next, enough to send probes that only found the knee
-// again (a step to 32 in a third of the runs of a quarter of a second
-// over TLS, each with 16 more handshakes); over 80 ms, by half as much.
-const kneeHoldSpan = kneeDownSpan
-
-// kneeProbeEvery is how often a window held at its knee probes a step
-// above it: a probe holds a step's requests for one measure (about
-// kneeHoldSpan and a round trip), a few percent of the time at the
-// knee, and a bottleneck that went away is found within 2 s at worst.
-const kneeProbeEvery = 2 * time.Second
-
 // start begins the measure of window w from now.
 func (t *turn) startMeasure(w int) {
 	k := &t.s.kn
@@ -249,7 +225,7 @@ func (t *turn) climb() bool {
 	if k.closing && o.Now < k.counted {
 		t.startMeasure(k.win) // its new requests have not counted yet
 	}
-	if cur, ok := t.measure(); k.closing && ok && cur.enough() && !t.judgeLast(cur) {
+	if cur, ok := t.measure(); k.closing && ok && t.judgeable(cur) && !t.judgeLast(cur) {
 		return false // settled
 	}
 	if s.Phase == PhaseHold {
@@ -259,13 +235,6 @@ func (t *turn) climb() bool {
 	if o.StepOut > s.Window/stepStragglers && o.Now < t.stepLate() {
 		return false // the last step is not answered yet
 	}
-	if !k.on {
-		k.on = true
-		if !t.turnOn() {
-			return false
-		}
-	}
-
 	// A step waits for the measure of the window before it where some
 	// answer came sooner than the measure (it costs the climb little
 	// there), and always above the knee, at the budget, and at the start
@@ -275,9 +244,19 @@ func (t *turn) climb() bool {
 	queued := !probe && s.Window <= min(startWindow, t.r.max) && s.Window < t.r.max && t.queued()
 	// A step is blind too where a measure would take longer than
 	// kneeWait to count the step's new requests (slow connections).
-	blind := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued) ||
-		!queued && t.slowCounts()
-	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= kneeWait)
+	// A step to a far server is blind only until one of its windows
+	// moved too little to judge by the next step: from then on each
+	// step waits for its measure, so the climb crosses a knee by one
+	// step, not by the several that go out before a request counts.
+	far := o.TTFB >= kneeSpan && (t.r.unmeasured || o.LeastTTFB >= kneeSpan && !queued && !k.unjudged)
+	blind := far || !queued && (t.slowCounts() || t.countsLate())
+	if !k.on {
+		k.on = true
+		if !t.turnOn(blind) {
+			return false
+		}
+	}
+	step := !k.closing || !probe && s.Window < t.r.max && (blind || o.Now-k.from >= max(kneeWait, t.countSpan()))
 	if step && queued {
 		// The start window's requests queue: it holds more than the
 		// bottleneck serves, and a step would only lengthen the queue.
@@ -304,6 +283,29 @@ func (t *turn) climb() bool {
 	return step
 }
 
+// judgeable says whether the measure cur of the last step's window is
+// enough to judge it: over countLag too, since the requests of a step
+// were sent together and count their bytes together, once a countLag,
+// and a shorter measure may hold none of their counts; a probe's over
+// sampleSpan too, since it is judged against a sample of the knee taken
+// over as long.
+func (t *turn) judgeable(cur level) bool {
+	return cur.enough() && cur.span >= t.countSpan() && (t.s.Phase != PhaseProbe || cur.span >= t.sampleSpan())
+}
+
+// countSpan is the least span a step's window is measured over once the
+// steps wait for their measures behind a far server (unjudged): two
+// countLag, so that the requests of the step, sent together, count their
+// bytes in it twice whatever their phase (over one, 256 requests at
+// 12.5 MB/s counted once or not at all, and 512 read as no gain over
+// 256), at most kneeSampleMost.
+func (t *turn) countSpan() time.Duration {
+	if !t.s.kn.unjudged {
+		return 0
+	}
+	return min(kneeSampleMost, 2*t.countLag())
+}
+
 // stepStragglers is the share of a step's requests (one in so many of
 // the window) that may still wait for their first byte when the next
 // step goes: where one request in fifty takes ten times as long, a step
@@ -315,19 +317,22 @@ const stepStragglers = 128
 // turnOn starts the measure of the window of the last step, whose
 // requests were answered and now stream, judging first the window
 // before it if its measure is still open; false if the window settled.
-func (t *turn) turnOn() bool {
+// Before a blind step it waits no kneeSpan: no measure holds the step.
+func (t *turn) turnOn(blind bool) bool {
 	k := &t.s.kn
 	if k.closing {
 		// The step went out before the window before it was measured
 		// enough: judged now if it moved enough, else not at all.
-		if cur, ok := t.measure(); ok && cur.enough() && !t.judge(cur) {
+		cur, ok := t.measure()
+		if ok && cur.enough() && !t.judge(cur) {
 			return false
 		}
+		k.unjudged = k.unjudged || !ok || !cur.enough()
 	}
 	t.startMeasure(t.s.Window)
 	k.closing = true
 	k.counted = t.o.Now + t.countLag()
-	if t.o.TTFB < kneeSpan {
+	if t.o.TTFB < kneeSpan && !blind {
 		t.s.NextGrow = max(t.s.NextGrow, t.o.Now+kneeSpan)
 	}
 	return true
@@ -338,15 +343,41 @@ func (t *turn) turnOn() bool {
 func (t *turn) judgeLast(cur level) bool {
 	k := &t.s.kn
 	k.closing = false
+	prev := k.prev
 	if !t.judge(cur) {
 		return false
 	}
-	t.s.Phase, k.at = PhaseClimb, 0 // climbing, again after a probe that paid
+	t.s.Phase, k.at, k.fails = PhaseClimb, 0, 0 // climbing, again after a probe that paid
 	if cur.w >= t.r.max {
-		k.win = 0 // the budget paid too: nothing left to measure
+		if !crossed(prev, cur) {
+			k.win = 0 // the budget paid in full: nothing left to measure
+			return true
+		}
+		// The budget paid, by less than its step would below a knee: a
+		// quarter below it is tried as below a knee.
+		t.settle(cur)
+		k.trimDue, k.budget = true, true
 	}
 	return true
 }
+
+// crossed says whether the step from prev to cur, which paid, bought
+// less than kneeCrossed of its share (a doubling, of doubling the
+// throughput): the throughput per request fell, so a knee lies within
+// the step.
+func crossed(prev, cur level) bool {
+	if prev.w == 0 || prev.rate <= 0 || prev.w >= cur.w {
+		return false
+	}
+	step := float64(cur.w-prev.w) / float64(prev.w)
+	return cur.rate/prev.rate-1 < kneeCrossed*step
+}
+
+// kneeCrossed is the share of its step's throughput below which a step
+// to the budget crossed a knee: where each request moves as much as
+// before (per connection caps) a doubling buys nearly all of it, and a
+// window a quarter lower would move a quarter less.
+const kneeCrossed = 0.5
 
 // judge compares window cur with the one measured before it and settles
 // the window when the step between them did not pay; false if it did
@@ -360,11 +391,19 @@ func (t *turn) judge(cur level) bool {
 	probe := t.s.Phase == PhaseProbe
 	if prev := k.prev; probe || cur.rate < prev.rate*(1+kneeHold) {
 		t.settle(prev) // it bought nothing: a step back
-		if !probe && prev.w <= min(startWindow, t.r.max) {
+		switch {
+		case probe:
+			// The knee again: the next probe waits twice as long.
+			k.fails++
+			k.nextProbe = t.o.Now + kneeProbeEvery<<min(k.fails, kneeProbeBackoff)
+		case prev.w <= min(startWindow, t.r.max):
 			t.stepDown(prev) // the climb's first window may hold more than it needs
+		default:
+			k.trimDue = true // the knee may lie below the step back
 		}
 	} else {
 		t.settle(cur) // it bought a little: hold
+		k.trimDue = true
 	}
 	return false
 }
@@ -387,13 +426,31 @@ func (t *turn) countLag() time.Duration {
 }
 
 // slowCounts says whether the run's requests so far took kneeWait or
-// longer to count unit bytes each: a measure of a step would wait for
-// them longer than the step may. The run's mean says so only once it
-// ran kneeWait itself (before, its time to first byte weighs too much).
+// longer of streaming to count unit bytes each: a measure of a step
+// would wait for them longer than the step may. The run's mean says so
+// only once it ran kneeWait itself. The rate is over the time requests
+// streamed, not the time they waited for their first byte: over both,
+// 128 requests at 12.5 MB/s each behind 30 ms to first byte read as
+// 5 MB/s 130 ms in, and went blind to 1,024 past a knee at 256.
 func (t *turn) slowCounts() bool {
 	o := &t.o
-	return o.Now >= kneeWait && o.Moved > 0 && o.Area > 0 && lagAt(float64(o.Moved)/o.Area.Seconds(), t.unit()) >= kneeWait
+	return o.Now >= kneeWait && o.Moved > 0 && o.StreamArea > 0 && lagAt(float64(o.Moved)/o.StreamArea.Seconds(), t.unit()) >= kneeWait
 }
+
+// countsLate says whether the run counted nothing kneeFirstCount after
+// its first answer: its requests move under countEvery in that time
+// each, and a measure of each step would wait for their first counts
+// longer than the step's measure itself (kneeSpan) takes.
+func (t *turn) countsLate() bool {
+	o := &t.o
+	return !t.r.unmeasured && o.Moved == 0 && o.FirstAnswer > 0 && o.Now >= o.FirstAnswer+kneeFirstCount
+}
+
+// kneeFirstCount is how long after the first answer a run that counted
+// nothing steps blind: twice kneeSpan, so at 13 MB/s a request or less
+// (countEvery in 40 ms), where each step's measure would take over 60 ms
+// of the kneeWait a step waits for it at most.
+const kneeFirstCount = 2 * kneeSpan
 
 // lagAt is how long a request moving perReq bytes a second takes to
 // count unit bytes, at most kneeLagMost (0 for an unknown rate).
@@ -415,108 +472,4 @@ func (t *turn) queued() bool {
 	o := &t.o
 	return !t.r.unmeasured && !t.s.kn.unqueued && o.Answered >= int64(t.r.start) && o.LeastTTFB > 0 &&
 		o.TTFB >= kneeQueue*o.LeastTTFB
-}
-
-// settle holds the window at the knee l.
-func (t *turn) settle(l level) {
-	s, k := &t.s, &t.s.kn
-	s.Phase = PhaseHold
-	k.at, k.down, k.prev, k.perReq = l.w, false, level{}, l.perRequest()
-	k.nextProbe = t.o.Now + kneeProbeEvery
-	s.Window = min(t.r.max, l.w)
-	t.newStep()
-	k.on = true // nothing to wait for: the window held streams
-	t.startMeasure(s.Window)
-	k.closing = false
-}
-
-// stepDown halves the window below the knee l, to be measured against
-// it (down).
-func (t *turn) stepDown(l level) {
-	k := &t.s.kn
-	if l.w/2 < kneeFloor {
-		k.down = false
-		return
-	}
-	k.down, k.best = true, l
-	t.s.Window = l.w / 2
-}
-
-// hold samples the throughput of a window held at its knee every
-// kneeSpan, and sends a probe a step above it when one is due or the
-// throughput per request rose kneeRise over the knee's or fell to half.
-func (t *turn) hold() {
-	s, o, k := &t.s, &t.o, &t.s.kn
-	cur, ok := t.measure()
-	if o.InFlight > s.Window || ok && cur.inFlight > float64(s.Window) {
-		// What a wider window left in flight drains first, and the
-		// requests sent once it drained wait a time to first byte.
-		t.startMeasure(s.Window)
-		k.calm = o.Now + o.TTFB
-		return
-	}
-	if o.Now < k.calm {
-		t.startMeasure(s.Window)
-		return
-	}
-	if !ok || !cur.enough() || cur.span < kneeHoldSpan {
-		return
-	}
-	t.startMeasure(s.Window)
-	k.closing = false
-	if k.down {
-		// A step below the knee: kept, and the next one tried, when it
-		// moves as much as the best of the knee and the halves kept, less
-		// kneeHold; else back.
-		switch {
-		case cur.rate >= k.best.rate*(1-kneeHold):
-			k.at, k.perReq, k.guess = s.Window, cur.perRequest(), false
-			t.stepDown(level{w: s.Window, rate: max(k.best.rate, cur.rate)})
-		case k.guess:
-			// The start window's requests did not queue: fewer moved
-			// less. The climb goes on from the start window.
-			best := k.best
-			s.Window, s.Phase = k.at, PhaseClimb
-			k.down, k.guess, k.unqueued, k.at, k.prev = false, false, true, 0, best
-			t.newStep()
-			return
-		default:
-			// Back at the knee: its throughput per request is sampled
-			// anew there, not compared with the half's (fewer requests
-			// sharing a bottleneck each move more).
-			k.down, s.Window, k.perReq = false, k.at, 0
-		}
-		t.startMeasure(s.Window) // the next sample is of the window now
-		return
-	}
-	// A sample taken while the window filled after a change says
-	// nothing of the throughput per request: only a full one counts.
-	full := cur.inFlight >= kneeFull*float64(s.Window)
-	if k.perReq == 0 {
-		// Settled without a measure of its own (the start window
-		// queued): the first full sample is the knee's.
-		if full {
-			k.perReq = cur.perRequest()
-		}
-		return
-	}
-	rose := full && cur.perRequest() >= kneeRise*k.perReq
-	// A fall to kneeFall below says the requests changed (smaller, or
-	// answered later: a mix's small objects after its large ones), where
-	// more in flight may pay though it did not at the knee; a probe that
-	// does not pay settles on the fallen level, so it is not sent again
-	// for it.
-	fell := full && cur.perRequest()*kneeFall <= k.perReq
-	if full && !rose && !fell {
-		// The knee's level is the best of its full samples: the first
-		// may have been taken while the window's connections were still
-		// being made, and a rise over it alone says little.
-		k.perReq = max(k.perReq, cur.perRequest())
-	}
-	if s.Window >= t.r.max || o.Now < k.nextProbe && !rose && !fell {
-		return
-	}
-	k.prev, k.nextProbe = cur, o.Now+kneeProbeEvery
-	s.Phase = PhaseProbe
-	t.stepUp()
 }

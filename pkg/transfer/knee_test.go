@@ -415,3 +415,99 @@ func TestKneeProbesWhenThroughputPerRequestFalls(t *testing.T) {
 		}
 	}
 }
+
+// TestKneeTrimsAQuarterWhileItHolds: a window settled at 64 with a trim
+// due tries 48 against its first full sample, keeps it when it moves as
+// much less kneeHold, tries 36, and goes back to 48 when 36 moves a
+// fifth less. The rule alone, fed one observation per sample.
+func TestKneeTrimsAQuarterWhileItHolds(t *testing.T) {
+	r := windowRule{max: 256, start: startWindow}
+	o := observation{TTFB: time.Millisecond, Full: true}
+	settled := turn{r: r, o: o, s: r.initial()}
+	settled.settle(level{w: 64})
+	s := settled.s
+	s.kn.trimDue = true
+	// One sample of w requests in flight over kneeHoldSpan, moving rate
+	// x (kneeCounts x 8 x countEvery per kneeSpan): enough for 64.
+	unit := float64(kneeCounts * 8 * countEvery)
+	sample := func(w int, rate float64) {
+		o.Now += kneeHoldSpan
+		o.InFlight = w
+		o.Area += time.Duration(w) * kneeHoldSpan
+		o.Moved += int64(float64(kneeHoldSpan/kneeSpan) * rate * unit)
+		s = r.next(s, o)
+	}
+	for i, c := range []struct {
+		w     int     // in flight over the sample
+		rate  float64 // what it moved, against the knee's 1
+		after int     // the window after it
+	}{
+		{64, 1, 48},    // the knee's first full sample: a quarter below is tried
+		{48, 0.97, 36}, // within kneeHold of the knee: kept, and the next tried
+		{36, 0.8, 48},  // a fifth less: back to the last kept
+		{48, 0.97, 48}, // held there
+	} {
+		sample(c.w, c.rate)
+		if s.Window != c.after {
+			t.Fatalf("sample %d (%d in flight at %.2fx): window %d, want %d", i, c.w, c.rate, s.Window, c.after)
+		}
+	}
+	if s.Phase != PhaseHold || s.kn.at != 48 || s.kn.down {
+		t.Fatalf("phase %v, knee %d, down %v: want held at a knee of 48", s.Phase, s.kn.at, s.kn.down)
+	}
+}
+
+// TestGateReportsAKneeOnlyWhereItStopped: a window at the budget (a
+// probe's, or a trim's from it) reports the budget and no knee; below
+// it, the knee it holds.
+func TestGateReportsAKneeOnlyWhereItStopped(t *testing.T) {
+	g := newGate(256, true, func() time.Duration { return 0 }, func() int64 { return 0 })
+	g.state.Window, g.state.kn.at = 256, 192
+	if _, stop, knee := g.window(); stop != WindowBudget || knee != 0 {
+		t.Fatalf("at the budget with a knee of 192 held below: stop %q, knee %d; want %q, no knee", stop, knee, WindowBudget)
+	}
+	g.state.Window = 192
+	if _, stop, knee := g.window(); stop != WindowKnee || knee != 192 {
+		t.Fatalf("held at 192: stop %q, knee %d; want %q at 192", stop, knee, WindowKnee)
+	}
+}
+
+// TestCrossed: a step to the budget that paid crossed a knee when it
+// bought less than kneeCrossed of its share.
+func TestCrossed(t *testing.T) {
+	for _, c := range []struct {
+		prev, cur level
+		want      bool
+	}{
+		{level{w: 256, rate: 100}, level{w: 512, rate: 190}, false}, // per connection caps: nearly all of it
+		{level{w: 256, rate: 100}, level{w: 512, rate: 140}, true},  // 40 % of a doubling
+		{level{w: 384, rate: 100}, level{w: 512, rate: 120}, false}, // a third more requests, over half of it
+		{level{}, level{w: 512, rate: 100}, false},                  // nothing measured before
+	} {
+		if got := crossed(c.prev, c.cur); got != c.want {
+			t.Errorf("crossed(%+v, %+v) = %v, want %v", c.prev, c.cur, got, c.want)
+		}
+	}
+}
+
+// TestKneeProbesBackOff: each probe that finds the knee again doubles
+// the wait for the next, up to kneeProbeEvery << kneeProbeBackoff; one
+// that pays starts the count again.
+func TestKneeProbesBackOff(t *testing.T) {
+	r := windowRule{max: 256, start: startWindow}
+	tr := turn{r: r, o: observation{Now: time.Second}, s: r.initial()}
+	tr.settle(level{w: 64, rate: 100, inFlight: 64})
+	for i, want := range []time.Duration{2, 4, 8, 8} {
+		tr.s.Phase, tr.s.kn.prev = PhaseProbe, level{w: 64, rate: 100, inFlight: 64}
+		if tr.judge(level{w: 128, rate: 101, inFlight: 128}) {
+			t.Fatalf("probe %d: a probe that bought 1 %% paid", i)
+		}
+		if got := tr.s.kn.nextProbe - tr.o.Now; got != want*kneeProbeEvery {
+			t.Fatalf("probe %d: next probe %v later, want %v", i, got, want*kneeProbeEvery)
+		}
+	}
+	tr.s.Phase, tr.s.kn.prev = PhaseProbe, level{w: 64, rate: 100, inFlight: 64}
+	if !tr.judgeLast(level{w: 128, rate: 150, inFlight: 128}) || tr.s.kn.fails != 0 {
+		t.Fatalf("a probe that paid: fails %d, want the climb on and the count at 0", tr.s.kn.fails)
+	}
+}

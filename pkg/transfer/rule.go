@@ -1,6 +1,9 @@
 package transfer
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // TLSStartWindow is where the window of requests in flight starts over
 // HTTPS (the job sets Options.StartWindow to it). Each connection the
@@ -19,8 +22,9 @@ const TLSStartWindow = 16
 func AdaptiveRule() string {
 	return fmt.Sprintf("the window of requests in flight starts at %d (%d over HTTPS), at most max_concurrent_requests; "+
 		"while it is full it doubles each time the server answered the last step, "+
-		"and holds at the knee, where a doubling buys less than %d %% more throughput; "+
+		"and holds at the knee, where a doubling buys less than %d %% more throughput, "+
+		"or a quarter below it while that moves %d %% as much; "+
 		"on SlowDown it drops to what the server was serving, doubles back to that level after %d round trips without one, "+
 		"and probes above it by one every %v",
-		startWindow, TLSStartWindow, int(kneeGain*100), recoverAfter, probeEvery)
+		startWindow, TLSStartWindow, int(kneeGain*100), int(math.Round((1-kneeHold)*100)), recoverAfter, probeEvery)
 }

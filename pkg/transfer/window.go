@@ -103,6 +103,9 @@ type observation struct {
 	// gate's start, Moved the bytes the run moved so far.
 	Area  time.Duration
 	Moved int64
+	// StreamArea is the same integral of the requests streaming (answered
+	// successfully, not yet given back).
+	StreamArea time.Duration
 	// TTFB is the median time to first byte (0: none yet), LeastTTFB
 	// the least one less the wait for a new connection (a handshake is
 	// the client's, not the server's queue; 0: none yet).
@@ -111,6 +114,9 @@ type observation struct {
 	// the requests in flight.
 	Answered  int64
 	Streaming int
+	// FirstAnswer is when the first successful answer came (0: none
+	// yet).
+	FirstAnswer time.Duration
 	// Released counts the requests given back so far (the mean bytes a
 	// request moves is Moved over it).
 	Released int64

@@ -35,6 +35,12 @@ func TestWindowRuleTransitions(t *testing.T) {
 			observation{Now: 200 * ms, TTFB: 30 * ms, Full: true}, PhaseBackOff, 20},
 		{"at the level: one more every probeEvery", r, windowState{Phase: PhaseBackOff, Window: 100, Level: 100, Epoch: 3, NextGrow: time.Second},
 			observation{Now: time.Second, TTFB: 30 * ms, Full: true}, PhaseBackOff, 101},
+		{"counted nothing 40 ms after the first answer: a blind step", r, r.initial(),
+			observation{Now: 50 * ms, TTFB: 5 * ms, LeastTTFB: 5 * ms, Full: true, Answered: startWindow, FirstAnswer: 6 * ms}, PhaseClimb, 2 * startWindow},
+		{"counted nothing 34 ms after it: the step waits for its measure", r, r.initial(),
+			observation{Now: 40 * ms, TTFB: 5 * ms, LeastTTFB: 5 * ms, Full: true, Answered: startWindow, FirstAnswer: 6 * ms}, PhaseStart, startWindow},
+		{"counted something: the step waits for its measure", r, r.initial(),
+			observation{Now: 50 * ms, TTFB: 5 * ms, LeastTTFB: 5 * ms, Full: true, Answered: startWindow, FirstAnswer: 6 * ms, Moved: countEvery}, PhaseStart, startWindow},
 		{"the budget: no step", blind, windowState{Phase: PhaseClimb, Window: 256},
 			observation{Now: time.Second, TTFB: 30 * ms, LeastTTFB: 30 * ms, Full: true}, PhaseClimb, 256},
 	} {
