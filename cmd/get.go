@@ -284,14 +284,15 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		dest = ""
 	}
 	get := &job.GetSpec{
-		Source: s3Location(u), Stores: s3Stores(client, opts.req), URL: opts.src,
+		Source: s3Location(u), URL: opts.src,
+		Stores: stores(storeOptions{s3: s3store.OpenerOptions{Client: client, Req: opts.req}, localDest: sink}),
 		Read: store.Options{Prefix: u.Prefix, FirstRange: settings.PartSize, FanOut: cmp.Or(opts.scale.fanOut, defaultFanOut),
 			Version: opts.versionID, Verify: eopts.Verify != transfer.VerifyOff, StallTimeout: out.stall, OnRetry: f.logListRetry},
 		Dest: dest, Stdout: f.IO.Out,
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
+		Delete:      opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
 		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: s3Origin(u.Bucket), source: opts.src})

@@ -104,10 +104,10 @@ type locations struct {
 }
 
 func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
-	switch StoreOf(loc) {
-	case Stdio:
+	switch {
+	case loc == "-":
 		return io.NopCloser(l.in), nil
-	case Local:
+	case store.SchemeOf(loc) == "":
 		return os.Open(loc)
 	}
 	if hostOf(loc) == l.host && l.src != nil {
