@@ -195,3 +195,27 @@ func TestCopyDelete(t *testing.T) {
 		t.Errorf("b-1 holds %q, want %q", got, want)
 	}
 }
+
+// TestCopyAcrossStoresStreams: S3 to S3 across stores streams through
+// this process, not server-side, and over plain HTTP (no trailing
+// checksum) its requests are capped by the memory of the parts it holds;
+// from local files, whose bodies read twice, nothing is capped.
+func TestCopyAcrossStoresStreams(t *testing.T) {
+	store := emuStore(t)
+	src := copyTree(t)
+	base := CopySpec{Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
+	up := base
+	up.Src, up.Dst = filepath.Join(src, "a"), "s3://b-1/across/"
+	if c := runCopy(t, up); c.MaxRequests != 0 || c.ServerSide || c.LocalTo != "s3" {
+		t.Errorf("local to S3: cap %d, server-side %v, local to %q", c.MaxRequests, c.ServerSide, c.LocalTo)
+	}
+	across := base
+	across.Src, across.Source, across.Dst, across.CrossStore = "s3://b-1/across/", "s3://b-1/across/", "s3://b-2/across/", true
+	c := runCopy(t, across)
+	if c.ServerSide || c.MaxRequests != streamBuffer/(64<<10) || c.LocalTo != "" {
+		t.Errorf("across stores: server-side %v, cap %d, local to %q; want streamed, capped at %d", c.ServerSide, c.MaxRequests, c.LocalTo, streamBuffer/(64<<10))
+	}
+	if got, want := keys(t, store, "b-2"), []string{"across/1", "across/b/2"}; !slices.Equal(got, want) {
+		t.Errorf("b-2 holds %q, want %q", got, want)
+	}
+}
