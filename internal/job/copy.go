@@ -137,8 +137,9 @@ func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
 	return nil
 }
 
-// openFrom opens Src with read, each object named by name, and decides
-// who lists it.
+// openFrom opens Src with read (which names its objects), refuses what
+// a single object cannot be given (--shard, --delete), and decides who
+// lists it.
 func (c *Copy) openFrom(ctx context.Context, spec CopySpec, from store.Entry, read store.Options) (*store.Opened, error) {
 	loc := cmp.Or(spec.Source, spec.Src)
 	if spec.Scale.Manifest != "" {
