@@ -165,7 +165,7 @@ func runBench(ctx context.Context, fac *Factory, opts *benchOptions) (err error)
 		if _, err := f.transport(ctx, widest); err != nil {
 			return err
 		}
-		return runSweep(ctx, f, settings, u, cells, opts, out)
+		return runSweep(ctx, f, settings, u, cells, opts, out, ds)
 	}
 	client, err := s3Client(ctx, f, settings)
 	if err != nil {

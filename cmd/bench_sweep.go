@@ -19,6 +19,7 @@ import (
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/report"
+	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sweep"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -109,21 +110,29 @@ func newSweepLine(typ string, r sweep.Result) sweepLine {
 	return l
 }
 
-// runSweep measures each cell over fresh lanes into a discard sink.
-func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions, out runOutput) error {
+// runSweep measures each cell over fresh lanes into a discard sink, each
+// a bench run (runJob) of its own for the sweep's time per cell. ds is
+// the emulator's dataset (nil for a URL), whose later passes read fresh
+// names.
+func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, cells []sweep.Cell, opts *benchOptions, out runOutput, ds *s3emu.Dataset) error {
 	text, js := out.textOut(f.Factory), out.jsonOut(f.Factory)
-	// A cell runs as bench would, verifying as bench does, so the two
-	// differ only by what a cell is: short, from a cold start, and with
-	// its window fixed at the setting (--adaptive off): with the
-	// window's climb --max-concurrent-requests is a ceiling the window
-	// may stop below (at its knee), not what a row would measure.
+	// A cell runs as bench --duration would, verifying as bench does, so
+	// the two differ only by what a cell is: short, from a cold start,
+	// rendering only its row, and with its window fixed at the setting
+	// (--adaptive off): with the window's climb
+	// --max-concurrent-requests is a ceiling the window may stop below
+	// (at its knee), not what a row would measure.
 	const row = "%10s %9s %10s %26s %11s %13s  %s\n"
 	if text != nil {
 		fmt.Fprintf(text, "sweep: %s, %s each, each from a cold start (new connections) with --adaptive off (the requests in flight fixed at the setting) and cut off at its time: compare the rows with each other, not with a whole bench run, whose window may stop below its ceiling\n",
 			plural(int64(len(cells)), "setting"), opts.sweep.per)
 		fmt.Fprintf(text, row, "PART SIZE", "REQUESTS", "IN FLIGHT", "RATE", "TTFB P50", "BYTES", "")
 	}
-	measure := func(cctx context.Context, c sweep.Cell) (transfer.Summary, error) {
+	// A cell prints nothing of its own (its row is the sweep's) and
+	// writes no report; failed objects still have their lines.
+	quiet := out
+	quiet.route, quiet.asJSON, quiet.quiet, quiet.report, quiet.timed = nil, false, true, reportFlags{}, true
+	measure := func(ctx context.Context, c sweep.Cell, per time.Duration) (transfer.Summary, error) {
 		cs := s
 		cs.PartSize, cs.MultipartThreshold, cs.MaxConcurrentRequests = c.PartSize, c.PartSize, c.Requests
 		// The cell's requests are the budget; as many objects may be
@@ -135,14 +144,14 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		}
 		eopts.Adaptive = transfer.AdaptiveOff // the setting, not a ceiling
 		eopts.DryRun, eopts.VerifyExisting = false, false
-		client, err := s3Client(cctx, f, cs)
+		client, err := s3Client(ctx, f, cs)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
 		// The lanes' clients are built (and the bucket's region found)
 		// before the connections are closed.
 		get := benchSpec(client, u, eopts, opts.output.stall, f)
-		lanes, err := s3store.NewLanes(cctx, u.Bucket, client)
+		lanes, err := s3store.NewLanes(ctx, u.Bucket, client)
 		if err != nil {
 			return transfer.Summary{}, err
 		}
@@ -150,17 +159,15 @@ func runSweep(ctx context.Context, f *runEnv, s config.Settings, u s3store.URL, 
 		// Each cell starts from no connection, as a run would (over the
 		// run's transport, whose TLS sessions resume).
 		f.net.t.CloseIdle()
-		run, err := job.Open(cctx, job.Spec{Engine: eopts, Bandwidth: cs.MaxBandwidth, Get: get})
-		if err != nil {
-			return transfer.Summary{}, err
+		// The cell's clock ends it at its time, from the engine's start;
+		// the objects it cuts then are not failures.
+		clock := &benchClock{limit: per, warmup: -1}
+		if ds != nil {
+			clock.pass = emulatorPass
 		}
-		defer run.Close()
-		sum, err := run.Transfer(cctx, job.Hooks{})
-		if err == nil && sum.Failed > 0 {
-			// Objects cut off by the cell's deadline are not failures;
-			// these failed on their own.
-			err = fmt.Errorf("%s failed", plural(sum.Failed, "object"))
-		}
+		var sum transfer.Summary
+		how := jobRun{settings: cs, out: quiet, rules: opts.rules.rules, clock: clock, summary: &sum}
+		err = runJob(ctx, f, job.Spec{Engine: eopts, Bandwidth: cs.MaxBandwidth, Get: get}, how)
 		return sum, err
 	}
 	done := func(r sweep.Result) {

@@ -35,6 +35,9 @@ type jobRun struct {
 	source string
 	// directory is the source's bucket when it is a directory bucket.
 	directory string
+	// summary, when set, receives the transfer's summary (a sweep's
+	// cell is measured by it).
+	summary *transfer.Summary
 }
 
 // s3Origin names an object of bucket by its URL.
@@ -115,6 +118,9 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 		}
 	}()
 	sum, err := run.Transfer(tctx, h)
+	if how.summary != nil {
+		*how.summary = sum
+	}
 	var cut int64 // objects in flight when the clock ended the run
 	switch {
 	case how.clock != nil && how.clock.ended(tctx) && ctx.Err() == nil:

@@ -89,6 +89,10 @@ func loadSettings(f *Factory, fs *pflag.FlagSet) (config.Settings, *config.Origi
 	return l.Settings, l.Origins, nil
 }
 
+// knownEnv are the S3PD_* variables cmd reads itself, besides the
+// settings': the settings refuse any other as a typo.
+func knownEnv() []string { return []string{envSSECKey, shard.EnvCount, envRefuseDirect} }
+
 // resolveSettings loads the settings with the sources they came from.
 func resolveSettings(f *Factory, fs *pflag.FlagSet) (*config.Loaded, error) {
 	getenv := f.getenv()
@@ -96,7 +100,7 @@ func resolveSettings(f *Factory, fs *pflag.FlagSet) (*config.Loaded, error) {
 		Getenv:   getenv,
 		Flags:    fs,
 		Preset:   func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv: []string{envSSECKey, shard.EnvCount},
+		KnownEnv: knownEnv(),
 	})
 	if err != nil {
 		return nil, usageError(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/s3pd/s3pd/configs"
 	"github.com/s3pd/s3pd/internal/testenv"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/spf13/pflag"
 )
 
@@ -428,13 +429,25 @@ func TestLoadSettingsUnknownEnv(t *testing.T) {
 	}
 }
 
-func TestLoadSettingsIgnoresTestHarnessEnv(t *testing.T) {
-	for _, name := range []string{"S3PD_TEST_ANYTHING", "S3PD_NETNS_REQUIRED"} {
+// TestLoadSettingsKnowsOnlyWhatCmdReads: a variable cmd reads itself
+// is accepted; a test harness's own (S3PD_NETNS_REQUIRED, S3PD_TEST_*)
+// is not s3pd's and is refused as any unknown one: a harness keeps them
+// out of the environment of the s3pd it runs.
+func TestLoadSettingsKnowsOnlyWhatCmdReads(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{envRefuseDirect, true},
+		{shard.EnvCount, true},
+		{"S3PD_TEST_ANYTHING", false},
+		{"S3PD_NETNS_REQUIRED", false},
+	} {
 		e := newSettingsEnv(t)
-		t.Setenv(name, "1")
-		e.vars[name] = "1"
-		if _, _, err := e.load(t); err != nil {
-			t.Errorf("%s set: %v, want it ignored", name, err)
+		t.Setenv(tt.name, "1")
+		e.vars[tt.name] = "1"
+		if _, _, err := e.load(t); (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), "unknown variable") {
+			t.Errorf("%s set: error %v, want accepted %v", tt.name, err, tt.ok)
 		}
 	}
 }

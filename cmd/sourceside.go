@@ -6,7 +6,6 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3store"
-	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/store"
 )
 
@@ -75,7 +74,7 @@ func sourceSettings(f *runEnv, opts *copyOptions, profile string) (config.Settin
 		Getenv:        getenv,
 		Flags:         opts.flags,
 		Preset:        func(name string) ([]byte, error) { return readPreset(getenv, name) },
-		KnownEnv:      []string{envSSECKey, shard.EnvCount},
+		KnownEnv:      knownEnv(),
 		Profile:       profile,
 		ProfileOrigin: config.Origin{Source: config.SourceFlag, Detail: "--source-profile"},
 		SkipFlags:     sideFlags,

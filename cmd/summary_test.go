@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -286,27 +287,29 @@ func (s *syncBuffer) String() string {
 // On a terminal the bar shows objects and bytes done of the total, the
 // rate in one pair of units (MiB/s and decimal Gbit/s) and the time left.
 func TestProgressBarShowsDoneOfTotal(t *testing.T) {
-	var errOut syncBuffer
-	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
-	listed := &listedBytes{}
-	for range 4 {
-		listed.Listed(transfer.Object{Size: 8 << 20})
-	}
-	listed.ListingDone()
-	r := newReporter(f, zap.NewNop(), runOutput{}, listed)
-	r.Bytes(12 << 20)
-	r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "1/4 obj") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	r.close()
-	out := errOut.String()
-	for _, want := range []string{"1/4 obj, ", " Gbit/s", "12/32 MiB", "MiB/s", "37%"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("progress bar lacks %q: %q", want, out)
+	// A bubble: the bar's ticker runs on the fake clock, so a second of
+	// frames passes at once and the test waits for no real time.
+	synctest.Test(t, func(t *testing.T) {
+		var errOut syncBuffer
+		f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
+		listed := &listedBytes{}
+		for range 4 {
+			listed.Listed(transfer.Object{Size: 8 << 20})
 		}
-	}
+		listed.ListingDone()
+		r := newReporter(f, zap.NewNop(), runOutput{}, listed)
+		r.Bytes(12 << 20)
+		r.ObjectDone(transfer.Result{Object: transfer.Object{Key: "a", Size: 8 << 20}, Bytes: 8 << 20})
+		time.Sleep(time.Second) // ten frames, on the bubble's clock
+		synctest.Wait()
+		r.close()
+		out := errOut.String()
+		for _, want := range []string{"1/4 obj, ", " Gbit/s", "12/32 MiB", "MiB/s", "37%"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("progress bar lacks %q: %q", want, out)
+			}
+		}
+	})
 }
 
 // The summary says what a local destination did about direct I/O: on,
@@ -343,6 +346,12 @@ func TestHumanSummaryDirectIO(t *testing.T) {
 // figures change (bytes, rate, objects done), and it counts the objects
 // open, whose bytes it shows before they are done.
 func TestProgressBarKeepsItsWidth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { progressBarKeepsItsWidth(t) })
+}
+
+// progressBarKeepsItsWidth runs in a bubble: the figures change every
+// 15 ms and the bar draws every 100 ms, on the fake clock.
+func progressBarKeepsItsWidth(t *testing.T) {
 	var errOut syncBuffer
 	f := &Factory{IO: &IOStreams{Out: &strings.Builder{}, ErrOut: &errOut, ErrTTY: true}}
 	listed := &listedBytes{}
@@ -357,12 +366,10 @@ func TestProgressBarKeepsItsWidth(t *testing.T) {
 		if i%7 == 0 {
 			r.ObjectDone(transfer.Result{Object: transfer.Object{Key: fmt.Sprint(i), Size: 64 << 20}, Bytes: 64 << 20})
 		}
-		time.Sleep(15 * time.Millisecond)
+		time.Sleep(15 * time.Millisecond) // the pace of the figures, on the bubble's clock
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(errOut.String(), "6/157 obj,  34 open") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	time.Sleep(time.Second) // frames of the last figures
+	synctest.Wait()
 	r.close()
 	widths := map[int]string{}
 	for _, frame := range strings.Split(errOut.String(), "\r") {

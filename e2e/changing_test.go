@@ -32,13 +32,7 @@ func TestUploadOfAChangingFile(t *testing.T) {
 	// Rewrite once a third part was asked for (two threads: a part has
 	// been sent): the upload is under way, and at 4 MiB/s most of it is
 	// still to come.
-	deadline := time.Now().Add(30 * time.Second)
-	for partsAsked(s.emu.Log(), "up/f") < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the upload did not reach its third part within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitEmu(t, s.emu, 30*time.Second, "the upload's third part asked for", func(s3emu.Stats) bool { return partsAsked(s.emu.Log(), "up/f") >= 3 })
 	f, err := os.OpenFile(filepath.Join(dir, "f"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +104,7 @@ func TestUploadNamesTheChange(t *testing.T) {
 				done <- run(t, nil, s.cmd("copy", "--max-bandwidth", "4MiB/s", "--partsize", "1MiB", "--multipart-threshold", tc.threshold,
 					"--threads", "2", filepath.Join(dir, "f"), s.url("up/f"))...)
 			}()
-			for deadline := time.Now().Add(30 * time.Second); !tc.started(s.emu.Log()); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the upload did not start within 30s")
-				}
-			}
+			awaitEmu(t, s.emu, 30*time.Second, "the upload started", func(s3emu.Stats) bool { return tc.started(s.emu.Log()) })
 			if err := tc.change(filepath.Join(dir, "f")); err != nil {
 				t.Fatal(err)
 			}

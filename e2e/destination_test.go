@@ -147,13 +147,10 @@ func TestResumeNeverTrustsWhatIsNotOnDisk(t *testing.T) {
 			nr := append(append([]string{}, args[:len(args)-2]...), "--no-resume", args[len(args)-2], dest)
 			cmd, _ := startGet(t, nr...)
 			// Killed once it made its partial file, before its first journal batch (1 s).
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) {
-				if fresh, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.partial")); len(fresh) > 0 && journaled(t, dest) == 0 {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			eventually(5*time.Second, func() bool {
+				fresh, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.partial"))
+				return len(fresh) > 0 && journaled(t, dest) == 0
+			})
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
 		}},
@@ -345,13 +342,11 @@ func TestDeleteLeavesNestedRunsAlone(t *testing.T) {
 	dest := t.TempDir()
 	sub := filepath.Join(dest, "sub")
 	cmd, stderr := startGet(t, append(append([]string{"get"}, flags...), "s3://bench/n/", sub)...)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ps, _ := filepath.Glob(filepath.Join(sub, local.WorkDir, "*.partial")); len(ps) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the nested run made no partial file within 30s\n%s", stderr)
-		}
+	if !eventually(30*time.Second, func() bool {
+		ps, _ := filepath.Glob(filepath.Join(sub, local.WorkDir, "*.partial"))
+		return len(ps) == 1
+	}) {
+		t.Fatalf("the nested run made no partial file within 30s\n%s", stderr)
 	}
 	r := run(t, nil, append(append([]string{"get", "--delete"}, flags...), "s3://bench/top/", dest)...)
 	if r.code != 0 {

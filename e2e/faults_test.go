@@ -165,7 +165,7 @@ func TestSlowDownStorm(t *testing.T) {
 				afterWave = max(afterWave, st.InFlight)
 			}
 			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // a sampler's cadence, not a wait for a state
 		}
 	}()
 	r := run(t, nil, s.cmd("get", "--workers", "64", "--threads", "4", "--partsize", "1MiB", "--max-concurrent-requests", "256", s.url("storm/"), dest)...)

@@ -165,16 +165,15 @@ func motoStore(t *testing.T) *store {
 // at endpoint, then creates the tests' bucket on it.
 func startedStore(t *testing.T, name, endpoint string) *store {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(endpoint + "/")
-		if err == nil {
+	var err error
+	if !eventually(30*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(endpoint + "/"); err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start: %v", name, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("%s did not start: %v", name, err)
 	}
 	s := &store{name: name, endpoint: endpoint, bucket: "e2e-bucket", client: newClient(t, endpoint), signed: true}
 	if _, err := s.client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}); err != nil {

@@ -240,28 +240,15 @@ func TestManifestOfAMillionKeysStreams(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() }) // a run the test gave up on
 	millionKeys(stdin, 0, 1000)
-	for s.emu.Stats().GetRequests == 0 {
-		if time.Since(start) > 30*time.Second {
-			c.Process.Kill()
-			c.Wait()
-			t.Fatal("no object fetched while the manifest was still open")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitEmu(t, s.emu, 30*time.Second, "an object fetched while the manifest was still open", func(st s3emu.Stats) bool { return st.GetRequests > 0 })
 	t.Logf("first GET %v after start, the manifest still open", time.Since(start))
 
 	// An interrupt ends the run while the manifest is still open, once
 	// every line written is fetched and the listing waits on stdin for
 	// more: the engine does not wait for a read that ignores it.
-	for s.emu.Stats().GetRequests < 1000 {
-		if time.Since(start) > 60*time.Second {
-			c.Process.Kill()
-			c.Wait()
-			t.Fatalf("%d of the 1000 objects written fetched in 60 s", s.emu.Stats().GetRequests)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitEmu(t, s.emu, 60*time.Second, "the 1000 objects written fetched", func(st s3emu.Stats) bool { return st.GetRequests >= 1000 })
 	c.Process.Signal(syscall.SIGINT)
 	waitOrDump(t, c, &childErr, 10*time.Second)
 	stdin.Close()

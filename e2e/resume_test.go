@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,12 +93,8 @@ func waitForJournal(t *testing.T, dir string) { waitForJournaled(t, dir, 1) }
 // min bytes: a condition, not a guess at how long that takes.
 func waitForJournaled(t *testing.T, dir string, min int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for journaled(t, dir) < min {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %d bytes journaled within 30s", min)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually(30*time.Second, func() bool { return journaled(t, dir) >= min }) {
+		t.Fatalf("fewer than %d bytes journaled within 30s", min)
 	}
 }
 
@@ -109,16 +106,15 @@ func waitForJournaled(t *testing.T, dir string, min int64) {
 // is drained too.
 func resetAfterDrain(t *testing.T, emu *s3emu.Server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	quiet := time.Now()
-	for time.Since(quiet) < 250*time.Millisecond {
-		if emu.Stats().InFlight > 0 {
-			quiet = time.Now()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		awaitEmu(t, emu, time.Until(deadline), "no request in flight after the client stopped", func(st s3emu.Stats) bool { return st.InFlight == 0 })
+		// Quiet once no request begins for a quarter of a second.
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		_, err := emu.Await(ctx, func(st s3emu.Stats) bool { return st.InFlight > 0 })
+		cancel()
+		if err != nil && emu.Stats().InFlight == 0 {
+			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d requests still in flight 10s after the client stopped", emu.Stats().InFlight)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	emu.ResetStats()
 }
@@ -240,12 +236,11 @@ func TestEarlyInterruptKeepsPartsInProgress(t *testing.T) {
 	// Both parts reached their stall, and the client read what they
 	// sent (its read count, not the server's: the socket buffers hold
 	// megabytes).
-	deadline := time.Now().Add(60 * time.Second)
-	for s.emu.BytesSentFor(s.bucket, "big/00000000") < 6<<20 || readBytes(t, cmd.Process.Pid) < 6<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the two parts did not reach their stalls within 60s (%d bytes sent)", s.emu.BytesSentFor(s.bucket, "big/00000000"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The client's read count is another process's: polled.
+	if !eventually(60*time.Second, func() bool {
+		return s.emu.BytesSentFor(s.bucket, "big/00000000") >= 6<<20 && readBytes(t, cmd.Process.Pid) >= 6<<20
+	}) {
+		t.Fatalf("the two parts did not reach their stalls within 60s (%d bytes sent)", s.emu.BytesSentFor(s.bucket, "big/00000000"))
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()

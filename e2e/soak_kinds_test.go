@@ -167,7 +167,7 @@ func soakNestedRound(t *testing.T, seed uint64) {
 		}
 		_, nestedLines, _ = soakGet(t, withDest(args, nested))
 	}()
-	time.Sleep(start)
+	time.Sleep(start) // the parent's start after the nested run's: the fault's timing
 	code, lines, stderr := soakGet(t, withDest(args, parent, "--delete"))
 	wg.Wait()
 	checkFinalNames(t, seed, parent, objs, lines)

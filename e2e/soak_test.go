@@ -222,7 +222,7 @@ func soakKill(t *testing.T, args []string, delay time.Duration) {
 		t.Error(err)
 		return
 	}
-	time.Sleep(delay)
+	time.Sleep(delay) // when the kill lands is the fault injected
 	cmd.Process.Kill()
 	cmd.Wait()
 }

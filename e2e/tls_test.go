@@ -111,10 +111,7 @@ func TestBenchOverHTTPSAndHTTP(t *testing.T) {
 	lastJSON(t, r.stdout, &u)
 	// The server counts a connection that sent no request when it sees
 	// it close, soon after s3pd exits.
-	srv := ts.Stats()
-	for deadline := time.Now().Add(10 * time.Second); srv.TLSHandshakes < u.TLSHandshakes && time.Now().Before(deadline); srv = ts.Stats() {
-		time.Sleep(20 * time.Millisecond)
-	}
+	srv := awaitCounts(ts.Server, func(st s3emu.Stats) bool { return st.TLSHandshakes >= u.TLSHandshakes })
 	if u.Scheme != "https" || u.Transport != "HTTPS" || u.Objects != 6 || u.EmulatorInProcess || u.TLSHandshakes < 1 ||
 		u.TLSHandshakes != srv.TLSHandshakes || u.TLSResumed != srv.TLSResumed {
 		t.Errorf("bench over TLS: %+v; the server counted %d handshakes, %d resumed; want https and the same counts", u, srv.TLSHandshakes, srv.TLSResumed)
@@ -168,10 +165,7 @@ func TestTLSResumptionTarget(t *testing.T) {
 		lastJSON(t, r.stdout, &s)
 		// A connection that sent no request is counted when the server
 		// sees it close, soon after s3pd exits.
-		srv := ts.Stats()
-		for deadline := time.Now().Add(10 * time.Second); srv.TLSHandshakes-before.TLSHandshakes < s.TLSHandshakes && time.Now().Before(deadline); srv = ts.Stats() {
-			time.Sleep(20 * time.Millisecond)
-		}
+		srv := awaitCounts(ts.Server, func(st s3emu.Stats) bool { return st.TLSHandshakes-before.TLSHandshakes >= s.TLSHandshakes })
 		srv.TLSHandshakes -= before.TLSHandshakes
 		srv.TLSResumed -= before.TLSResumed
 		srv.TLSHandshakesAfterFirst -= before.TLSHandshakesAfterFirst

@@ -99,16 +99,14 @@ func versitygwTLSStore(t *testing.T) (*store, string) {
 	pool.AppendCertsFromPEM(pemBytes)
 	endpoint := "https://" + addr
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := hc.Get(endpoint + "/")
-		if err == nil {
+	if !eventually(30*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = hc.Get(endpoint + "/"); err == nil {
 			resp.Body.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw over TLS did not start: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("versitygw over TLS did not start: %v", err)
 	}
 	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),

@@ -74,11 +74,7 @@ func TestKeptForResumeCountsWhatARerunResumes(t *testing.T) {
 	dest := t.TempDir()
 	s.emu.ResetStats()
 	out := interrupt(dest, func() {
-		for deadline := time.Now().Add(30 * time.Second); s.emu.Stats().BytesSent < 1<<20; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("no MiB sent within 30s")
-			}
-		}
+		awaitEmu(t, s.emu, 30*time.Second, "a MiB sent", func(st s3emu.Stats) bool { return st.BytesSent >= 1<<20 })
 	}, "--multipart-threshold", "64MiB")
 	if strings.Contains(out, "kept for resume") || !strings.Contains(out, "no part on disk to keep") {
 		t.Errorf("below the threshold, the summary says:\n%s", out)
@@ -178,19 +174,15 @@ func TestResumeSurvivesTamperedJournals(t *testing.T) {
 			// first parts well before it ends.
 			args := s.cmd("get", "--partsize", "1MiB", "--threads", "2", s.url("j/"), dest)
 			cmd, _ := startGet(t, args...)
-			var js []string
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				js, _ = filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal"))
-				if len(js) == 2 && len(journalLines(t, dest)[0]) > 0 && len(journalLines(t, dest)[1]) > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("two journals with a part each did not appear within 30s")
-				}
+			if !eventually(30*time.Second, func() bool {
+				js, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal"))
+				return len(js) == 2 && len(journalLines(t, dest)[0]) > 0 && len(journalLines(t, dest)[1]) > 0
+			}) {
+				t.Fatal("two journals with a part each did not appear within 30s")
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			cmd.Wait()
-			js, _ = filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal"))
+			js, _ := filepath.Glob(filepath.Join(dest, local.WorkDir, "*.journal"))
 			if len(js) != 2 {
 				t.Fatalf("journals after the kill: %v", js)
 			}

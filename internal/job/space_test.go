@@ -18,7 +18,7 @@ type sliceLister struct {
 
 func (l sliceLister) List(ctx context.Context, emit func(transfer.Object) error) error {
 	for _, o := range l.objs {
-		time.Sleep(l.gap)
+		time.Sleep(l.gap) // the listing's pace injected, not a wait
 		if err := emit(o); err != nil {
 			return err
 		}

@@ -22,8 +22,19 @@ import (
 // address they came from: one per link.
 type countingEmulator struct {
 	endpoint string
+	srv      *s3emu.Server
 	mu       sync.Mutex
 	from     map[string]int
+}
+
+// awaitCount waits up to d for n requests from addr, woken by the
+// emulator at each request (s3emu.Server.Await), and reports whether
+// they came.
+func (c *countingEmulator) awaitCount(addr string, n int, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := c.srv.Await(ctx, func(s3emu.Stats) bool { return c.count(addr) >= n })
+	return err == nil
 }
 
 func (c *countingEmulator) count(addr string) int {
@@ -45,7 +56,7 @@ func (c *countingEmulator) total() int {
 func startCountingEmulator(t *testing.T, e *Env) *countingEmulator {
 	t.Helper()
 	srv := s3emu.NewTestServer(t, s3emu.Options{Buckets: []string{"upl"}, AllowRemote: true}, s3emu.Unstarted())
-	c := &countingEmulator{from: map[string]int{}}
+	c := &countingEmulator{srv: srv.Server, from: map[string]int{}}
 	const port = "8080"
 	ln, err := e.Listen(e.Server, "tcp4", net.JoinHostPort(e.Service[0].String(), port))
 	if err != nil {

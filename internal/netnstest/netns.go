@@ -219,8 +219,17 @@ func (e *Env) writeHosts(hosts map[string][]netip.Addr) {
 
 // Command returns a command that runs inside namespace ns through `ip netns
 // exec`, which also shows the namespace's own /sys and /etc/netns/NS files.
+// It runs without the test's S3PD_* variables (S3PD_NETNS_REQUIRED and
+// the like are the harness's): an s3pd it runs takes its settings from
+// its arguments, and refuses S3PD_* variables it does not know.
 func (e *Env) Command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "S3PD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
 }
 
 // RxBytes reads /sys/class/net/IF/statistics/rx_bytes inside namespace ns.

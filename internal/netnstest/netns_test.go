@@ -3,7 +3,6 @@ package netnstest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -170,6 +169,7 @@ func TestSpreadOverHostsAddresses(t *testing.T) {
 		client, server = e.Client, e.Server
 		var mu sync.Mutex
 		counts := map[string]int{}
+		accepted := make(chan struct{}, spreadDials) // one per connection counted
 		port := "0"
 		for _, a := range e.Service {
 			ln, err := e.Listen(e.Server, "tcp4", net.JoinHostPort(a.String(), port))
@@ -177,7 +177,7 @@ func TestSpreadOverHostsAddresses(t *testing.T) {
 				t.Fatalf("listen on %s: %v", a, err)
 			}
 			_, port, _ = net.SplitHostPort(ln.Addr().String())
-			countAccepts(t, ln, &mu, counts)
+			countAccepts(t, ln, &mu, counts, accepted)
 		}
 		self, err := os.Executable()
 		if err != nil {
@@ -191,24 +191,23 @@ func TestSpreadOverHostsAddresses(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestSpreadHelper") {
 			t.Fatalf("helper in the client namespace: %v:\n%s", err, out)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			mu.Lock()
-			total := counts["198.19.0.1"] + counts["198.19.0.2"] + counts["198.19.0.3"]
-			got := fmt.Sprint(counts)
-			mu.Unlock()
-			if total == spreadDials || time.Now().After(deadline) {
-				for _, a := range e.Service {
-					mu.Lock()
-					n := counts[a.String()]
-					mu.Unlock()
-					if n != spreadDials/3 {
-						t.Errorf("connections to %s: got %d, want %d (all: %s)", a, n, spreadDials/3, got)
-					}
-				}
-				break
+		// The server side counts each connection as it accepts it,
+		// perhaps after the helper exited: wait for them all (or 5 s).
+		timeout := time.After(5 * time.Second)
+	wait:
+		for range spreadDials {
+			select {
+			case <-accepted:
+			case <-timeout:
+				break wait
 			}
-			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range e.Service {
+			if n := counts[a.String()]; n != spreadDials/3 {
+				t.Errorf("connections to %s: got %d, want %d (all: %v)", a, n, spreadDials/3, counts)
+			}
 		}
 	})
 	if client == "" {
@@ -250,8 +249,8 @@ func TestSpreadHelper(t *testing.T) {
 }
 
 // countAccepts counts accepted connections by local address until the test
-// ends.
-func countAccepts(t *testing.T, ln net.Listener, mu *sync.Mutex, counts map[string]int) {
+// ends, telling accepted of each (while it has room).
+func countAccepts(t *testing.T, ln net.Listener, mu *sync.Mutex, counts map[string]int, accepted chan<- struct{}) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -264,6 +263,10 @@ func countAccepts(t *testing.T, ln net.Listener, mu *sync.Mutex, counts map[stri
 			mu.Lock()
 			counts[c.LocalAddr().(*net.TCPAddr).IP.String()]++
 			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default: // more than were dialled: the counts say so
+			}
 			c.Close()
 		}
 	}()

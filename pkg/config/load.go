@@ -45,13 +45,7 @@ const (
 	FlagConfig  = "config"
 	EnvPreset   = "S3PD_PRESET"
 	EnvConfig   = "S3PD_CONFIG"
-	// envTestPrefix starts variables read by s3pd's test suite, not by s3pd.
-	envTestPrefix = "S3PD_TEST_"
 )
-
-// testHarnessEnv are variables of s3pd's test suite that predate the
-// S3PD_TEST_ prefix; s3pd ignores them.
-var testHarnessEnv = []string{"S3PD_NETNS_REQUIRED"}
 
 // Aliases are the original s3pd's flag names of two settings, kept for
 // its users; the new names win when both are given.
@@ -70,8 +64,8 @@ type Sources struct {
 	Flags *pflag.FlagSet
 	// Preset reads a preset by name (the embedded ones, or one saved).
 	Preset func(name string) ([]byte, error)
-	// KnownEnv are S3PD_* variables that s3pd reads elsewhere; any other
-	// S3PD_* variable that is not a setting's is an error (a typo).
+	// KnownEnv are S3PD_* variables that the caller reads itself; any
+	// other S3PD_* variable that is not a setting's is an error (a typo).
 	KnownEnv []string
 	// Profile, when set, is the AWS profile to read, whatever --profile
 	// and AWS_PROFILE say, with ProfileOrigin as where it was named: the
@@ -242,7 +236,7 @@ func (l *loader) env() error {
 		return err
 	}
 	known := map[string]bool{EnvPreset: true, EnvConfig: true}
-	for _, name := range append(testHarnessEnv, l.src.KnownEnv...) {
+	for _, name := range l.src.KnownEnv {
 		known[name] = true
 	}
 	for _, d := range All() {
@@ -256,7 +250,7 @@ func (l *loader) env() error {
 	var unknown []string
 	for _, kv := range l.src.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, EnvPrefix) && !strings.HasPrefix(name, envTestPrefix) && !known[name] && getenv(name) != "" {
+		if strings.HasPrefix(name, EnvPrefix) && !known[name] && getenv(name) != "" {
 			unknown = append(unknown, name)
 		}
 	}

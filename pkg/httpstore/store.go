@@ -56,7 +56,7 @@ type Options struct {
 	FirstRange int64
 	// Probes bounds the probes in flight (default 8).
 	Probes int
-	// Backoff paces a probe's retries (default transfer.DefaultBackoff).
+	// Backoff paces a probe's retries (default: the range reads budget, transfer.BudgetFor(transfer.RangeRead)).
 	Backoff transfer.Backoff
 	// UserAgent is sent with every request (default "s3pd").
 	UserAgent string
@@ -130,7 +130,7 @@ func (o Options) withDefaults() Options {
 		o.Probes = 8
 	}
 	if o.Backoff.MaxAttempts <= 0 {
-		o.Backoff = transfer.DefaultBackoff
+		o.Backoff = transfer.BudgetFor(transfer.RangeRead)
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = "s3pd"

@@ -40,7 +40,7 @@ type objects struct {
 func (o *objects) stat(_ context.Context, key string) (transfer.Object, error) {
 	o.lookups.Add(1)
 	if o.delay {
-		time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+		time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // lookups out of order: injected
 	}
 	n, ok := o.sizes[key]
 	if !ok {

@@ -30,7 +30,7 @@ func (r *fakeResolver) LookupNetIP(ctx context.Context, network, host string) ([
 	r.calls++
 	addrs, err, delay := r.addrs, r.err, r.delay
 	r.mu.Unlock()
-	time.Sleep(delay)
+	time.Sleep(delay) // a slow resolver injected, not a wait
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,8 @@ type Rule struct {
 	Bucket string
 	// Key is an exact key, "*" for every key, or "prefix*".
 	Key string
-	// Method is GET (the default, object GETs), HEAD, PUT, LIST or "*".
+	// Method is GET (the default, object GETs), HEAD, PUT, LIST,
+	// COMPLETE (CompleteMultipartUpload) or "*".
 	Method string
 	// Range filters on the request's Range header: "" matches every
 	// request and counts attempts per key; "*" matches every request and
@@ -151,6 +152,9 @@ func defaultS3Code(status int) string {
 	}
 	return "InternalError"
 }
+
+// faultComplete names CompleteMultipartUpload in fault rules.
+const faultComplete = "COMPLETE"
 
 type ruleState struct {
 	Rule

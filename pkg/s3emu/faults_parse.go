@@ -17,7 +17,8 @@ import (
 //	method=HEAD key=small/* action=delay:2s
 //
 // Fields: bucket, key (required; exact, "*" or "prefix*"), method (GET,
-// HEAD, PUT, LIST, SESSION for a directory bucket's CreateSession, *), range ("", "*", "none" or a Range header such as
+// HEAD, PUT, LIST, COMPLETE for CompleteMultipartUpload, SESSION for a
+// directory bucket's CreateSession, *), range ("", "*", "none" or a Range header such as
 // bytes=0-99), attempt, times, action (required). Actions: status:CODE[:S3CODE[:MESSAGE]],
 // reset:N, truncate:N, short:N, badrange[:SHIFT], norange, stall:N:DURATION,
 // flip:N, replace, delay:DURATION; for LIST: notoken[:empty], sametoken,

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/johannesboyne/gofakes3"
@@ -70,6 +69,8 @@ type respWriter struct {
 	opaque bool // a directory bucket's answer: its ETag is made opaque
 	// cors sets the CORS headers of the answer before it is sent.
 	cors func(http.Header)
+	// changed signals a change of the server's state (Await).
+	changed func()
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -83,6 +84,7 @@ func (w *respWriter) WriteHeader(code int) {
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
+	w.changed()
 }
 
 func (w *respWriter) Write(p []byte) (int, error) {
@@ -92,6 +94,7 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
 	w.sent.Add(int64(n))
+	w.changed()
 	return n, err
 }
 
@@ -112,13 +115,15 @@ func (b *countingBody) Read(p []byte) (int, error) {
 
 // ServeHTTP serves one S3 request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer s.c.changes.signal() // last: once the request's counts and log entry are done
 	s.c.requests.Add(1)
 	in := s.c.inFlight.Add(1)
 	defer s.c.inFlight.Add(-1)
 	for m := s.c.maxInFlight.Load(); in > m && !s.c.maxInFlight.CompareAndSwap(m, in); m = s.c.maxInFlight.Load() {
 	}
+	s.c.changes.signal() // one more in flight
 	origin := r.Header.Get("Origin")
-	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent, cors: func(h http.Header) { s.corsHeaders(h, origin) }}
+	rw := &respWriter{ResponseWriter: w, sent: &s.c.sent, changed: s.c.changes.signal, cors: func(h http.Header) { s.corsHeaders(h, origin) }}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &countingBody{ReadCloser: r.Body, n: &s.c.received}
 	}
@@ -161,7 +166,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := classify(r, bucket, key, q)
-	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, time.Now()) {
+	if s.limit != nil && !s.limit.admit(in, op == opGet || op == opHead, bucket, key, s.limit.Now()) {
 		// S3 answers SlowDown after its usual latency; the request is in
 		// flight while it waits.
 		s.c.throttled.Add(1)
@@ -349,6 +354,8 @@ func (o op) faultMethod() string {
 		return "LIST"
 	case opPut, opUploadPart, opUploadPartCopy, opCopy:
 		return http.MethodPut
+	case opComplete:
+		return faultComplete
 	}
 	return ""
 }

@@ -143,6 +143,7 @@ type counters struct {
 	inFlight, maxInFlight              atomic.Int64
 	faults, pacingFailures, logDropped atomic.Int64
 	throttled, throttledGets, stalls   atomic.Int64
+	changes                            changes // wakes Await
 }
 
 // Server is an S3 emulator: gofakes3 for bucket and upload operations, its
@@ -279,8 +280,8 @@ func (s *Server) Start(addr string) (string, error) {
 		// S3 speaks HTTP/1.1, and so must what is measured against it.
 		ln = tls.NewListener(ln, s.tls.config())
 		s.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-		s.srv.ConnState = s.tls.connState
-		s.srv.ErrorLog = log.New(errorLog{&s.tls.failed}, "", 0)
+		s.srv.ConnState = func(c net.Conn, st http.ConnState) { s.tls.connState(c, st); s.c.changes.signal() }
+		s.srv.ErrorLog = log.New(errorLog{&s.tls.failed, s.c.changes.signal}, "", 0)
 		scheme = "https://"
 	}
 	s.ln = ln

@@ -23,6 +23,9 @@ type Throttle struct {
 	// holds a tenth of a second's worth (at least one): a request that
 	// finds it empty is answered SlowDown and takes no token.
 	PrefixRate int
+	// Now is the token buckets' clock (nil: time.Now): a test that
+	// refills them on a clock of its own waits for no real time.
+	Now func() time.Time
 }
 
 // slowDown is the answer of a throttled request: S3's code and message.
@@ -56,6 +59,9 @@ type tokenBucket struct {
 func newThrottle(t Throttle) *throttle {
 	if t.MaxInFlight <= 0 && t.PrefixRate <= 0 {
 		return nil
+	}
+	if t.Now == nil {
+		t.Now = time.Now
 	}
 	return &throttle{Throttle: t, buckets: map[string]*tokenBucket{}}
 }

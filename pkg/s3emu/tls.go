@@ -190,11 +190,15 @@ func (t *tlsState) count(resumed, late bool) {
 // errorLog counts the TLS handshakes that failed (the http.Server logs
 // each one) and drops the rest of its log, as a benchmark's server
 // should not print.
-type errorLog struct{ failed *atomic.Int64 }
+type errorLog struct {
+	failed  *atomic.Int64
+	changed func() // after each count
+}
 
 func (e errorLog) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte("TLS handshake error")) {
 		e.failed.Add(1)
+		e.changed()
 	}
 	return len(p), nil
 }

@@ -98,11 +98,10 @@ func TestTLSServesHTTP11AndCountsHandshakes(t *testing.T) {
 // server counts a closed connection when it notices the close) and
 // returns them.
 func waitTLS(ts *TestServer, done func(Stats) bool) Stats {
-	deadline := time.Now().Add(10 * time.Second)
-	for !done(ts.Stats()) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return tlsCounts(ts.Stats())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, _ := ts.Await(ctx, done) // on timeout, the counts then fail the test
+	return tlsCounts(st)
 }
 
 func tlsCounts(s Stats) Stats {

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // ClientOptions describe how to reach S3.
@@ -146,19 +148,7 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 			// bucket.host names) is addressed path-style.
 			o.UsePathStyle = o.BaseEndpoint != nil && *o.BaseEndpoint != ""
 		}
-		// Listing, HEAD and uploads go through the SDK: ten attempts,
-		// and no shared retry token bucket, which empties at high
-		// fan-out and then fails work that would have succeeded.
-		// A connection that cannot be made (refused, no such host,
-		// timed out) fails at once with a clear error rather than after
-		// ten silent attempts; waits are capped at 5 s.
-		o.Retryer = reportingRetryer{retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 10
-			so.MaxBackoff = 5 * time.Second
-			so.RateLimiter = ratelimit.None
-			so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial),
-				retry.IsErrorRetryableFunc(noRetryOnCertificate), retry.IsErrorRetryableFunc(noRetryOnWrongScheme)}, so.Retryables...)
-		}), opts.OnRetry}
+		o.Retryer = sdkRetryer(transfer.BudgetFor(transfer.StoreCall), opts.OnRetry)
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
@@ -191,6 +181,30 @@ func NewClient(ctx context.Context, bucket string, opts ClientOptions) (*s3.Clie
 		opts.Sessions.Bind(client)
 	}
 	return client, nil
+}
+
+// sdkRetryer retries the requests the SDK sends on its own as budget
+// says (attempts and pacing), with no shared retry token bucket, which
+// empties at high fan-out and then fails work that would have
+// succeeded. A connection that cannot be made (refused, no such host,
+// timed out) fails at once with a clear error rather than after silent
+// attempts. onRetry, when set, hears of each retry.
+func sdkRetryer(budget transfer.Backoff, onRetry func(attempt int, err error)) aws.RetryerV2 {
+	return reportingRetryer{retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = budget.MaxAttempts
+		so.MaxBackoff = budget.Cap
+		so.Backoff = sdkBackoff{budget}
+		so.RateLimiter = ratelimit.None
+		so.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(noRetryOnDial),
+			retry.IsErrorRetryableFunc(noRetryOnCertificate), retry.IsErrorRetryableFunc(noRetryOnWrongScheme)}, so.Retryables...)
+	}), onRetry}
+}
+
+// sdkBackoff paces the SDK's retries as the engine paces its own.
+type sdkBackoff struct{ transfer.Backoff }
+
+func (b sdkBackoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	return b.Delay(attempt), nil
 }
 
 // reportingRetryer calls onRetry before each retry.

@@ -55,7 +55,7 @@ func (u *UploadSink) landed(ctx context.Context, s sent, got string) (transfer.V
 	in := &s3.HeadObjectInput{Bucket: aws.String(u.bucket), Key: aws.String(s.key), ChecksumMode: types.ChecksumModeEnabled}
 	u.opts.Req.applyHead(in)
 	var out *s3.HeadObjectOutput
-	err := again(ctx, func() (err error) { out, err = u.client.HeadObject(ctx, in); return err })
+	err := again(ctx, func() (err error) { out, err = u.client.HeadObject(ctx, in, noRetry); return err })
 	if err != nil {
 		if fullObject(alg, got) {
 			return u.compareLanded(ctx, s, got)
@@ -137,24 +137,25 @@ func (s summingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// completeAttempts bounds the tries of a request that checks or ends an
-// upload.
-const completeAttempts = 3
-
-// again runs fn until it succeeds, up to completeAttempts times, while
-// its error is one that got no answer (a connection that could not be
-// made, over a card that lost its way: the SDK does not retry those) or
-// a retriable one (500, 503). Each try goes over the transport's next
-// lane: once every part is in, the object must not fail for want of its
-// last requests.
+// again runs fn until it succeeds, as the commit budget allows
+// (transfer.Commit), while its error is one that got no answer (a
+// connection that could not be made, over a card that lost its way: the
+// SDK does not retry those) or a retriable one (500, 503). Each try goes
+// over the transport's next lane: once every part is in, the object must
+// not fail for want of its last requests. It returns fn's last error as
+// fn returned it.
 func again(ctx context.Context, fn func() error) error {
-	var err error
-	for range completeAttempts {
-		if err = fn(); err == nil || ctx.Err() != nil || !dialFailed(err) && !transfer.Retriable(statusError(err)) {
-			return err
+	var last error
+	err := transfer.BudgetFor(transfer.Commit).Retry(ctx, func() error {
+		if last = fn(); last != nil && dialFailed(last) {
+			return retriable{last}
 		}
+		return statusError(last)
+	})
+	if err == nil {
+		return nil
 	}
-	return err
+	return last
 }
 
 // complete completes a multipart upload, tried again as again does. A

@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,12 +56,10 @@ type listing struct {
 	pageSize  int32
 	stall     time.Duration // a page silent this long is asked again (0: never)
 	onRetry   func(attempt int, err error)
-	buf       bytes.Buffer // the page being read, reused
-	page      listPage     // the page last parsed, reused
+	backoff   transfer.Backoff // paces a page's tries (zero: the list page budget)
+	buf       bytes.Buffer     // the page being read, reused
+	page      listPage         // the page last parsed, reused
 }
-
-// listBackoff paces the tries of one page: ten, as the SDK's retryer made.
-var listBackoff = transfer.Backoff{Base: 100 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 10}
 
 // maxPageBytes bounds one listing page.
 const maxPageBytes = 64 << 20
@@ -85,8 +84,8 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 	// S3 signs spaces as %20; Encode writes them as "+" (a literal
 	// plus is %2B, so every "+" here is a space).
 	u := l.get.bucketURL() + "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
-	attempt := 0
-	err := listBackoff.Retry(ctx, func() error {
+	attempt, b := 0, cmp.Or(l.backoff, transfer.BudgetFor(transfer.ListPage))
+	err := b.Retry(ctx, func() error {
 		attempt++
 		err := l.fetch(ctx, u)
 		switch {
@@ -94,7 +93,7 @@ func (l *listing) next(ctx context.Context, token string) (*listPage, error) {
 		case token == "" && dialFailed(err):
 			// The endpoint cannot be reached at all: say so now.
 			return transfer.Permanent(err)
-		case l.onRetry != nil && transfer.Retriable(err) && attempt < listBackoff.MaxAttempts:
+		case l.onRetry != nil && transfer.Retriable(err) && attempt < b.MaxAttempts:
 			l.onRetry(attempt, err)
 		}
 		return err

@@ -62,7 +62,7 @@ func (s *Source) partSize(ctx context.Context, obj *transfer.Object, n int) (int
 		u += "&versionId=" + url.QueryEscape(obj.VersionID)
 	}
 	var resp *http.Response
-	err := headBackoff.Retry(ctx, func() (err error) {
+	err := transfer.BudgetFor(transfer.Lookup).Retry(ctx, func() (err error) {
 		hctx, w := startWatch(ctx, s.t.StallTimeout)
 		// No If-Match: some servers (moto) match it against the part's
 		// own ETag. The object's ETag, where the answer has it, is

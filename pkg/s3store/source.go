@@ -290,7 +290,7 @@ func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 // mode, for an object fetched in ranges (ranged GETs carry no checksum).
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
 	var resp *http.Response
-	err := headBackoff.Retry(ctx, func() (err error) {
+	err := transfer.BudgetFor(transfer.Lookup).Retry(ctx, func() (err error) {
 		hctx, w := startWatch(ctx, s.t.StallTimeout)
 		resp, err = s.get.head(hctx, obj, s.t.Req, true)
 		return w.failed(err)
@@ -300,10 +300,6 @@ func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[strin
 	}
 	return headerChecksums(resp.Header), nil
 }
-
-// A checksum HEAD is tried three times: losing it leaves an object
-// unverified, and it is one small request per object.
-var headBackoff = transfer.Backoff{Base: 100 * time.Millisecond, Cap: time.Second, MaxAttempts: 3}
 
 // noRetry turns off the SDK's retries for one call: the engine retries
 // and resumes ranges itself, with a budget per range.
@@ -364,10 +360,10 @@ func (s *Source) Probe(ctx context.Context, key, name string, n int64) (transfer
 			head <- sums{m, err}
 		}()
 	}
-	// The probe is retried like any range: a server that drops it or
+	// The probe is retried as any range: a server that drops it or
 	// never answers (the stall timeout) must not end the run at once.
 	var b *transfer.Body
-	err := transfer.DefaultBackoff.Retry(ctx, func() (err error) {
+	err := transfer.BudgetFor(transfer.RangeRead).Retry(ctx, func() (err error) {
 		b, err = s.Open(ctx, &obj, 0, n)
 		return err
 	})
@@ -394,14 +390,14 @@ func firstAlgorithm(m map[string]string) string {
 	return ""
 }
 
-// Stat looks key up with one HeadObject (retried as a checksum HEAD is):
+// Stat looks key up with one HeadObject (retried as a lookup):
 // its size, ETag, modification time and, when s verifies, its
 // full-object checksums. It serves manifests, whose entries may lack a
 // size or have gone stale.
 func (s *Source) Stat(ctx context.Context, key string) (transfer.Object, error) {
 	o := transfer.Object{Key: key}
 	var resp *http.Response
-	err := headBackoff.Retry(ctx, func() (err error) {
+	err := transfer.BudgetFor(transfer.Lookup).Retry(ctx, func() (err error) {
 		resp, err = s.get.head(ctx, &o, s.t.Req, s.t.Verify)
 		return err
 	})

@@ -20,9 +20,6 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// streamAttempts bounds the tries of one part of a stream.
-const streamAttempts = 5
-
 // StreamPartSize is the part size for a stream of unknown size: partSize,
 // or, when the stream is expected to hold more than MaxParts of them,
 // the smallest whole MiB that keeps it within MaxParts.
@@ -212,16 +209,25 @@ func (st *stream) run(ctx context.Context, r io.Reader, conc int) (err error) {
 func (st *stream) put(ctx context.Context, data []byte) error {
 	o := st.sink.opts
 	sum := encodeSum(st.whole)
-	in := &s3.PutObjectInput{Bucket: aws.String(st.sink.bucket), Key: aws.String(st.key),
-		Body: &progressReader{r: bytes.NewReader(data), progress: st.progress}, ContentLength: aws.Int64(int64(len(data)))}
+	in := &s3.PutObjectInput{Bucket: aws.String(st.sink.bucket), Key: aws.String(st.key), ContentLength: aws.Int64(int64(len(data)))}
 	in.ChecksumCRC64NVME, in.ChecksumCRC32C = sumFields(o.ChecksumAlgorithm, sum)
 	o.Metadata.applyPut(in)
 	in.StorageClass, in.ServerSideEncryption, in.SSEKMSKeyId = o.storage()
 	o.Req.applyPut(in)
-	st.requests++
-	out, err := st.sink.client.PutObject(ctx, in, uploadAPI)
+	var out *s3.PutObjectOutput
+	// In memory, as a part is: retried as one.
+	err := transfer.BudgetFor(transfer.StreamPart).Retry(ctx, func() (err error) {
+		in.Body = &progressReader{r: bytes.NewReader(data), progress: st.progress}
+		if st.requests++; st.requests > 1 {
+			st.retries++
+		}
+		if out, err = st.sink.client.PutObject(ctx, in, uploadAPI); err != nil {
+			return classify(err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("put %s: %w", st.sink.url(st.key), classify(err))
+		return fmt.Errorf("put %s: %w", st.sink.url(st.key), err)
 	}
 	st.bytes, st.sum = int64(len(data)), sum
 	got := sumOf(o.ChecksumAlgorithm, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
@@ -290,34 +296,31 @@ func (st *stream) part(ctx context.Context, num int32, data []byte) error {
 	in.ChecksumCRC64NVME, in.ChecksumCRC32C = sumFields(alg, sum)
 	st.sink.opts.Req.applyUploadPart(in)
 	var out *s3.UploadPartOutput
-	var err error
-	prevThrottled := false // the attempt before this one was throttled
+	attempts, prevThrottled := 0, false // prevThrottled: the attempt before this one was
 	// The part is in memory: a failed attempt is sent again from it.
-	for attempt := 0; ; attempt++ {
+	err := transfer.BudgetFor(transfer.StreamPart).Retry(ctx, func() (err error) {
 		in.Body = &progressReader{r: bytes.NewReader(data), progress: st.progress}
 		out, err = st.sink.client.UploadPart(ctx, in, uploadAPI)
 		st.mu.Lock()
 		st.requests++
-		if attempt > 0 {
+		if attempts > 0 {
 			st.retries++
 			if prevThrottled {
 				st.slowdowns++
 			}
 		}
 		st.mu.Unlock()
+		attempts++
 		prevThrottled = throttled(err)
-		if err == nil || attempt == streamAttempts-1 || ctx.Err() != nil || !transfer.Retriable(classify(err)) {
-			break
+		if err != nil {
+			return classify(err)
 		}
-		select {
-		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
+		return nil
+	})
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("upload part %d of %s: %w", num, st.sink.url(st.key), classify(err))
+		return fmt.Errorf("upload part %d of %s: %w", num, st.sink.url(st.key), err)
 	}
 	got := sumOf(alg, out.ChecksumCRC64NVME, out.ChecksumCRC32C)
 	if got != "" && got != sum {

@@ -33,7 +33,7 @@ func TestOrderedWritesInOrderWithinTheWindow(t *testing.T) {
 			defer wg.Done()
 			for off := w * chunk; off < size; off += 8 * chunk {
 				if rand.IntN(4) == 0 {
-					time.Sleep(time.Microsecond)
+					time.Sleep(time.Microsecond) // writers out of order: injected
 				}
 				if _, err := f.WriteAt(data[off:off+chunk], int64(off)); err != nil {
 					t.Error(err)

@@ -43,20 +43,20 @@ func Grid(parts []int64, requests []int) []Cell {
 	return out
 }
 
-// Measure runs one cell until ctx ends or the work does, and returns the
-// engine's summary.
-type Measure func(ctx context.Context, c Cell) (transfer.Summary, error)
+// Measure runs one cell for per from the start of its transfer (its
+// end then is its normal end, not an error), or until ctx ends or the
+// work does, and returns the engine's summary. The time is the
+// measure's to keep, so that a cell's start-up (its clients, a bucket's
+// region) is not counted against it.
+type Measure func(ctx context.Context, c Cell, per time.Duration) (transfer.Summary, error)
 
-// Run measures every cell for at most per each, in order, calling done
-// after each; the sweep as a whole takes at most len(cells)*per plus the
-// cells' start-up. A cell's deadline ending the cell is its normal end;
-// the end of ctx stops the sweep.
+// Run measures every cell for per each, in order, calling done after
+// each; the sweep as a whole takes len(cells)*per plus the cells'
+// start-up. The end of ctx stops the sweep.
 func Run(ctx context.Context, cells []Cell, per time.Duration, measure Measure, done func(Result)) ([]Result, error) {
 	var out []Result
 	for _, c := range cells {
-		cctx, cancel := context.WithTimeout(ctx, per)
-		sum, err := measure(cctx, c)
-		cancel()
+		sum, err := measure(ctx, c, per)
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}

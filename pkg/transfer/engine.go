@@ -49,7 +49,7 @@ type Options struct {
 	// 128 requests, 64 KiB for 256). Memory does not grow with part
 	// size.
 	BufferSize int
-	// Backoff paces retries (default DefaultBackoff).
+	// Backoff paces a range's retries (default BudgetFor(RangeRead)).
 	Backoff Backoff
 	// StallTimeout abandons a range that delivered nothing for this long
 	// and retries it on a new connection (default 30s).
@@ -140,7 +140,7 @@ func (o Options) WithDefaults() Options {
 		o.BufferSize = defaultBuffer(o.MaxRequests)
 	}
 	if o.Backoff.MaxAttempts <= 0 {
-		o.Backoff = DefaultBackoff
+		o.Backoff = BudgetFor(RangeRead)
 	}
 	if o.StallTimeout <= 0 {
 		o.StallTimeout = 30 * time.Second

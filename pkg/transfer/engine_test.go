@@ -397,7 +397,7 @@ func TestInterruptedRunLeavesQueuedObjectsAlone(t *testing.T) {
 type slowSource struct{ *memSource }
 
 func (s slowSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(2 * time.Millisecond) // the server's latency injected, not a wait
 	return s.memSource.Open(ctx, o, off, n)
 }
 

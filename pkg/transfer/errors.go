@@ -130,13 +130,11 @@ func throttled(err error) bool {
 }
 
 // Backoff is a capped exponential backoff with full jitter.
+// Each kind of request has one in the table of Budgets (BudgetFor).
 type Backoff struct {
 	Base, Cap   time.Duration
-	MaxAttempts int // attempts per range, the first one included
+	MaxAttempts int // attempts per request, the first one included
 }
-
-// DefaultBackoff suits S3: 50ms doubling to 5s, ten attempts per range.
-var DefaultBackoff = Backoff{Base: 50 * time.Millisecond, Cap: 5 * time.Second, MaxAttempts: 10}
 
 // Delay returns how long to wait before attempt (1-based retry count).
 func (b Backoff) Delay(retry int) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -25,36 +26,37 @@ func (l deafLister) List(_ context.Context, emit func(Object) error) error {
 }
 
 func TestInterruptDoesNotWaitForABlockedListing(t *testing.T) {
-	src := newMemSource(map[string]int64{"a": 1000, "b": 2000})
-	sink := newMemSink()
-	release := make(chan struct{})
-	defer close(release)
-	e, err := New([]Lane{{Name: "a", Source: src}}, sink,
-		Options{Lister: deafLister{objs: src.objs, release: release}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Run(ctx)
-		done <- err
-	}()
-	// Both objects listed are transferred while the listing stays open.
-	deadline := time.Now().Add(10 * time.Second)
-	for e.objects.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 2 objects transferred with the listing open", e.objects.Load())
+	// A bubble: the test waits for the run to settle (synctest.Wait), not
+	// for a guess of how long it takes.
+	synctest.Test(t, func(t *testing.T) {
+		src := newMemSource(map[string]int64{"a": 1000, "b": 2000})
+		sink := newMemSink()
+		release := make(chan struct{})
+		defer close(release)
+		e, err := New([]Lane{{Name: "a", Source: src}}, sink,
+			Options{Lister: deafLister{objs: src.objs, release: release}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("run: %v, want context.Canceled", err)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Run(ctx)
+			done <- err
+		}()
+		// Both objects listed are transferred while the listing stays open.
+		synctest.Wait()
+		if n := e.objects.Load(); n != 2 {
+			t.Fatalf("%d of 2 objects transferred with the listing open", n)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run waited for a listing blocked on a read that ignores ctx")
-	}
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("run: %v, want context.Canceled", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the run waited for a listing blocked on a read that ignores ctx")
+		}
+	})
 }

@@ -28,7 +28,7 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 	k, err := p.r.Read(b)
 	p.n += int64(k)
 	if due := time.Duration(float64(p.n) / p.rate * float64(time.Second)); due > time.Since(p.start) {
-		time.Sleep(due - time.Since(p.start))
+		time.Sleep(due - time.Since(p.start)) // the link's rate injected, not a wait
 	}
 	return k, err
 }

@@ -70,3 +70,24 @@ func TestBackoffRetry(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetsTable checks the table of retry budgets: one row per kind,
+// in Kind's order, each with attempts, waits that grow to a cap and a
+// reason; and that a range is retried by it unless told otherwise.
+func TestBudgetsTable(t *testing.T) {
+	rows := Budgets()
+	if len(rows) != int(kinds) {
+		t.Fatalf("%d rows, want one per kind (%d)", len(rows), kinds)
+	}
+	for i, b := range rows {
+		if b.Kind != Kind(i) || b.Name == "" || b.Why == "" || b.MaxAttempts < 1 || b.Base <= 0 || b.Cap < b.Base {
+			t.Errorf("row %d: %+v; want kind %d, a name, a reason, an attempt or more and 0 < Base <= Cap", i, b, i)
+		}
+		if got := BudgetFor(b.Kind); got != b.Backoff {
+			t.Errorf("BudgetFor(%s) = %+v, want the table's %+v", b.Kind, got, b.Backoff)
+		}
+	}
+	if got := (Options{}).WithDefaults().Backoff; got != BudgetFor(RangeRead) {
+		t.Errorf("a range's default backoff is %+v, want the range read budget %+v", got, BudgetFor(RangeRead))
+	}
+}

@@ -68,7 +68,7 @@ func (s *slowWriteSink) Create(ctx context.Context, o Object) (File, error) {
 }
 
 func (f slowFile) WriteAt(p []byte, off int64) (int, error) {
-	time.Sleep(f.delay)
+	time.Sleep(f.delay) // the slow disk injected, not a wait
 	return f.File.WriteAt(p, off)
 }
 

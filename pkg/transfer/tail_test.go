@@ -34,7 +34,7 @@ type pausedBody struct {
 }
 
 func (b pausedBody) Read(p []byte) (int, error) {
-	time.Sleep(b.pause)
+	time.Sleep(b.pause) // the slow body injected, not a wait
 	return b.ReadCloser.Read(p[:min(len(p), 32<<10)])
 }
 
