@@ -36,10 +36,12 @@ var layers = map[string][]string{
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},
-	// The job: what to transfer and where, from the adapters, the
-	// engine and the cards' dialers; no command line and no
-	// configuration (cmd turns settings into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/store", "pkg/s3store", "pkg/local", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/nics"},
+	// The job: what to transfer and where, from the stores' contract
+	// (never a store's own package: it finds sources and destinations
+	// through the registry cmd builds), the engine, its sinks and the
+	// listers; no command line and no configuration (cmd turns settings
+	// into the job's specs).
+	"internal/job": {"pkg/transfer", "pkg/store", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort"},
 	// The edge: flags, settings, rendering and exit codes over the job;
 	// the packages of the commands that are their own domain (raid-setup,
 	// bench disk, bench serve, nics and the cards a run binds to); the
@@ -191,9 +193,12 @@ func goList(t *testing.T, pkgs ...string) map[string][]string {
 	return got
 }
 
-// TestArchitectureJobImportsNoAWS: the job reaches S3 only through the
-// stores (pkg/s3store), never through the AWS SDK itself.
-func TestArchitectureJobImportsNoAWS(t *testing.T) {
+// TestArchitectureJobImportsNoStore: the job reaches the stores only
+// through the registry (pkg/store), never through a store's package
+// (pkg/s3store, pkg/local, ...) nor the AWS SDK itself: its sources,
+// destinations and server-side copies are what the registry's entries
+// open.
+func TestArchitectureJobImportsNoStore(t *testing.T) {
 	imports := goList(t, "./internal/job")["internal/job"]
 	if len(imports) == 0 {
 		t.Fatal("go list gave internal/job no imports: the check reads nothing")
@@ -201,6 +206,9 @@ func TestArchitectureJobImportsNoAWS(t *testing.T) {
 	for _, imp := range imports {
 		if strings.HasPrefix(imp, "github.com/aws/") {
 			t.Errorf("internal/job imports %s: S3's SDK belongs to pkg/s3store", imp)
+		}
+		if own, ok := strings.CutPrefix(imp, "github.com/s3pd/s3pd/"); ok && slices.Contains(storeAdapters, own) {
+			t.Errorf("internal/job imports %s: the job finds stores through the registry (pkg/store), which cmd/stores.go builds", own)
 		}
 	}
 }

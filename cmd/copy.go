@@ -185,16 +185,11 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 		return job.CopySpec{}, err
 	}
 	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Benchmark: opts.benchmark,
-		Sink: local.Options{Overwrite: opts.sink.Overwrite, NoClobber: opts.sink.NoClobber, NoLock: opts.sink.NoLock, SizeOnly: opts.sink.SizeOnly,
-			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
-		Upload: opts.upload, Client: clientOptions(f, settings, t),
 		Read:     store.Options{Verify: verify != transfer.VerifyOff, StallTimeout: opts.output.stall, OnRetry: f.logListRetry},
 		PartSize: settings.PartSize, Threshold: settings.MultipartThreshold, CopyThreshold: threshold,
 		PartSizeSet: origins.Explicit()["multipart_chunksize"],
 		FanOut:      cmp.Or(opts.scale.fanOut, defaultFanOut), Delete: opts.delete,
 		Scale: opts.scale.scaleSpec(f, settings, t, shardSpec, opts.rules.rules)}
-	spec.Upload.Overwrite, spec.Upload.Req, spec.Upload.SizeOnly = opts.sink.Overwrite, opts.req, opts.sink.SizeOnly
-	spec.Upload.JournalDir, spec.Upload.Report = uploadJournalDir(f.Getenv), uploadReport(f)
 	if isS3(opts.src) {
 		u, err := opts.rules.parseSource(opts.src)
 		if err != nil {
@@ -202,8 +197,18 @@ func (opts *copyOptions) spec(ctx context.Context, f *runEnv, settings config.Se
 		}
 		spec.Source = s3Location(u)
 	}
-	files := local.SourceOptions{FollowSymlinks: opts.followSymlinks, Report: func(p string, err error) { reportUnread(f, failures, p, err) }}
-	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, spec.Client, files)
+	up := opts.upload
+	up.Overwrite, up.Req, up.SizeOnly = opts.sink.Overwrite, opts.req, opts.sink.SizeOnly
+	up.JournalDir, up.Report = uploadJournalDir(f.Getenv), uploadReport(f)
+	dest := clientOptions(f, settings, t)
+	so := storeOptions{
+		s3:     s3store.OpenerOptions{Client: dest, Req: opts.req},
+		s3Dest: s3store.DestOptions{Client: dest, Upload: up},
+		local:  local.SourceOptions{FollowSymlinks: opts.followSymlinks, Report: func(p string, err error) { reportUnread(f, failures, p, err) }},
+		localDest: local.Options{Overwrite: opts.sink.Overwrite, NoClobber: opts.sink.NoClobber, NoLock: opts.sink.NoLock, SizeOnly: opts.sink.SizeOnly,
+			DryRun: opts.output.dryRun, Warn: sinkWarn(f)},
+	}
+	spec.Stores, spec.CrossStore, err = sourceStores(ctx, f, opts, settings, so)
 	return spec, err
 }
 
@@ -331,7 +336,7 @@ func (opts *copyOptions) crossStore() bool {
 	return opts.source.endpoint != "" || opts.source.region != "" || opts.source.profile != ""
 }
 
-func isS3(p string) bool { return job.IsS3(p) }
+func isS3(p string) bool { return strings.HasPrefix(p, "s3://") }
 
 // reportUnread logs an entry of a local source that is not copied.
 // Links and special files are skipped by design; anything unreadable

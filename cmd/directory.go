@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
 	"github.com/s3pd/s3pd/pkg/s3store"
 )
@@ -11,6 +12,23 @@ import (
 // directoryLine is the summary's line for a run from directory bucket.
 func directoryLine(bucket string) string {
 	return fmt.Sprintf("source: directory bucket (S3 Express One Zone, zone %s): sessions from CreateSession, ETags not MD5s", s3store.DirectoryZone(bucket))
+}
+
+// directorySource is the bucket a run's source names when it is a
+// directory bucket, else "".
+func directorySource(spec job.Spec) string {
+	src := ""
+	switch {
+	case spec.Get != nil:
+		src = spec.Get.Source
+	case spec.Copy != nil:
+		src = spec.Copy.Src
+	}
+	u, err := s3store.ParseRawURL(src)
+	if err != nil || !s3store.IsDirectoryBucket(u.Bucket) {
+		return ""
+	}
+	return u.Bucket
 }
 
 // directoryFlags are the flags naming what a directory bucket lacks.

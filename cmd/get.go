@@ -314,9 +314,10 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	if opts.benchmark {
 		dest = ""
 	}
-	source, reg, origin := s3Location(u), s3Stores(client, opts.req), s3Origin(u.Bucket)
+	base := storeOptions{s3: s3store.OpenerOptions{Client: client, Req: opts.req}, localDest: sink}
+	source, reg, origin := s3Location(u), stores(base), s3Origin(u.Bucket)
 	if web {
-		source, reg, origin = opts.web.items[0].URL, opts.web.stores(client, opts.req), webOrigin
+		source, reg, origin = opts.web.items[0].URL, opts.web.stores(base), webOrigin
 		out.noChecksumHint = "pass --checksum ALG:HEX (sha256, md5, crc32c) to have it checked"
 	}
 	get := &job.GetSpec{
@@ -327,7 +328,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		// The reorder window holds --threads parts (8 without a cap):
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
-		Sink:        sink, Delete: opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
+		Delete:      opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
 		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: origin, source: shown})

@@ -139,15 +139,17 @@ func (w *webSource) endpoint(s config.Settings) config.Settings {
 	return s
 }
 
-// stores is the registry of a run from http(s):// over the run's lanes.
-func (w *webSource) stores(client s3store.ClientOptions, req s3store.Request) store.Registry {
-	o := httpstore.OpenerOptions{Lanes: httpLanes(client.Transport)}
+// stores is the registry of a run from http(s):// over the run's lanes,
+// the other stores as base opens them.
+func (w *webSource) stores(base storeOptions) store.Registry {
+	o := httpstore.OpenerOptions{Lanes: httpLanes(base.s3.Client.Transport)}
 	if w.inputFile != "" {
 		o.Items = w.items
 	} else {
 		o.Checksum = w.items[0].Checksum
 	}
-	return stores(storeOptions{s3: s3store.OpenerOptions{Client: client, Req: req}, http: o})
+	base.http = o
+	return stores(base)
 }
 
 // webOrigin names a file fetched over http(s):// by its URL, redacted.

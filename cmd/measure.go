@@ -18,6 +18,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/nics"
 	"github.com/s3pd/s3pd/pkg/report"
 	"github.com/s3pd/s3pd/pkg/s3store"
@@ -79,7 +80,7 @@ func (r *reportFlags) check(dest string) error {
 	if st, err := os.Stat(filepath.Dir(abs)); err == nil && !st.IsDir() {
 		return usageErrorf("--report %s: %s is not a directory", r.path, filepath.Dir(abs))
 	}
-	if err := job.CheckWritable(filepath.Dir(abs)); err != nil {
+	if err := local.CheckWritable(filepath.Dir(abs)); err != nil {
 		return usageErrorf("--report %s: %v", r.path, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/config"
+	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -32,6 +33,8 @@ type jobRun struct {
 	classes *job.Classes
 	// source is SRC as given, which a run that selects nothing names.
 	source string
+	// directory is the source's bucket when it is a directory bucket.
+	directory string
 	// summary, when set, receives the transfer's summary (a sweep's
 	// cell is measured by it).
 	summary *transfer.Summary
@@ -51,6 +54,7 @@ func runJob(ctx context.Context, f *runEnv, spec job.Spec, how jobRun) error {
 	if err != nil {
 		return jobError(ctx, err)
 	}
+	how.directory = directorySource(spec)
 	defer run.Close()
 	if run.ServerSide && how.settings.MaxBandwidth > 0 {
 		f.Logger.Warn("--max-bandwidth does not apply to a server-side copy: the bytes move inside S3, not through s3pd")
@@ -82,7 +86,7 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	settings.PartSize, settings.MultipartThreshold, settings.MaxConcurrentRequests = run.Options.PartSize, run.Options.Threshold, run.Options.MaxRequests
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
-	rep.destination, rep.verb, rep.origin, rep.direct, rep.directory = run.Destination, how.verb, how.origin, run.DirectIO, run.Directory
+	rep.destination, rep.verb, rep.origin, rep.direct, rep.directory = run.Destination, how.verb, how.origin, directIO(run.Dest), how.directory
 	h := job.Hooks{Observer: rep, Listing: total}
 	if match := how.rules.Filter(); match != nil {
 		rep.selection = &selection{}
@@ -218,6 +222,15 @@ func reportDeletes(f *runEnv, out runOutput, what string, remove func(report fun
 	}
 	if err != nil {
 		return fmt.Errorf("delete: %w", err)
+	}
+	return nil
+}
+
+// directIO is what a local destination did about direct I/O (nil: dest
+// is not a local sink).
+func directIO(dest any) func() local.DirectStatus {
+	if d, ok := dest.(interface{ DirectIO() local.DirectStatus }); ok {
+		return d.DirectIO
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 
 	"github.com/s3pd/s3pd/pkg/config"
-	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
 )
@@ -16,15 +15,14 @@ import (
 // --source-endpoint-url and --source-region.
 var sideFlags = []string{"endpoint_url", "region", "addressing_style", "ca_bundle"}
 
-// sourceStores are the stores SRC of a copy is read from: local files
-// as files says, S3 over dest (DEST's client) unless the --source-*
-// flags name another store (crossStore), which sourceSide reaches.
-func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, dest s3store.ClientOptions, files local.SourceOptions) (_ store.Registry, crossStore bool, _ error) {
-	o := storeOptions{s3: s3store.OpenerOptions{Client: dest, Req: opts.req}, local: files}
+// sourceStores are the stores of a copy as o has them, SRC's S3 reached
+// over DEST's client unless the --source-* flags name another store
+// (crossStore), which sourceSide reaches.
+func sourceStores(ctx context.Context, f *runEnv, opts *copyOptions, ds config.Settings, o storeOptions) (_ store.Registry, crossStore bool, _ error) {
 	if !opts.crossStore() {
 		return stores(o), false, nil
 	}
-	so, err := sourceSide(ctx, f, opts, ds, dest)
+	so, err := sourceSide(ctx, f, opts, ds, o.s3Dest.Client)
 	if err != nil {
 		return nil, true, err
 	}

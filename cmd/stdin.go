@@ -64,8 +64,9 @@ func streamUpload(ctx context.Context, f *runEnv, opts *copyOptions, settings co
 	up := opts.upload
 	up.Req = opts.req
 	up.JournalDir, up.Report = uploadJournalDir(f.Getenv), uploadReport(f)
-	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Client: clientOptions(f, settings, t), PartSize: settings.PartSize,
-		Stdin: &job.StdinSpec{In: f.IO.In, Upload: up, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
+	reg := stores(storeOptions{s3Dest: s3store.DestOptions{Client: clientOptions(f, settings, t), Upload: up}})
+	spec := job.CopySpec{Src: opts.src, Dst: opts.dest, Stores: reg, PartSize: settings.PartSize,
+		Stdin: &job.StdinSpec{In: f.IO.In, ExpectedSize: expected, Parts: cmp.Or(settings.Threads, config.BudgetThreads)}}
 	out := f.output(opts.output)
 	out.localTo, out.upload = "stdin", true
 	return runJob(ctx, f, job.Spec{Copy: &spec, Engine: eopts},

@@ -10,28 +10,36 @@ import (
 )
 
 // storeOptions are what the stores of a run are opened with: each
-// store's own options, from the run's settings and flags.
+// store's own options, from the run's settings and flags, for reading
+// and for writing.
 type storeOptions struct {
-	// s3 reaches s3:// locations: the clients' options over the run's
-	// transport, and what every request carries.
+	// s3 reaches s3:// locations to read: the clients' options over the
+	// run's transport, and what every request carries.
 	s3 s3store.OpenerOptions
+	// s3Dest writes s3:// locations: DEST's clients (which differ from
+	// SRC's in a copy across stores), and what every object written
+	// gets.
+	s3Dest s3store.DestOptions
 	// local reads local paths: links followed or not, what is skipped
 	// reported.
 	local local.SourceOptions
+	// localDest writes local paths: what is done with files already
+	// there, direct I/O, the lock.
+	localDest local.Options
 	// http reaches http:// and https:// URLs: the run's lanes as HTTP
 	// clients, and what the command line said of the files.
 	http httpstore.OpenerOptions
 }
 
-// stores is the registry of the stores a run reads from, by the scheme
-// of their URLs: one line per store. The job finds a location's store
-// here and nowhere else.
+// stores is the registry of the stores a run reads from and writes to,
+// by the scheme of their URLs: one line per store. The job finds a
+// location's store here and nowhere else.
 func stores(o storeOptions) store.Registry {
 	return store.Registry{
-		{Scheme: "s3", Open: s3store.Opener(o.s3)},
-		{Scheme: "", Open: local.Opener(o.local)},
-		{Scheme: "http", Open: httpstore.Opener(o.http)},
-		{Scheme: "https", Open: httpstore.Opener(o.http)},
+		{Scheme: "s3", Name: "S3", Open: s3store.Opener(o.s3), Dest: s3store.Dest(o.s3Dest)},
+		{Scheme: "", Name: "local files", Open: local.Opener(o.local), Dest: local.Dest(o.localDest)},
+		{Scheme: "http", Name: "HTTP", Open: httpstore.Opener(o.http)},
+		{Scheme: "https", Name: "HTTPS", Open: httpstore.Opener(o.http)},
 	}
 }
 

@@ -4,56 +4,40 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 
-	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// CopySpec is a copy between local files and S3 as a command was given
-// it: local to local, local to S3, or S3 to S3 (S3 to local is a Get).
+// CopySpec is a copy as a command was given it: between two stores of
+// the registry (a download from S3 to local files is a Get), or from
+// standard input to a store that takes streams.
 type CopySpec struct {
-	// Src and Dst are local paths or s3:// URLs as written (Dst "" with
-	// Benchmark).
+	// Src and Dst are locations as written (Dst "" with Benchmark); Src
+	// "-" is standard input.
 	Src, Dst string
-	// Source is Src as its store reads it, when it is an S3 URL: its
-	// key's wildcards already turned into rules ("": Src).
+	// Source is Src as its store reads it (an S3 URL whose key's
+	// wildcards are already rules; "": Src).
 	Source string
 	// Benchmark keeps nothing: the bytes are counted and dropped.
 	Benchmark bool
-	// Sink is how a local Dst is written; its LockID is set here.
-	Sink local.Options
-	// Upload is what an S3 Dst's objects get; its Prefix, PartSize,
-	// Threshold, Trailer and SourceChecksum are set here.
-	Upload s3store.UploadOptions
-	// Client reaches an S3 Dst; its Transport carries every request of
-	// the copy (uploads and server-side copies take each part over the
-	// next lane in turn).
-	Client s3store.ClientOptions
-	// Stores open Src: local files (their links followed or not, their
-	// unreadable entries reported as the store was built), or an S3 URL;
-	// CrossStore says they reach it on another
-	// store than Dst (or with other credentials): the bytes stream
-	// through this process.
+	// Stores open Src and Dst: each store's own options (how local files
+	// are read and written, the clients that reach S3, what uploaded
+	// objects get) were bound as the registry was built. CrossStore says
+	// they reach Src on another store than Dst (or with other
+	// credentials): the bytes stream through this process.
 	Stores     store.Registry
 	CrossStore bool
-	// Read is how an S3 Src is read (verification, stall timeout,
-	// retries); its Prefix, Name, first range and fan-out are decided
-	// here.
+	// Read is how Src is read (verification, stall timeout, retries);
+	// its Prefix, Name, first range and fan-out are decided here.
 	Read store.Options
 	// PartSize and Threshold are the run's part size and multipart
 	// threshold. A server-side copy uses CopyThreshold instead of
 	// Threshold, and 1 GiB parts unless PartSizeSet.
 	PartSize, Threshold, CopyThreshold int64
 	PartSizeSet                        bool
-	// FanOut is how many sub-prefixes of an S3 Src are listed at once.
+	// FanOut is how many sub-prefixes of Src are listed at once.
 	FanOut int
 	// Delete removes what Dst has and Src does not list, after a run
 	// without failures (--delete).
@@ -71,9 +55,11 @@ type Copy struct {
 	// Listed records the listed names for Delete (nil without --delete).
 	Listed *Listed
 	Scaled Scaled
-	// LocalTo is "local" or "s3" when Src is local files, "" from S3.
+	// LocalTo says Src is local files: the scheme of Dst's store
+	// ("local" for local paths), or "stdin"; "" from a store.
 	LocalTo string
-	// ServerSide says the bytes move inside S3, not through s3pd.
+	// ServerSide says the bytes move inside the store, not through
+	// s3pd.
 	ServerSide bool
 	// PartSize and Threshold are the engine's for this copy.
 	PartSize, Threshold int64
@@ -89,7 +75,7 @@ type Copy struct {
 	OpaqueETags, Unordered bool
 
 	stream  *stream
-	prune   func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error
+	pruner  store.Pruner
 	closers []func()
 }
 
@@ -108,77 +94,39 @@ func newCopy(ctx context.Context, spec CopySpec) (*Copy, error) {
 	if spec.Delete {
 		c.Listed = NewListed()
 	}
-	from, to := StoreOf(spec.Src), StoreOf(spec.Dst)
-	if spec.Benchmark {
-		to = None
-	}
-	open, ok := copyRoutes[[2]Store{from, to}]
-	if !ok {
-		return nil, specErrorf("copy %s to %s: s3pd does not copy from %s to %s", spec.Src, spec.Dst, storeName(from), storeName(to))
-	}
-	if err := open(c, ctx, spec); err != nil {
+	if err := c.open(ctx, spec); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// copyRoutes are the copies s3pd makes, by the stores of their source
-// and destination (S3 to local files is a Get). A local DEST "-" is the
-// local path "-".
-var copyRoutes = map[[2]Store]func(c *Copy, ctx context.Context, spec CopySpec) error{
-	{S3, S3}:       (*Copy).fromS3,
-	{Local, S3}:    (*Copy).localToS3,
-	{Local, Local}: (*Copy).localToLocal,
-	{Local, Stdio}: (*Copy).localToLocal,
-	{Local, None}:  (*Copy).localToLocal,
-	{Stdio, S3}:    (*Copy).fromStdin,
-}
-
-// storeName names a store in messages.
-func storeName(s Store) string {
-	switch s {
-	case S3:
-		return "S3"
-	case Stdio:
-		return "standard input or output"
-	case Local:
-		return "local files"
+// open routes the copy by what the stores of Src and Dst can do: a
+// stream into a store that takes streams, a copy within a store that
+// copies within itself, else the bytes through this process into a
+// store that takes writes.
+func (c *Copy) open(ctx context.Context, spec CopySpec) error {
+	if spec.Stores == nil {
+		return specErrorf("copy %s to %s: no store to open them with", spec.Src, spec.Dst)
 	}
-	return "nowhere"
-}
-
-// localSource opens a local Src through the stores; name, when set,
-// names a single file (else its base name).
-func localSource(ctx context.Context, spec CopySpec, name func(key string) string) (*store.Opened, error) {
-	src, err := openSource(ctx, spec.Stores, spec.Src, store.Options{Name: name}, true)
+	if spec.Src == "-" {
+		return c.fromStdin(ctx, spec)
+	}
+	from, err := spec.Stores.EntryOf(spec.Src)
 	if err != nil {
-		var se *SpecError
-		if !errors.As(err, &se) {
-			err = &SpecError{Err: err}
-		}
-		return nil, err
+		return &SpecError{Err: err}
 	}
-	return src, nil
-}
-
-// landLocal opens a local Src and decides where it lands under dest
-// (destIsDir: dest names a directory or prefix).
-func (c *Copy) landLocal(ctx context.Context, spec CopySpec, dest string, destIsDir bool) (src *store.Opened, root string, err error) {
-	src, err = localSource(ctx, spec, func(key string) string {
-		_, name := Land(true, key, dest, destIsDir)
-		return name
-	})
+	if spec.Benchmark {
+		return c.toNothing(ctx, spec, from)
+	}
+	to, err := spec.Stores.EntryOf(spec.Dst)
 	if err != nil {
-		return nil, "", err
+		return &SpecError{Err: err}
 	}
-	if err := c.refuseSingleDelete(spec, src.Single); err != nil {
-		return nil, "", err
+	if !to.Writes() {
+		return specErrorf("copy %s to %s: s3pd does not copy from %s to %s, which takes no writes", spec.Src, spec.Dst, from.NameOf(), to.NameOf())
 	}
-	root, _ = Land(src.Single, spec.Src, dest, destIsDir)
-	c.Lanes = src.Lanes
-	c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
-	return src, root, nil
+	return c.between(ctx, spec, from, to)
 }
 
 // refuseSingleDelete refuses --delete when Src is one file or object.
@@ -189,164 +137,112 @@ func (c *Copy) refuseSingleDelete(spec CopySpec, single bool) error {
 	return nil
 }
 
-func (c *Copy) localToLocal(ctx context.Context, spec CopySpec) error {
-	c.LocalTo = "local"
-	if spec.Benchmark {
-		src, err := localSource(ctx, spec, nil)
-		if err != nil {
-			return err
-		}
-		if err := c.refuseSingleDelete(spec, src.Single); err != nil {
-			return err
-		}
-		c.Lanes, c.Sink = src.Lanes, sink.Discard{}
-		c.Scaled = spec.Scale.scale(src.Source, "", "", nil)
-		return nil
+// openFrom opens Src with read (which names its objects), refuses what
+// a single object cannot be given (--shard, --delete), and decides who
+// lists it.
+func (c *Copy) openFrom(ctx context.Context, spec CopySpec, from store.Entry, read store.Options) (*store.Opened, error) {
+	loc := cmp.Or(spec.Source, spec.Src)
+	if spec.Scale.Manifest != "" {
+		read.Prefix = true
 	}
-	src, root, err := c.landLocal(ctx, spec, spec.Dst, IsDir(spec.Dst))
+	read.FirstRange, read.FanOut = c.PartSize, spec.FanOut
+	res, err := openSource(ctx, spec.Stores, loc, read, false)
+	var se *SpecError
+	if err != nil && from.Scheme == "" && !errors.As(err, &se) {
+		// A local path that cannot be read is the command's input.
+		err = &SpecError{Err: err}
+	}
 	if err != nil {
+		return nil, err
+	}
+	c.closers = append(c.closers, func() { res.Release() })
+	c.OpaqueETags, c.Unordered = res.OpaqueETags, res.Unordered
+	if from.Scheme == "" {
+		c.LocalTo = "local"
+	}
+	if res.Single && spec.Scale.Shard != nil {
+		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.Src)
+	}
+	if err := c.refuseSingleDelete(spec, res.Single); err != nil {
+		return nil, err
+	}
+	c.Lanes = res.Lanes
+	c.Scaled = spec.Scale.scale(c.Lanes[0].Source, hostOf(loc), res.Key, res.Source)
+	return res, nil
+}
+
+// toNothing reads Src and keeps nothing (--benchmark).
+func (c *Copy) toNothing(ctx context.Context, spec CopySpec, from store.Entry) error {
+	if _, err := c.openFrom(ctx, spec, from, spec.Read); err != nil {
 		return err
 	}
-	if err := checkOverlap(filepath.Clean(spec.Src), spec.Dst, src.Single); err != nil {
-		return &SpecError{Err: err}
-	}
-	if err := CheckWritable(spec.Dst); err != nil {
-		return &SpecError{Err: err}
-	}
-	opts := spec.Sink
-	opts.LockID = ShardLockID(spec.Scale.Shard)
-	ls, err := local.NewSink(root, opts)
-	if err != nil {
-		return &SpecError{Err: err}
-	}
-	c.closers = append(c.closers, func() { ls.Close() })
-	c.Sink = local.NewCopySink(ls)
-	c.prune = func(_ context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
-		return c.Listed.PruneLocal(ls, keep, dryRun, report)
-	}
+	c.Sink = sink.Discard{}
 	return nil
 }
 
-func (c *Copy) localToS3(ctx context.Context, spec CopySpec) error {
-	u, err := s3store.ParseRawURL(spec.Dst)
-	if err != nil {
-		return &SpecError{Err: err}
-	}
-	c.LocalTo = "s3"
-	c.StartWindow = tlsWindow(spec.Client.EndpointURL)
-	src, root, err := c.landLocal(ctx, spec, u.Key, u.Prefix)
-	if err != nil {
-		return err
-	}
-	client, err := s3store.NewClient(ctx, u.Bucket, spec.Client)
-	if err != nil {
-		return err
-	}
-	opts := c.uploadOptions(spec, KeyPrefix(root))
-	opts.SourceChecksum = func(ctx context.Context, o transfer.Object, alg string) (string, error) {
-		return s3store.ChecksumOf(ctx, src.Source, o, alg)
-	}
-	opts.SourceIdentity = fileIdentity
-	up := s3store.NewUploadSink(client, u.Bucket, opts)
-	c.Sink = up
-	c.pruneWith(up)
-	return nil
-}
-
-// uploadOptions are what objects written under prefix get.
-func (c *Copy) uploadOptions(spec CopySpec, prefix string) s3store.UploadOptions {
-	o := spec.Upload
-	o.Prefix, o.PartSize, o.Threshold = prefix, c.PartSize, c.Threshold
-	// The SDK sends a trailing checksum over HTTPS only.
-	o.Trailer = overTLS(spec.Client.EndpointURL)
-	return o
-}
-
-// pruneWith makes Delete remove what dst holds and the listing did not
-// give.
-func (c *Copy) pruneWith(dst Pruner) {
-	c.prune = func(ctx context.Context, keep func(string) bool, dryRun bool, report func(string, int64)) error {
-		return c.Listed.PruneWith(ctx, dst, keep, dryRun, report)
-	}
-}
-
-// fromS3 copies S3 to S3: server-side on one store, streamed through
-// this process between stores.
-func (c *Copy) fromS3(ctx context.Context, spec CopySpec) error {
-	su, err := s3store.ParseRawURL(cmp.Or(spec.Source, spec.Src))
-	if err != nil {
-		return &SpecError{Err: err}
-	}
-	du, err := s3store.ParseRawURL(spec.Dst)
-	if err != nil {
-		return &SpecError{Err: err}
-	}
-	crossStore := spec.CrossStore
-	if !crossStore && su.Bucket == du.Bucket {
-		switch {
-		case strings.TrimSuffix(su.Key, "/") == strings.TrimSuffix(du.Key, "/"):
+// between copies Src into Dst: within the store when both are in one
+// that copies within itself, else through this process.
+func (c *Copy) between(ctx context.Context, spec CopySpec, from, to store.Entry) error {
+	loc := cmp.Or(spec.Source, spec.Src)
+	sameStore := from.Scheme == to.Scheme && !spec.CrossStore
+	if sameStore && to.Dest.Overlap != nil {
+		switch err := to.Dest.Overlap(loc, spec.Dst); {
+		case errors.Is(err, store.ErrSame):
 			return specErrorf("source and destination are the same: %s", spec.Src)
-		case su.Prefix && strings.HasPrefix(du.Key, su.Key):
+		case errors.Is(err, store.ErrInside):
 			return specErrorf("destination %s is inside source %s", spec.Dst, spec.Src)
+		case err != nil:
+			return &SpecError{Err: err}
 		}
 	}
-	dstClient, err := s3store.NewClient(ctx, du.Bucket, spec.Client)
+	place, err := to.Locate(spec.Dst)
 	if err != nil {
-		return err
+		return &SpecError{Err: err}
 	}
 	read := spec.Read
-	c.ServerSide = !crossStore
+	c.ServerSide = sameStore && to.Dest.CopiesWithin
 	if c.ServerSide {
 		// A server-side copy moves no byte through s3pd: nothing to verify.
-		read.Verify = false
+		read.Verify, read.ServerSide = false, true
 		c.Threshold = spec.CopyThreshold
 		if !spec.PartSizeSet {
 			c.PartSize = copyPartSize
 		}
 	}
-	if spec.Scale.Manifest != "" {
-		su.Key, su.Prefix = ManifestPrefix(su.Key), true
-	}
-	// One source lane per lane of the transport (network card): ranged
-	// GETs of a stream, and the parts of a server-side copy, spread over
-	// them.
-	read.Prefix, read.FirstRange, read.FanOut, read.ServerSide = su.Prefix, c.PartSize, spec.FanOut, c.ServerSide
 	read.Name = func(key string) string {
-		_, name := Land(true, key, du.Key, du.Prefix)
+		_, name := Land(true, key, place.Path, place.Dir)
 		return name
 	}
-	res, err := openSource(ctx, spec.Stores, "s3://"+su.Bucket+"/"+su.Key, read, false)
+	res, err := c.openFrom(ctx, spec, from, read)
 	if err != nil {
 		return err
 	}
-	c.closers = append(c.closers, func() { res.Release() })
-	c.StartWindow, c.OpaqueETags, c.Unordered = res.StartWindow, res.OpaqueETags, res.Unordered
-	if res.Single && spec.Scale.Shard != nil {
-		return specErrorf("--shard splits a prefix; %s is a single object", spec.Src)
+	if c.LocalTo != "" {
+		c.LocalTo = cmp.Or(to.Scheme, "local")
 	}
-	if err := c.refuseSingleDelete(spec, res.Single); err != nil {
+	root, _ := Land(res.Single, "", place.Path, place.Dir)
+	o := store.DestOptions{Root: root, Lock: ShardLockID(spec.Scale.Shard), PartSize: c.PartSize, Threshold: c.Threshold, From: res}
+	if c.ServerSide {
+		o.Within = loc
+	}
+	dst, err := to.Dest.Open(ctx, spec.Dst, o)
+	if err != nil {
+		if to.Scheme == "" {
+			return &SpecError{Err: err}
+		}
 		return err
 	}
-	root, _ := Land(res.Single, su.Key, du.Key, du.Prefix)
-	c.Lanes = res.Lanes
-	c.Scaled = spec.Scale.scale(c.Lanes[0].Source, su.Bucket, su.Key, res.Source)
-	opts := c.uploadOptions(spec, KeyPrefix(root))
-	if c.ServerSide {
-		cs := s3store.NewCopySink(dstClient, su.Bucket, du.Bucket, opts)
-		c.Sink = cs
-		c.pruneWith(cs)
-		return nil
-	}
-	if !opts.Trailer {
+	c.closers = append(c.closers, func() { dst.Release() })
+	c.Sink = dst.Sink
+	c.StartWindow = cmp.Or(res.StartWindow, dst.StartWindow)
+	if !c.ServerSide && dst.HoldsParts && !res.Rereadable {
 		c.MaxRequests = max(1, int(streamBuffer/c.PartSize))
 	}
-	if cs, ok := res.Source.(store.Checksummer); ok {
-		opts.SourceChecksum = cs.Checksum
+	if p, ok := dst.Sink.(store.Pruner); ok {
+		c.pruner = p
+	} else if c.Listed != nil {
+		return specErrorf("--delete: %s cannot remove what it holds", spec.Dst)
 	}
-	opts.SourceIdentity = objectIdentity
-	up := s3store.NewUploadSink(dstClient, du.Bucket, opts)
-	c.Sink = up
-	c.pruneWith(up)
 	return nil
 }
 
@@ -367,7 +263,7 @@ func (c *Copy) Delete(ctx context.Context, keep func(name string) bool, dryRun b
 	if !c.Listed.Complete() {
 		return ErrIncompleteListing
 	}
-	return c.prune(ctx, keep, dryRun, report)
+	return c.Listed.PruneWith(ctx, c.pruner, keep, dryRun, report)
 }
 
 // Close releases the destination's lock and the first range if unused;
@@ -377,25 +273,4 @@ func (c *Copy) Close() {
 		fn()
 	}
 	c.closers = nil
-}
-
-// fileIdentity identifies a local file's bytes for an upload's journal:
-// its device, inode, size and modification time, as the file is now
-// ("" when it cannot be read, which resumes nothing of its upload).
-func fileIdentity(o transfer.Object) string {
-	st, err := os.Stat(o.Key)
-	if err != nil {
-		return ""
-	}
-	id := fmt.Sprintf("file %d %d", st.Size(), st.ModTime().UnixNano())
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		id += fmt.Sprintf(" %d:%d", uint64(sys.Dev), sys.Ino)
-	}
-	return id
-}
-
-// objectIdentity identifies an object's bytes at another store for an
-// upload's journal: its ETag, version and size.
-func objectIdentity(o transfer.Object) string {
-	return fmt.Sprintf("object %s %s %d", o.ETag, o.VersionID, o.Size)
 }

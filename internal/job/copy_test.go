@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -92,8 +93,8 @@ func TestNewCopyLands(t *testing.T) {
 	src := copyTree(t)
 	dst := t.TempDir()
 	spec := func(from, to string) CopySpec {
-		s := CopySpec{Src: from, Dst: to, Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
-		if IsS3(from) {
+		s := CopySpec{Src: from, Dst: to, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
+		if strings.HasPrefix(from, "s3://") {
 			u, err := s3store.ParseURL(from)
 			if err != nil {
 				t.Fatal(err)
@@ -114,7 +115,7 @@ func TestNewCopyLands(t *testing.T) {
 	} {
 		c := runCopy(t, s)
 		c.Close() // the next copy may lock the same directory
-		if IsS3(s.Src) != c.ServerSide {
+		if strings.HasPrefix(s.Src, "s3://") != c.ServerSide {
 			t.Errorf("%s -> %s: server-side %v", s.Src, s.Dst, c.ServerSide)
 		}
 	}
@@ -136,7 +137,7 @@ func TestNewCopyLands(t *testing.T) {
 func TestNewCopyRefuses(t *testing.T) {
 	store := emuStore(t)
 	src := copyTree(t)
-	put := CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/x", Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10}
+	put := CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/x", Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10}
 	runCopy(t, put)
 	for _, tt := range []struct {
 		name string
@@ -153,7 +154,7 @@ func TestNewCopyRefuses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.spec
-			s.Client, s.PartSize, s.Threshold, s.CopyThreshold = store, 64<<10, 64<<10, 64<<10
+			s.PartSize, s.Threshold, s.CopyThreshold = 64<<10, 64<<10, 64<<10
 			s.Stores = s3Stores(store)
 			c, err := newCopy(context.Background(), s)
 			var se *SpecError
@@ -176,9 +177,9 @@ func TestCopyDelete(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dst, "stale"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runCopy(t, CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/t/stale", Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10})
+	runCopy(t, CopySpec{Src: filepath.Join(src, "a/1"), Dst: "s3://b-1/t/stale", Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10})
 	for _, to := range []string{dst, "s3://b-1/t/"} {
-		c := runCopy(t, CopySpec{Src: filepath.Join(src, "a"), Dst: to, Client: store, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, Delete: true})
+		c := runCopy(t, CopySpec{Src: filepath.Join(src, "a"), Dst: to, Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, Delete: true})
 		var gone []string
 		if err := c.Delete(context.Background(), func(string) bool { return true }, false, func(name string, _ int64) { gone = append(gone, name) }); err != nil {
 			t.Fatal(err)
@@ -192,5 +193,29 @@ func TestCopyDelete(t *testing.T) {
 	}
 	if got, want := keys(t, store, "b-1"), []string{"t/1", "t/b/2"}; !slices.Equal(got, want) {
 		t.Errorf("b-1 holds %q, want %q", got, want)
+	}
+}
+
+// TestCopyAcrossStoresStreams: S3 to S3 across stores streams through
+// this process, not server-side, and over plain HTTP (no trailing
+// checksum) its requests are capped by the memory of the parts it holds;
+// from local files, whose bodies read twice, nothing is capped.
+func TestCopyAcrossStoresStreams(t *testing.T) {
+	store := emuStore(t)
+	src := copyTree(t)
+	base := CopySpec{Stores: s3Stores(store), PartSize: 64 << 10, Threshold: 64 << 10, CopyThreshold: 64 << 10, FanOut: 1}
+	up := base
+	up.Src, up.Dst = filepath.Join(src, "a"), "s3://b-1/across/"
+	if c := runCopy(t, up); c.MaxRequests != 0 || c.ServerSide || c.LocalTo != "s3" {
+		t.Errorf("local to S3: cap %d, server-side %v, local to %q", c.MaxRequests, c.ServerSide, c.LocalTo)
+	}
+	across := base
+	across.Src, across.Source, across.Dst, across.CrossStore = "s3://b-1/across/", "s3://b-1/across/", "s3://b-2/across/", true
+	c := runCopy(t, across)
+	if c.ServerSide || c.MaxRequests != streamBuffer/(64<<10) || c.LocalTo != "" {
+		t.Errorf("across stores: server-side %v, cap %d, local to %q; want streamed, capped at %d", c.ServerSide, c.MaxRequests, c.LocalTo, streamBuffer/(64<<10))
+	}
+	if got, want := keys(t, store, "b-2"), []string{"across/1", "across/b/2"}; !slices.Equal(got, want) {
+		t.Errorf("b-2 holds %q, want %q", got, want)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/s3pd/s3pd/pkg/local"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -55,31 +55,11 @@ func (l *Listed) stale(keep func(name string) bool) func(name string) bool {
 	return func(name string) bool { return keep(name) && !l.Has(name) }
 }
 
-// PruneLocal is --delete's step for a local destination, after a run
-// without failures: it removes the files under dst that keep picks and
-// the listing did not give, reporting each; with dryRun it only reports
-// them. It refuses when the listing did not complete.
-func (l *Listed) PruneLocal(dst *local.Sink, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
-	if !l.Complete() {
-		return ErrIncompleteListing
-	}
-	return dst.Prune(l.stale(keep), dryRun, report)
-}
-
-// Pruner is a destination that can remove what is under it: the
-// capability --delete needs of a store that takes writes (an S3 sink
-// deletes objects under its prefix).
-type Pruner interface {
-	// Prune removes the objects whose names doomed picks, reporting
-	// each; with dryRun it only reports them.
-	Prune(ctx context.Context, doomed func(name string) bool, dryRun bool, report func(name string, size int64)) error
-}
-
-// PruneWith is --delete's step for a destination that prunes itself,
-// after a run without failures: it removes what keep picks and the
-// listing did not give, reporting each; with dryRun it only reports
-// them. It refuses when the listing did not complete.
-func (l *Listed) PruneWith(ctx context.Context, dst Pruner, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+// PruneWith is --delete's step for a destination that prunes itself
+// (store.Pruner), after a run without failures: it removes what keep
+// picks and the listing did not give, reporting each; with dryRun it
+// only reports them. It refuses when the listing did not complete.
+func (l *Listed) PruneWith(ctx context.Context, dst store.Pruner, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
 	if !l.Complete() {
 		return ErrIncompleteListing
 	}

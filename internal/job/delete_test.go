@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// TestPruneLocal: --delete removes the files the listing did not give and
+// TestPruneLocal: --delete in a local destination removes the files the listing did not give and
 // the rules keep, only after a complete listing, and a dry run removes
 // nothing.
 func TestPruneLocal(t *testing.T) {
@@ -36,7 +37,7 @@ func TestPruneLocal(t *testing.T) {
 	l.Listed(transfer.Object{Name: "listed"})
 	prune := func(dryRun bool) ([]string, error) {
 		var got []string
-		err := l.PruneLocal(sink, keep, dryRun, func(name string, size int64) {
+		err := l.PruneWith(context.Background(), sink, keep, dryRun, func(name string, size int64) {
 			if size != int64(len(name)) {
 				t.Errorf("%s: size %d, want %d", name, size, len(name))
 			}

@@ -1,20 +1,21 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"path"
 	"strings"
 
-	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/sink"
 	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // GetSpec is a download as a command was given it: a location, read
-// through the store its scheme names, into local files, onto stdout or
+// through the store its scheme names, into local files (written by the
+// registry's store of local paths, as it was built), onto stdout or
 // into nothing.
 type GetSpec struct {
 	// Source is the location to read (an s3:// URL whose key's
@@ -33,9 +34,6 @@ type GetSpec struct {
 	// ahead of the stream.
 	Stdout      io.Writer
 	OrderWindow int
-	// Sink is how a local Dest is written; its LockID is set here for a
-	// single object.
-	Sink local.Options
 	// Delete removes local files whose keys the listing no longer has,
 	// after a run without failures (--delete).
 	Delete bool
@@ -58,28 +56,37 @@ type Get struct {
 	// missingAt is where MustExist would have landed, as a single object
 	missingAt string
 	Scaled    Scaled
-	local     *local.Sink
+	// dest is the local destination (nil: stdout or nothing).
+	dest *store.Sink
 }
 
 // newGet resolves spec: a single object or a prefix, the sink, and where
 // each object lands. Close releases what it holds.
 func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
-	dest, to := spec.Dest, StoreOf(spec.Dest)
-	if to == S3 {
-		to = Local // get writes local files: this DEST is a local path
-	}
-	if to == Local {
-		if err := CheckWritable(dest); err != nil {
+	dest := spec.Dest
+	// Nothing (a benchmark) and stdout are a directory: an object lands
+	// at its base name, unused.
+	place := store.Place{Path: dest, Dir: true}
+	var to *store.Entry
+	if dest != "" && dest != "-" {
+		// get writes local files: this DEST is a local path, whatever
+		// it looks like.
+		e, ok := spec.Stores.Entry("")
+		if !ok || !e.Writes() {
+			return nil, specErrorf("%s: no store writes local files", dest)
+		}
+		p, err := e.Locate(dest)
+		if err != nil {
 			return nil, &SpecError{Err: err}
 		}
+		place, to = p, &e
 	}
 	o := spec.Read
 	if spec.Scale.Manifest != "" {
 		o.Prefix = true
 	}
-	destIsDir := to != Local || IsDir(dest)
 	o.Name = func(key string) string {
-		_, name := Land(true, key, dest, destIsDir)
+		_, name := Land(true, key, place.Path, place.Dir)
 		return name
 	}
 	src, err := openSource(ctx, spec.Stores, spec.Source, o, true)
@@ -95,13 +102,13 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	}()
 	root, name := dest, ""
 	if src.Single || src.Guessed {
-		root, name = Land(true, strings.TrimSuffix(src.Key, "/"), dest, destIsDir)
+		root, name = Land(true, strings.TrimSuffix(src.Key, "/"), place.Path, place.Dir)
 	}
 	single := src.Single
 	switch {
 	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
-	case !single && to == Stdio:
+	case !single && dest == "-":
 		found, err := listsAny(ctx, src.Source)
 		switch {
 		case err != nil:
@@ -116,7 +123,7 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 		g.missingAt = path.Join(root, name)
 		root = dest
 	}
-	if err := g.openSink(spec, to, root, name); err != nil {
+	if err := g.openSink(ctx, spec, to, root, name); err != nil {
 		return nil, err
 	}
 	if spec.Delete && !single {
@@ -149,30 +156,26 @@ func missing(url, prefix, name string) (*transfer.Object, error) {
 }
 
 // openSink opens where the download's objects go: nothing (a
-// benchmark), stdout in order, or local files under root (a single
-// object at name).
-func (g *Get) openSink(spec GetSpec, to Store, root, name string) error {
-	switch to {
-	case None:
+// benchmark), stdout in order, or local files under root through to (a
+// single object at name).
+func (g *Get) openSink(ctx context.Context, spec GetSpec, to *store.Entry, root, name string) error {
+	switch {
+	case spec.Dest == "":
 		g.Sink = sink.Discard{}
 		return nil
-	case Stdio:
+	case spec.Dest == "-":
 		g.Sink = sink.NewOrdered(spec.Stdout, spec.OrderWindow)
 		return nil
 	}
-	opts := spec.Sink
+	o := store.DestOptions{Root: root, Lock: ShardLockID(spec.Scale.Shard), From: g.Source}
 	if g.Source.Single {
-		// One object locks only its own name: downloads of other
-		// objects into the same directory run together.
-		opts.LockID = local.ObjectLockID(name)
-	} else {
-		opts.LockID = ShardLockID(spec.Scale.Shard)
+		o.Name, o.Lock = name, ""
 	}
-	var err error
-	if g.local, err = local.NewSink(root, opts); err != nil {
+	dst, err := to.Dest.Open(ctx, spec.Dest, o)
+	if err != nil {
 		return &SpecError{Err: err}
 	}
-	g.Sink = g.local
+	g.dest, g.Sink = dst, dst.Sink
 	return nil
 }
 
@@ -188,8 +191,12 @@ func (g *Get) Listing() transfer.ListObserver {
 // the local files under DEST whose names the listing did not give and
 // keep picks (the include/exclude rules), reporting each; with dryRun it
 // only reports them. It refuses when the listing did not complete.
-func (g *Get) Delete(keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
-	return g.Listed.PruneLocal(g.local, keep, dryRun, report)
+func (g *Get) Delete(ctx context.Context, keep func(name string) bool, dryRun bool, report func(name string, size int64)) error {
+	p, ok := g.Sink.(store.Pruner)
+	if !ok {
+		return specErrorf("--delete: DEST %s cannot remove what it holds", cmp.Or(g.missingAt, "-"))
+	}
+	return g.Listed.PruneWith(ctx, p, keep, dryRun, report)
 }
 
 // Destination maps an object's name to where it lands, for messages;
@@ -214,8 +221,6 @@ func (g *Get) Destination() func(string) string {
 
 // Close releases the sink's lock and the first range if unused.
 func (g *Get) Close() {
-	if g.local != nil {
-		g.local.Close()
-	}
+	g.dest.Release()
 	g.Source.Release()
 }

@@ -41,13 +41,21 @@ func emuLanes(t *testing.T) (store.Registry, *s3emu.TestServer) {
 // emuRegistry is a registry whose s3:// store reads over client.
 func emuRegistry(client *s3.Client) store.Registry {
 	lanes := []s3store.Lane{{Name: "default", Base: s3store.NewSource(client, s3store.Target{Bucket: s3emu.DefaultBucket})}}
-	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Lanes: lanes})}}
+	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Lanes: lanes})},
+		{Scheme: "", Open: local.Opener(local.SourceOptions{}), Dest: local.Dest(local.Options{})}}
 }
 
-// s3Stores is a registry of local files and of an s3:// store read with
-// opts.
-func s3Stores(opts s3store.ClientOptions) store.Registry {
-	return store.Registry{{Scheme: "s3", Open: s3store.Opener(s3store.OpenerOptions{Client: opts})}, {Scheme: "", Open: local.Opener(local.SourceOptions{})}}
+// s3Stores is a registry of local files and of an s3:// store read and
+// written with opts.
+func s3Stores(opts s3store.ClientOptions) store.Registry { return s3StoresTo(opts, opts) }
+
+// s3StoresTo is a registry of local files and of an s3:// store read
+// with src and written with dst.
+func s3StoresTo(src, dst s3store.ClientOptions) store.Registry {
+	return store.Registry{
+		{Scheme: "s3", Name: "S3", Open: s3store.Opener(s3store.OpenerOptions{Client: src}), Dest: s3store.Dest(s3store.DestOptions{Client: dst})},
+		{Scheme: "", Name: "local files", Open: local.Opener(local.SourceOptions{}), Dest: local.Dest(local.Options{})},
+	}
 }
 
 // emuURL is the emulator's default bucket's key.
@@ -184,7 +192,8 @@ func (o *resultOf) ObjectDone(r transfer.Result) { o.r = r }
 
 // TestGetFromAnyStore: a store that is one transfer.Source per URL
 // plugs in with one registry line (store.FromSource), and a get reads
-// from it as from S3: here file:// URLs over the local store's source.
+// from it as from S3: here file:// URLs over the local store's source,
+// into the local paths the registry's store of them writes.
 func TestGetFromAnyStore(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "model.bin")
 	data := bytes.Repeat([]byte("0123456789abcdef"), 40<<10) // 640 KiB: three parts
@@ -193,7 +202,7 @@ func TestGetFromAnyStore(t *testing.T) {
 	}
 	stores := store.Registry{{Scheme: "file", Open: store.FromSource(func(_ context.Context, loc string) (transfer.Source, error) {
 		return local.NewSource(strings.TrimPrefix(loc, "file://"), local.SourceOptions{})
-	})}}
+	})}, {Scheme: "", Dest: local.Dest(local.Options{})}}
 	dir := t.TempDir()
 	get := &GetSpec{Source: "file://" + src, Stores: stores, URL: "file://" + src, Dest: dir + "/"}
 	run, err := Open(context.Background(), Spec{Get: get, Engine: transfer.Options{PartSize: 256 << 10, Threshold: 256 << 10}})
@@ -227,8 +236,8 @@ func TestStoreSetupFailure(t *testing.T) {
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
 		t.Errorf("get: %v, want a *SpecError naming the profile", err)
 	}
-	_, err = Open(context.Background(), Spec{Copy: &CopySpec{Src: "s3://bucket/key", Dst: "s3://other/", Stores: stores,
-		Client: s3store.ClientOptions{Region: "us-east-1", NoSignRequest: true}, PartSize: 64 << 10}})
+	stores = s3StoresTo(s3store.ClientOptions{Region: "us-east-1", Profile: "no-such-profile"}, s3store.ClientOptions{Region: "us-east-1", NoSignRequest: true})
+	_, err = Open(context.Background(), Spec{Copy: &CopySpec{Src: "s3://bucket/key", Dst: "s3://other/", Stores: stores, PartSize: 64 << 10}})
 	if err == nil || errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-profile") {
 		t.Errorf("copy: %v, want an error naming the profile, not a *SpecError", err)
 	}

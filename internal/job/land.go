@@ -17,15 +17,3 @@ func Land(single bool, src, dest string, destIsDir bool) (root, name string) {
 	}
 	return path.Dir(dest), path.Base(dest)
 }
-
-// KeyPrefix turns the root Land gives for an S3 destination into the
-// prefix of the keys written under it: "" for none, else ending in "/".
-func KeyPrefix(root string) string {
-	switch {
-	case root == "" || root == ".":
-		return ""
-	case root[len(root)-1] == '/':
-		return root
-	}
-	return root + "/"
-}

@@ -25,11 +25,3 @@ func TestLand(t *testing.T) {
 		}
 	}
 }
-
-func TestKeyPrefix(t *testing.T) {
-	for root, want := range map[string]string{"": "", ".": "", "a": "a/", "a/": "a/", "a/b": "a/b/"} {
-		if got := KeyPrefix(root); got != want {
-			t.Errorf("KeyPrefix(%q) = %q, want %q", root, got, want)
-		}
-	}
-}

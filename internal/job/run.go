@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/extsort"
-	"github.com/s3pd/s3pd/pkg/local"
-	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/shard"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -45,16 +42,16 @@ type Run struct {
 	// Destination names where an object lands, for messages (nil: no
 	// place to name).
 	Destination func(name string) string
-	// DirectIO says what a local destination did about direct I/O (nil:
-	// no local destination).
-	DirectIO func() local.DirectStatus
-	// Directory is the source's bucket when it is a directory bucket
-	// (S3 Express One Zone), else "".
-	Directory string
-	// LocalTo is "local" or "s3" when the source is local files, ""
-	// from S3.
+	// Dest is the destination's sink as its store made it (nil: none),
+	// for what the command line reports of it through the capabilities
+	// its store declares (a local sink's direct I/O).
+	Dest any
+	// LocalTo says the source is local files: the scheme of the
+	// destination's store ("local" for local paths), or "stdin"; ""
+	// from a store.
 	LocalTo string
-	// ServerSide says the bytes move inside S3, not through s3pd.
+	// ServerSide says the bytes move inside the store, not through
+	// s3pd.
 	ServerSide bool
 	// Options are the engine's options as this run has them.
 	Options transfer.Options
@@ -108,9 +105,7 @@ func Open(ctx context.Context, spec Spec) (*Run, error) {
 	for _, l := range r.lanes {
 		r.Lanes = append(r.Lanes, l.Name)
 	}
-	if d, ok := r.sink.(interface{ DirectIO() local.DirectStatus }); ok {
-		r.DirectIO = d.DirectIO
-	}
+	r.Dest = r.sink
 	if d, ok := r.sink.(interface{ Destination(string) string }); ok && r.Destination == nil {
 		r.Destination = d.Destination
 	}
@@ -125,14 +120,13 @@ func (r *Run) openGet(ctx context.Context, spec Spec) error {
 	}
 	r.get, r.lanes, r.sink, r.scaled, r.listed = g, g.Source.Lanes, g.Sink, g.Scaled, g.Listed
 	r.Destination, r.mustExist, r.missing = g.Destination(), g.MustExist, g.Missing
-	r.Directory = directorySource(spec.Get.Source)
 	r.opaqueETags, r.unordered = g.Source.OpaqueETags, g.Source.Unordered
 	r.startOver(g.Source.StartWindow)
 	if g.Listed != nil {
 		r.Deletes = "file"
 	}
-	if spec.SpaceCheck && !spec.Engine.DryRun && g.local != nil {
-		r.space, r.spaceDest = g.local, spec.Get.Dest
+	if sp, ok := g.Sink.(spaceSink); ok && spec.SpaceCheck && !spec.Engine.DryRun && g.dest != nil {
+		r.space, r.spaceDest = sp, spec.Get.Dest
 	}
 	return nil
 }
@@ -149,7 +143,6 @@ func (r *Run) openCopy(ctx context.Context, spec Spec) error {
 	if c.stream != nil {
 		r.stream, r.Streams, r.Destination = c.stream, true, c.stream.sink.Destination
 	}
-	r.Directory = directorySource(spec.Copy.Src)
 	r.opaqueETags, r.unordered = c.OpaqueETags, c.Unordered
 	r.startOver(c.StartWindow)
 	r.Options.PartSize, r.Options.Threshold = c.PartSize, c.Threshold
@@ -172,20 +165,6 @@ func (r *Run) startOver(window int) {
 	if r.Options.StartWindow == 0 {
 		r.Options.StartWindow = window
 	}
-}
-
-// tlsWindow is where the window starts for requests to endpoint ("":
-// AWS): transfer.TLSStartWindow over HTTPS, else the engine's default.
-func tlsWindow(endpoint string) int {
-	if overTLS(endpoint) {
-		return transfer.TLSStartWindow
-	}
-	return 0
-}
-
-// overTLS says whether requests to endpoint ("": AWS) go over HTTPS.
-func overTLS(endpoint string) bool {
-	return endpoint == "" || strings.HasPrefix(endpoint, "https://")
 }
 
 // Hooks are what the command line hands a transfer: who observes it,
@@ -415,7 +394,7 @@ func (r *Run) Delete(ctx context.Context, keep func(name string) bool, dryRun bo
 		return ErrIncompleteListing
 	}
 	if r.get != nil {
-		return r.get.Delete(keep, dryRun, report)
+		return r.get.Delete(ctx, keep, dryRun, report)
 	}
 	return r.copy.Delete(ctx, keep, dryRun, report)
 }
@@ -428,22 +407,4 @@ func (r *Run) Close() {
 	if r.copy != nil {
 		r.copy.Close()
 	}
-}
-
-// directorySource is the bucket src names when it is a directory
-// bucket, else "".
-func directorySource(src string) string {
-	u, err := s3store.ParseRawURL(src)
-	if !IsS3(src) || err != nil {
-		return ""
-	}
-	return directoryBucket(u.Bucket)
-}
-
-// directoryBucket is bucket when it is a directory bucket, else "".
-func directoryBucket(bucket string) string {
-	if s3store.IsDirectoryBucket(bucket) {
-		return bucket
-	}
-	return ""
 }

@@ -4,40 +4,41 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/s3pd/s3pd/pkg/s3store"
 	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
-// TestStoreOf: the registry finds each location's store by its scheme.
-func TestStoreOf(t *testing.T) {
-	for loc, want := range map[string]Store{
-		"s3://b/k": S3, "s3://b": S3, "-": Stdio, "": None,
-		"/tmp/x": Local, "rel/dir/": Local, "s3:/b": Local, "--": Local, "./-": Local,
-	} {
-		if got := StoreOf(loc); got != want {
-			t.Errorf("StoreOf(%q) = %q, want %q", loc, got, want)
-		}
-	}
-}
-
-// TestCopyRoutes: a copy between stores s3pd does not copy between is a
-// spec error, before any request.
+// TestCopyRoutes: a copy into a store that cannot take it (standard
+// input into local files; anything into a store without writes) is a
+// spec error naming the stores, before anything is opened.
 func TestCopyRoutes(t *testing.T) {
+	readOnly := store.FromSource(func(context.Context, string) (transfer.Source, error) {
+		t.Error("a refused copy opened its source")
+		return nil, errors.New("opened")
+	})
+	stores := append(s3Stores(s3store.ClientOptions{}), store.Entry{Scheme: "http", Open: readOnly})
+	dir := t.TempDir()
 	for _, tt := range []struct{ src, dst string }{
-		{"-", "/tmp/x"},
+		{"-", filepath.Join(dir, "x")},
 		{"-", "-"},
-		{"s3://b/k", "/tmp/x"}, // a Get
+		{filepath.Join(dir, "x"), "http://127.0.0.1:1/x"},
+		{"s3://b/k", "http://127.0.0.1:1/x"},
 	} {
-		_, err := newCopy(context.Background(), CopySpec{Src: tt.src, Dst: tt.dst})
+		_, err := newCopy(context.Background(), CopySpec{Src: tt.src, Dst: tt.dst, Stores: stores, Stdin: &StdinSpec{In: strings.NewReader("")}})
 		var se *SpecError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "does not copy from") {
 			t.Errorf("copy %s %s: %v, want a spec error naming the stores", tt.src, tt.dst, err)
 		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused copy left %d entries in its directory", len(entries))
 	}
 }
 
@@ -139,23 +140,18 @@ func TestOpenSpaceCheck(t *testing.T) {
 	}
 }
 
-// TestStartWindowFollowsTheScheme: over HTTPS (AWS's endpoint, or an
-// https:// one) the window starts at transfer.TLSStartWindow, over HTTP where the
-// engine starts it, and a start the options set is kept.
-func TestStartWindowFollowsTheScheme(t *testing.T) {
-	for _, tt := range []struct {
-		endpoint  string
-		set, want int
-	}{
-		{"", 0, transfer.TLSStartWindow},
-		{"https://s3.example.com", 0, transfer.TLSStartWindow},
-		{"http://127.0.0.1:9000", 0, 0},
-		{"https://s3.example.com", 8, 8},
+// TestStartWindowKeepsTheOptions: the window starts where the store's
+// connections need it unless the options set it.
+func TestStartWindowKeepsTheOptions(t *testing.T) {
+	for _, tt := range []struct{ store, set, want int }{
+		{transfer.TLSStartWindow, 0, transfer.TLSStartWindow},
+		{0, 0, 0},
+		{transfer.TLSStartWindow, 8, 8},
 	} {
 		r := &Run{Options: transfer.Options{StartWindow: tt.set}}
-		r.startOver(tlsWindow(tt.endpoint))
+		r.startOver(tt.store)
 		if r.Options.StartWindow != tt.want {
-			t.Errorf("endpoint %q, set %d: start window %d, want %d", tt.endpoint, tt.set, r.Options.StartWindow, tt.want)
+			t.Errorf("store %d, set %d: start window %d, want %d", tt.store, tt.set, r.Options.StartWindow, tt.want)
 		}
 	}
 }

@@ -73,15 +73,6 @@ func (s ScaleSpec) scale(first transfer.Lister, bucket, prefix string, src trans
 	return out
 }
 
-// ManifestPrefix is the prefix a --manifest run's URL names: with a
-// manifest, s3://b/p always means the prefix p/.
-func ManifestPrefix(key string) string {
-	if key != "" && !strings.HasSuffix(key, "/") {
-		key += "/"
-	}
-	return key
-}
-
 // ShardLockID is the destination lock identity of a shard ("" for
 // none): shards of one DEST run together, a second run of the same
 // shard or a run over all keys is refused.
@@ -104,10 +95,10 @@ type locations struct {
 }
 
 func (l *locations) open(ctx context.Context, loc string) (io.ReadCloser, error) {
-	switch StoreOf(loc) {
-	case Stdio:
+	switch {
+	case loc == "-":
 		return io.NopCloser(l.in), nil
-	case Local:
+	case store.SchemeOf(loc) == "":
 		return os.Open(loc)
 	}
 	if hostOf(loc) == l.host && l.src != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/s3emu"
 	"github.com/s3pd/s3pd/pkg/s3store"
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -18,7 +19,16 @@ import (
 // "1 transferred; 0 listed", before).
 func TestStreamAccountsForItsObject(t *testing.T) {
 	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory})
-	client := emuClient(ts)
+	dest := s3store.Dest(s3store.DestOptions{Client: s3store.ClientOptions{Region: "us-east-1", EndpointURL: ts.URL, NoSignRequest: true},
+		Upload: s3store.UploadOptions{ChecksumAlgorithm: s3store.CRC64NVME}})
+	dst, err := dest.Open(context.Background(), "s3://"+s3emu.DefaultBucket+"/", store.DestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamer, ok := dst.Sink.(store.Streamer)
+	if !ok {
+		t.Fatalf("the S3 destination's sink %T takes no stream", dst.Sink)
+	}
 	for _, tt := range []struct {
 		name       string
 		in         io.Reader
@@ -28,8 +38,7 @@ func TestStreamAccountsForItsObject(t *testing.T) {
 		{name: "failed", in: io.MultiReader(bytes.NewReader([]byte("x")), errReader{}), wantFailed: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &stream{sink: s3store.NewUploadSink(client, s3emu.DefaultBucket, s3store.UploadOptions{ChecksumAlgorithm: s3store.CRC64NVME}),
-				key: "stdin/" + tt.name, alg: s3store.CRC64NVME, in: tt.in, partSize: 5 << 20, parts: 2}
+			s := &stream{sink: streamer, key: "stdin/" + tt.name, in: tt.in, opts: store.StreamOptions{PartSize: 5 << 20, Parts: 2}}
 			sum, err := s.transfer(context.Background(), transfer.NopObserver{}, false)
 			if (err != nil) != (tt.wantFailed > 0) {
 				t.Fatalf("transfer: %v, want failed %d", err, tt.wantFailed)

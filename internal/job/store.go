@@ -2,43 +2,9 @@ package job
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
-
-// Store is the kind of place a location names, by which a copy's
-// direction is routed (copyRoutes): an s3:// URL, "-" (standard input or
-// output) or a local path. Sources are opened through the stores'
-// registry (store.Registry), not here; manifests and inventories are
-// listers, not stores: they say which objects a run takes from its
-// source.
-type Store string
-
-// The kinds of place, and None: no destination (a benchmark keeps
-// nothing).
-const (
-	S3    Store = "s3"
-	Stdio Store = "stdio"
-	Local Store = "local"
-	None  Store = ""
-)
-
-// StoreOf is the kind of place loc names ("" is None: nowhere).
-func StoreOf(loc string) Store {
-	switch {
-	case loc == "":
-		return None
-	case strings.HasPrefix(loc, "s3://"):
-		return S3
-	case loc == "-":
-		return Stdio
-	}
-	return Local
-}
-
-// IsS3 reports whether p is an s3:// URL.
-func IsS3(p string) bool { return StoreOf(p) == S3 }
 
 // NotFoundError says a location named nothing: no object at Key, and
 // nothing under Prefix. The command line maps it to its exit code and

@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"os"
+	"syscall"
 
 	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -29,6 +31,22 @@ func Opener(opts SourceOptions) store.Opener {
 		if s.single && o.Name != nil {
 			s.opts.Name = o.Name(loc)
 		}
-		return &store.Opened{Lanes: []transfer.Lane{{Name: "local", Source: s}}, Source: s, Single: s.single, Key: loc}, nil
+		return &store.Opened{Lanes: []transfer.Lane{{Name: "local", Source: s}}, Source: s, Single: s.single, Key: loc, Rereadable: true}, nil
 	}
+}
+
+// Identity identifies a local file's bytes for an upload's journal
+// (store.Identifier): its device, inode, size and modification time, as
+// the file is now ("" when it cannot be read, which resumes nothing of
+// its upload).
+func (s *Source) Identity(o transfer.Object) string {
+	st, err := os.Stat(o.Key)
+	if err != nil {
+		return ""
+	}
+	id := fmt.Sprintf("file %d %d", st.Size(), st.ModTime().UnixNano())
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id += fmt.Sprintf(" %d:%d", uint64(sys.Dev), sys.Ino)
+	}
+	return id
 }

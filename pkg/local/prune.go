@@ -1,20 +1,21 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path"
 	"strings"
 )
 
-// Prune walks the sink's root and removes every regular file for which
+// Prune (store.Pruner) walks the sink's root and removes every regular file for which
 // stale returns true, calling removed for each (before removal, or
 // instead of it when dryRun). Work folders at any depth (partial files,
 // journals, the lock of this run or of a run into a folder below) are
 // left alone, and so is the conflict copy NAME+ConflictSuffix
 // of a name that is not stale (no key can end in the suffix). It never
 // follows a symlink.
-func (s *Sink) Prune(stale func(name string) bool, dryRun bool, removed func(name string, size int64)) error {
+func (s *Sink) Prune(_ context.Context, stale func(name string) bool, dryRun bool, removed func(name string, size int64)) error {
 	var errs []error
 	err := fs.WalkDir(s.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {

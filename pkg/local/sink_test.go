@@ -314,7 +314,7 @@ func TestSinkConflictCopiesNeverMeetKeys(t *testing.T) {
 	var removed []string
 	prune := func() {
 		removed = nil
-		err := s.Prune(func(n string) bool { return !listed[n] }, false, func(n string, _ int64) { removed = append(removed, n) })
+		err := s.Prune(context.Background(), func(n string) bool { return !listed[n] }, false, func(n string, _ int64) { removed = append(removed, n) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +349,7 @@ func TestPruneLeavesWorkFoldersAtAnyDepth(t *testing.T) {
 		}
 	}
 	var removed []string
-	if err := s.Prune(func(string) bool { return true }, false, func(n string, _ int64) { removed = append(removed, n) }); err != nil {
+	if err := s.Prune(context.Background(), func(string) bool { return true }, false, func(n string, _ int64) { removed = append(removed, n) }); err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(removed)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3pd/s3pd/pkg/store"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
@@ -30,23 +31,9 @@ func StreamPartSize(partSize, expected int64) int64 {
 	return (need + 1<<20 - 1) &^ (1<<20 - 1)
 }
 
-// StreamResult is what Stream uploaded.
-type StreamResult struct {
-	Bytes    int64
-	Parts    int   // 0: one PutObject
-	PartSize int64 // the part size used
-	// Checksum is the object's full-object checksum, computed over the
-	// stream as it was read. Landed says how what the server stored was
-	// checked against it (verified: the server's checksum of the object
-	// agreed, and its size).
-	Checksum string
-	Landed   transfer.Verification
-	// Requests counts the upload's requests (a HEAD that checks the
-	// checksum is not one of them); Retries the parts sent again, and
-	// SlowDowns those among them the server asked for by throttling.
-	Requests, Retries, SlowDowns int64
-	Elapsed                      time.Duration
-}
+// StreamResult is what Stream uploaded (the stores' contract's, as the
+// job reads it).
+type StreamResult = store.StreamResult
 
 // Stream uploads r, a stream of unknown size (standard input), to key:
 // one PutObject when it ends within the first part, else a multipart

@@ -85,6 +85,9 @@ type Opened struct {
 	// OpaqueETags says the store's ETags are not MD5s of the bytes;
 	// Unordered that it lists out of key order.
 	OpaqueETags, Unordered bool
+	// Rereadable says the bodies its lanes open can be read twice
+	// (local files): a destination need not hold them in memory.
+	Rereadable bool
 	// StartWindow is the requests in flight the engine should start
 	// with (0: its default), as the store's connections need.
 	StartWindow int
@@ -107,10 +110,14 @@ type Opener func(ctx context.Context, loc string, o Options) (*Opened, error)
 
 // Entry is one store of a registry: the scheme its URLs begin with
 // ("s3" for s3://...; "" for a location without a scheme, a local
-// path) and its opener.
+// path), its opener, and its destination side when it takes writes.
 type Entry struct {
 	Scheme string
-	Open   Opener
+	// Name is what messages call the store ("S3"; "": its scheme).
+	Name string
+	Open Opener
+	// Dest writes to the store's locations (nil: it takes no writes).
+	Dest *Dest
 }
 
 // Registry finds a location's store by its scheme. It is a value, built

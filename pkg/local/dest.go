@@ -1,12 +1,54 @@
-package job
+package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/s3pd/s3pd/pkg/store"
 )
+
+// Dest is the destination side of local paths (store.Entry.Dest): a
+// Sink under the root the job decides, written as opts says (its LockID
+// is set per run). A copy from local files takes a CopySink, whose
+// parts the kernel moves.
+func Dest(opts Options) *store.Dest {
+	return &store.Dest{
+		Locate: func(loc string) (store.Place, error) {
+			if err := CheckWritable(loc); err != nil {
+				return store.Place{}, err
+			}
+			return store.Place{Path: loc, Dir: IsDir(loc)}, nil
+		},
+		Open: func(_ context.Context, _ string, o store.DestOptions) (*store.Sink, error) {
+			opts := opts
+			opts.LockID = o.Lock
+			if o.Name != "" {
+				// One object locks only its own name: downloads of other
+				// objects into the same directory run together.
+				opts.LockID = ObjectLockID(o.Name)
+			}
+			s, err := NewSink(o.Root, opts)
+			if err != nil {
+				return nil, err
+			}
+			out := &store.Sink{Sink: s, Close: s.Close}
+			if o.From != nil {
+				if _, ok := o.From.Source.(*Source); ok {
+					out.Sink = NewCopySink(s)
+				}
+			}
+			return out, nil
+		},
+		Overlap: func(src, dst string) error {
+			st, err := os.Stat(src)
+			return checkOverlap(filepath.Clean(src), dst, err == nil && !st.IsDir())
+		},
+	}
+}
 
 // IsDir reports whether dest names a directory to put objects in: it
 // ends in "/" or is an existing directory.
@@ -33,9 +75,9 @@ func checkOverlap(src, dst string, single bool) error {
 	}
 	switch {
 	case s == d:
-		return fmt.Errorf("source and destination are the same: %s", src)
+		return store.ErrSame
 	case !single && strings.HasPrefix(d, s+string(filepath.Separator)):
-		return fmt.Errorf("destination %s is inside source %s", dst, src)
+		return store.ErrInside
 	}
 	return nil
 }
