@@ -98,9 +98,9 @@ func (w *world) fromS3() int64 {
 	return n
 }
 
-// wantLanded fails unless dir holds every object, byte for byte as S3
-// has it, and nothing else at a final name.
-func (w *world) wantLanded(t *testing.T, dir string) {
+// fetchAll reads every object from S3 once, for the comparisons (its
+// bytes count at the emulator: read what it sent before).
+func (w *world) fetchAll(t *testing.T) {
 	t.Helper()
 	if w.want == nil {
 		w.want = map[string][]byte{}
@@ -117,6 +117,13 @@ func (w *world) wantLanded(t *testing.T, dir string) {
 			w.want[o.Name] = data
 		}
 	}
+}
+
+// wantLanded fails unless dir holds every object, byte for byte as S3
+// has it, and nothing else at a final name.
+func (w *world) wantLanded(t *testing.T, dir string) {
+	t.Helper()
+	w.fetchAll(t)
 	seen := 0
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
