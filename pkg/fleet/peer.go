@@ -220,6 +220,8 @@ func (b *peerBody) Read(q []byte) (int, error) {
 	case err == io.EOF && b.read == b.n:
 		b.endPeer()
 		return k, io.EOF
+	case b.ctx.Err() != nil:
+		return k, err // the engine gave the range up (a takeover, the run's end): not the peer's fault
 	}
 	why := fmt.Sprintf("peer %s: %s at byte %d of %d of %s", b.p.addr, err, b.read, b.n, b.obj.Key)
 	if b.stalled.Load() {

@@ -191,3 +191,74 @@ func TestPeerCutMidBodyFinishesFromS3(t *testing.T) {
 		t.Errorf("bypassed %+v, want the peer, cut at byte 1000", r.Bypassed)
 	}
 }
+
+// TestRangeGivenUpIsNoFaultOfThePeer: a range the engine gives up (its
+// context cancelled: a takeover, the run's end) fails with that, and the
+// peer stays in the fleet.
+func TestRangeGivenUpIsNoFaultOfThePeer(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	w.fetchAll(t)
+	peer, _ := fleet.NewServer(fleet.ServerOptions{Token: token})
+	nodes := newNodes(t, 2, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			return holdFront{peer}
+		}
+		return nil
+	})
+	var obj transfer.Object
+	for _, o := range w.objs {
+		if w.shares.Owner(o.Key) == 1 && o.Size > partSz {
+			obj = o
+		}
+	}
+	path := filepath.Join(t.TempDir(), "held")
+	os.WriteFile(path, w.want[obj.Name], 0o644)
+	if err := peer.Ready(obj.Key, path, obj.ETag, obj.Size); err != nil {
+		t.Fatal(err)
+	}
+	src, err := fleet.NewSource(w.source(), fleet.SourceOptions{Peers: addrs(nodes), Token: token, Owner: w.shares.Owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := src.Open(ctx, &obj, 0, partSz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(b, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = io.ReadAll(b)
+	b.Close()
+	r := src.Report()
+	if err == nil || len(r.Bypassed) != 0 || r.FromSource != 0 {
+		t.Errorf("read error %v, bypassed %+v, %d bytes from S3; want the cancellation, no bypass, nothing from S3", err, r.Bypassed, r.FromSource)
+	}
+}
+
+// holdFront sends the first 1000 bytes of a body, then nothing more
+// until the client goes away.
+type holdFront struct{ h http.Handler }
+
+func (f holdFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.h.ServeHTTP(&holdWriter{ResponseWriter: w, ctx: r.Context(), left: 1000}, r)
+}
+
+type holdWriter struct {
+	http.ResponseWriter
+	ctx  context.Context
+	left int
+}
+
+func (h *holdWriter) Write(p []byte) (int, error) {
+	if len(p) > h.left {
+		k, _ := h.ResponseWriter.Write(p[:h.left])
+		h.left = 0
+		h.ResponseWriter.(http.Flusher).Flush()
+		<-h.ctx.Done()
+		return k, h.ctx.Err()
+	}
+	h.left -= len(p)
+	return h.ResponseWriter.Write(p)
+}

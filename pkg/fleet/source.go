@@ -67,7 +67,9 @@ func (o SourceOptions) withDefaults() SourceOptions {
 		o.Poll = DefaultPoll
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.Proxy = nil // peers are on the fleet's own network
+		o.Client = &http.Client{Transport: tr}
 	}
 	return o
 }
@@ -95,9 +97,7 @@ type shared struct {
 
 // objState is what the Source knows of one object during the run.
 type objState struct {
-	looked chan struct{} // closed once sums and sumsErr are set
-	sums   map[string]string
-	err    error
+	look *lookup // the checksum lookup, nil until asked or after one failed
 	// s3only: the object comes from the wrapped source only (its bytes
 	// failed their checksum, or S3 has nothing to check a peer's with)
 	s3only bool
@@ -182,7 +182,8 @@ func (s *Source) ChecksumFailed(key string) {
 }
 
 // Done forgets what the Source knew of the object named key, once the
-// engine is done with it.
+// engine is done with it (Observer calls it; without, the Source keeps
+// a little state per object for the whole run).
 func (s *Source) Done(key string) {
 	s.sh.mu.Lock()
 	delete(s.sh.objs, key)
@@ -262,22 +263,38 @@ func (s *Source) sums(ctx context.Context, st *objState, obj *transfer.Object) (
 		return nil, errors.New("the source looks up no checksums")
 	}
 	s.sh.mu.Lock()
-	first := st.looked == nil
+	l := st.look
+	first := l == nil
 	if first {
-		st.looked = make(chan struct{})
+		l = &lookup{done: make(chan struct{})}
+		st.look = l
 	}
-	done := st.looked
 	s.sh.mu.Unlock()
 	if first {
-		st.sums, st.err = cs.Checksums(ctx, obj)
-		close(done)
+		l.sums, l.err = cs.Checksums(ctx, obj)
+		if l.err != nil {
+			// Not kept: the range that asked may have been cancelled
+			// (a takeover), and the engine's own lookup must not
+			// inherit that.
+			s.sh.mu.Lock()
+			st.look = nil
+			s.sh.mu.Unlock()
+		}
+		close(l.done)
 	}
 	select {
-	case <-done:
-		return st.sums, st.err
+	case <-l.done:
+		return l.sums, l.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// lookup is one checksum lookup, shared by whoever asks meanwhile.
+type lookup struct {
+	done chan struct{} // closed once sums and err are set
+	sums map[string]string
+	err  error
 }
 
 // checkable reports whether the engine will check a peer's bytes of obj
