@@ -262,3 +262,26 @@ func TestSourceRefusesIncompleteOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerRefusingTheTokenIsBypassed: a node with another token gets
+// 403 and not a byte from its peer, names it, and takes its share from
+// S3.
+func TestPeerRefusingTheTokenIsBypassed(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	nodes := newNodes(t, 2, noFront)
+	a, b := nodes[0], nodes[1]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, ownShare(w, 1))
+	if b.err != nil || b.sum.Failed != 0 {
+		t.Fatalf("node 1's own share: %+v, %v", b.sum, b.err)
+	}
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{Token: "not-the-fleet's"}, nil)
+	a.wantRan(t, w)
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 || !strings.Contains(r.Bypassed[0].Reason, "403") {
+		t.Errorf("bypassed %+v, want node 1, for a 403", r.Bypassed)
+	}
+	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
+		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from the peer, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
+	}
+}

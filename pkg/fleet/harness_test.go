@@ -204,7 +204,10 @@ func addrs(nodes []*node) []string {
 // objects it accepts.
 func (nd *node) run(t *testing.T, w *world, peers []string, opts fleet.SourceOptions, only func(transfer.Object) bool) {
 	t.Helper()
-	opts.Self, opts.Peers, opts.Token, opts.Owner = nd.k, peers, token, w.shares.Owner
+	opts.Self, opts.Peers, opts.Owner = nd.k, peers, w.shares.Owner
+	if opts.Token == "" {
+		opts.Token = token
+	}
 	if opts.Stall == 0 {
 		opts.Stall = 20 * time.Second
 	}
