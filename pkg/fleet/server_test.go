@@ -262,3 +262,46 @@ func (h *holdWriter) Write(p []byte) (int, error) {
 	h.left -= len(p)
 	return h.ResponseWriter.Write(p)
 }
+
+// TestStalledPeerIsBypassed: a peer that stops sending in the middle
+// of a body for the Stall timeout is bypassed, and the same body goes
+// on from S3.
+func TestStalledPeerIsBypassed(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	w.fetchAll(t)
+	peer, _ := fleet.NewServer(fleet.ServerOptions{Token: token})
+	nodes := newNodes(t, 2, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			return holdFront{peer}
+		}
+		return nil
+	})
+	var obj transfer.Object
+	for _, o := range w.objs {
+		if w.shares.Owner(o.Key) == 1 && o.Size > partSz {
+			obj = o
+		}
+	}
+	path := filepath.Join(t.TempDir(), "held")
+	os.WriteFile(path, w.want[obj.Name], 0o644)
+	if err := peer.Ready(obj.Key, path, obj.ETag, obj.Size); err != nil {
+		t.Fatal(err)
+	}
+	src, err := fleet.NewSource(w.source(), fleet.SourceOptions{Peers: addrs(nodes), Token: token, Owner: w.shares.Owner, Stall: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := src.Open(context.Background(), &obj, 0, partSz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(b)
+	b.Close()
+	if err != nil || !bytes.Equal(got, w.want[obj.Name][:partSz]) {
+		t.Fatalf("%d bytes, error %v; want the range's %d bytes", len(got), err, partSz)
+	}
+	r := src.Report()
+	if len(r.Bypassed) != 1 || !strings.Contains(r.Bypassed[0].Reason, "sent nothing") || r.FromPeers[nodes[1].addr] != 1000 || r.FromSource != partSz-1000 {
+		t.Errorf("bypassed %+v, %v from peers, %d from S3; want the peer, stalled, after 1000 bytes", r.Bypassed, r.FromPeers, r.FromSource)
+	}
+}
