@@ -33,6 +33,9 @@ var layers = map[string][]string{
 	"pkg/shard":                 {"pkg/transfer"},
 	"pkg/extsort":               {"pkg/transfer"},
 	"pkg/transfer/transfertest": {"pkg/transfer", "pkg/checksum"},
+	// A fleet decorates a lane's source with its peers and splits the
+	// listing as --shard does; it knows no store.
+	"pkg/fleet": {"pkg/transfer", "pkg/shard"},
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},

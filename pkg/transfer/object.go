@@ -206,6 +206,9 @@ func (t *object) finish(r Result) {
 		r = t.refreshed(rf, r.Bytes)
 	}
 	if errors.Is(r.Err, ErrChecksum) && t.ctx.Err() == nil && t.refetchable() {
+		// Observers hear of the refetch before its first request, so a
+		// source that lent some of the bytes (a peer) can step aside.
+		e.opts.Observer.Retry(t.o, 0, r.Err)
 		r = t.refetched(r.Bytes)
 	}
 	e.markBegun()

@@ -12,7 +12,9 @@ type Observer interface {
 	Bytes(n int64)
 	// PartDone is called when a part of obj has been written.
 	PartDone(obj Object, off, n int64)
-	// Retry is called before a request is retried after err.
+	// Retry is called before a request is retried after err, and
+	// before an object whose bytes failed their checksum is fetched
+	// again from its start (off 0, err wrapping ErrChecksum).
 	Retry(obj Object, off int64, err error)
 	// ObjectDone is called once per object with its outcome.
 	ObjectDone(r Result)

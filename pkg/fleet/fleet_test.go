@@ -1,0 +1,287 @@
+package fleet_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3pd/s3pd/pkg/fleet"
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// TestFleetFetchesTheDatasetFromS3Once: three nodes at once each land
+// every object, byte for byte and verified, while S3 sends the dataset
+// about once in all (each node its own share), not three times: the
+// rest moves between the nodes, as their reports and servers agree.
+func TestFleetFetchesTheDatasetFromS3Once(t *testing.T) {
+	const n = 3
+	w := newWorld(t, n, s3emu.Options{})
+	nodes := newNodes(t, n, noFront)
+	runAll(t, w, nodes, fleet.SourceOptions{})
+	s3 := w.fromS3() // before wantLanded reads the objects from S3
+	var fromSource, fromPeers, served int64
+	for _, nd := range nodes {
+		nd.wantRan(t, w)
+		w.wantLanded(t, nd.dir)
+		r := nd.src.Report()
+		if len(r.Bypassed) != 0 {
+			t.Errorf("node %d bypassed %+v, want none", nd.k, r.Bypassed)
+		}
+		for _, peer := range nodes {
+			if peer != nd && r.FromPeers[peer.addr] == 0 {
+				t.Errorf("node %d took nothing from node %d, which owns %d bytes", nd.k, peer.k, w.shareBytes(peer.k))
+			}
+		}
+		fromSource += r.FromSource
+		for _, b := range r.FromPeers {
+			fromPeers += b
+		}
+		for _, b := range nd.server.Served() {
+			served += b
+		}
+	}
+	t.Logf("dataset %d bytes; S3 sent %d, peers %d", w.total, s3, fromPeers)
+	if s3 < w.total || s3 > w.total*5/4 {
+		t.Errorf("S3 sent %d bytes for a dataset of %d to %d nodes, want about 1x (at most 1.25x)", s3, w.total, n)
+	}
+	if fromSource != s3 {
+		t.Errorf("the nodes report %d bytes from S3, the emulator sent %d", fromSource, s3)
+	}
+	if fromPeers != served || fromPeers < (n-1)*w.total*3/4 {
+		t.Errorf("peers sent %d bytes (servers counted %d), want the same, about %d", fromPeers, served, (n-1)*w.total)
+	}
+}
+
+// cutAfter is a front for a peer that serves first requests whole,
+// then breaks its next response off after a few bytes and from then on
+// drops every connection without an answer, as a node that died mid-run.
+type cutAfter struct {
+	h     http.Handler
+	first int64
+	seen  atomic.Int64
+	stop  func()
+}
+
+func (c *cutAfter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch i := c.seen.Add(1); {
+	case i <= c.first:
+		c.h.ServeHTTP(w, r)
+	case i == c.first+1:
+		c.h.ServeHTTP(&cutWriter{ResponseWriter: w, left: 1000}, r)
+		go c.stop()
+	default:
+		panic(http.ErrAbortHandler) // stopping: no answer
+	}
+}
+
+// cutWriter passes on at most left bytes of a body, then fails.
+type cutWriter struct {
+	http.ResponseWriter
+	left int
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if len(p) > c.left {
+		k, _ := c.ResponseWriter.Write(p[:c.left])
+		c.left = 0
+		return k, errors.New("peer stopped")
+	}
+	c.left -= len(p)
+	return c.ResponseWriter.Write(p)
+}
+
+// TestPeerStoppedMidRun: a peer that dies in the middle of a body and
+// stops answering is bypassed and named; the rest of that range and of
+// its share come from S3, and the run lands every object right.
+func TestPeerStoppedMidRun(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	var cut *cutAfter
+	var stopped atomic.Bool
+	nodes := newNodes(t, 2, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			cut = &cutAfter{h: s, first: 2}
+			return cut
+		}
+		return nil
+	})
+	cut.stop = func() { stopped.Store(true) }
+	a, b := nodes[0], nodes[1]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, ownShare(w, 1))
+	if b.err != nil || b.sum.Failed != 0 {
+		t.Fatalf("node 1's own share: %+v, %v", b.sum, b.err)
+	}
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
+	a.wantRan(t, w)
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 || r.Bypassed[0].Peer != b.addr || r.Bypassed[0].Reason == "" {
+		t.Fatalf("bypassed %+v, want node 1 (%s) with a reason", r.Bypassed, b.addr)
+	}
+	if !stopped.Load() || r.FromPeers[b.addr] == 0 {
+		t.Errorf("peer stopped %v after sending %d bytes, want stopped after sending some", stopped.Load(), r.FromPeers[b.addr])
+	}
+	if got := r.FromSource + r.FromPeers[b.addr]; got < w.total {
+		t.Errorf("node 0 read %d bytes from S3 and its peer, want at least the dataset's %d", got, w.total)
+	}
+	t.Logf("bypassed: %s", r.Bypassed[0].Reason)
+}
+
+// flipper is a front for a peer that flips one byte of every body.
+type flipper struct{ h http.Handler }
+
+func (f flipper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.h.ServeHTTP(&flipWriter{ResponseWriter: w}, r)
+}
+
+type flipWriter struct {
+	http.ResponseWriter
+	done bool
+}
+
+func (f *flipWriter) Write(p []byte) (int, error) {
+	if !f.done && len(p) > 0 {
+		f.done = true
+		q := append([]byte(nil), p...)
+		q[len(q)/2] ^= 0x01
+		return f.ResponseWriter.Write(q)
+	}
+	return f.ResponseWriter.Write(p)
+}
+
+// TestPeerFlippingBytesIsCaught: a peer that sends wrong bytes (right
+// ranges, right ETag) is caught by the engine's check against S3's
+// checksum: the object is fetched again from S3, the peer is named and
+// dropped, and every final name holds S3's bytes.
+func TestPeerFlippingBytesIsCaught(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	nodes := newNodes(t, 2, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			return flipper{s}
+		}
+		return nil
+	})
+	a, b := nodes[0], nodes[1]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, ownShare(w, 1))
+	if b.err != nil || b.sum.Failed != 0 {
+		t.Fatalf("node 1's own share: %+v, %v", b.sum, b.err)
+	}
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
+	a.wantRan(t, w)
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 || !strings.Contains(r.Bypassed[0].Reason, "checksum") {
+		t.Fatalf("bypassed %+v, want node 1, for a checksum", r.Bypassed)
+	}
+	if a.sum.Retries == 0 || r.FromSource < w.total {
+		t.Errorf("%d retries, %d bytes from S3; want a refetch, and the whole dataset from S3 (the peer's bytes were all wrong)", a.sum.Retries, r.FromSource)
+	}
+	t.Logf("bypassed: %s", r.Bypassed[0].Reason)
+}
+
+// TestObjectsS3CannotVerifyComeFromS3: where S3 gives no checksum, a
+// peer's bytes could not be checked: every object comes from S3, though
+// the peer holds them all.
+func TestObjectsS3CannotVerifyComeFromS3(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{NoChecksums: true})
+	nodes := newNodes(t, 2, noFront)
+	a, b := nodes[0], nodes[1]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil) // unverified: marks nothing
+	w.wantLanded(t, b.dir)
+	for _, o := range w.objs { // the peer offers them all anyway
+		if err := b.server.Ready(o.Key, b.dir+"/"+o.Name, o.ETag, o.Size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
+	if a.err != nil || a.sum.Failed != 0 {
+		t.Fatalf("node 0: %+v, %v", a.sum, a.err)
+	}
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
+		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from peers, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
+	}
+}
+
+// asked counts the requests a peer's server receives.
+type asked struct {
+	h http.Handler
+	n atomic.Int64
+}
+
+func (a *asked) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.n.Add(1)
+	a.h.ServeHTTP(w, r)
+}
+
+// TestPeerWithoutTheObjectIsWaitedForThenS3: a peer that does not get
+// its share in time (it holds nothing) is asked again until WaitReady,
+// then its objects come from S3; it stays in the fleet.
+func TestPeerWithoutTheObjectIsWaitedForThenS3(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	var front *asked
+	nodes := newNodes(t, 2, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			front = &asked{h: s}
+			return front
+		}
+		return nil
+	})
+	a := nodes[0]
+	const wait = 300 * time.Millisecond
+	t0 := time.Now()
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{WaitReady: wait, Poll: 20 * time.Millisecond}, nil)
+	a.wantRan(t, w)
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.Bypassed) != 0 || len(r.FromPeers) != 0 || r.FromSource != w.total {
+		t.Errorf("bypassed %+v, from peers %v, from S3 %d; want no bypass, all %d bytes from S3", r.Bypassed, r.FromPeers, r.FromSource, w.total)
+	}
+	if front.n.Load() < 2 || time.Since(t0) < wait {
+		t.Errorf("the peer was asked %d times in %v, want asked again, for at least %v", front.n.Load(), time.Since(t0), wait)
+	}
+}
+
+// TestSourceRefusesIncompleteOptions: a Source needs a token, an owner
+// rule and its own place among the peers.
+func TestSourceRefusesIncompleteOptions(t *testing.T) {
+	owner := func(string) int { return 0 }
+	for _, tt := range []struct {
+		name string
+		opts fleet.SourceOptions
+	}{
+		{"no token", fleet.SourceOptions{Peers: []string{"a:1"}, Owner: owner}},
+		{"no owner", fleet.SourceOptions{Peers: []string{"a:1"}, Token: token}},
+		{"self past the peers", fleet.SourceOptions{Self: 2, Peers: []string{"a:1", "b:1"}, Token: token, Owner: owner}},
+	} {
+		if _, err := fleet.NewSource(nil, tt.opts); err == nil {
+			t.Errorf("%s: no error", tt.name)
+		}
+	}
+}
+
+// TestPeerRefusingTheTokenIsBypassed: a node with another token gets
+// 403 and not a byte from its peer, names it, and takes its share from
+// S3.
+func TestPeerRefusingTheTokenIsBypassed(t *testing.T) {
+	w := newWorld(t, 2, s3emu.Options{})
+	nodes := newNodes(t, 2, noFront)
+	a, b := nodes[0], nodes[1]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, ownShare(w, 1))
+	if b.err != nil || b.sum.Failed != 0 {
+		t.Fatalf("node 1's own share: %+v, %v", b.sum, b.err)
+	}
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{Token: "not-the-fleet's"}, nil)
+	a.wantRan(t, w)
+	w.wantLanded(t, a.dir)
+	r := a.src.Report()
+	if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 || !strings.Contains(r.Bypassed[0].Reason, "403") {
+		t.Errorf("bypassed %+v, want node 1, for a 403", r.Bypassed)
+	}
+	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
+		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from the peer, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
+	}
+}

@@ -1,0 +1,266 @@
+package fleet
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The protocol between nodes: one path, the object's key in the query,
+// the token and the asking node in headers.
+const (
+	// ObjectPath is where a Server serves objects: GET or HEAD
+	// ObjectPath?key=KEY, with a Range header for a part.
+	ObjectPath = "/fleet/v1/object"
+	// TokenHeader carries the fleet's token on every request.
+	TokenHeader = "S3pd-Fleet-Token"
+	// NodeHeader names the asking node (its shard index), for the
+	// server's count of bytes served per peer.
+	NodeHeader = "S3pd-Fleet-Node"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Token is the fleet's shared secret: a request whose TokenHeader
+	// differs is answered 403 with no body. It must not be empty.
+	Token string
+}
+
+// Server serves peers the objects this node has landed and verified:
+// only those marked Ready, only from the file and version marked, only
+// to requests that carry the fleet's token.
+type Server struct {
+	token []byte
+
+	mu     sync.Mutex
+	ready  map[string]held // by object key
+	served map[string]*atomic.Int64
+	hs     *http.Server
+}
+
+// held is one object a Server may serve: the committed file it was
+// verified into, and what that file was when it was marked.
+type held struct {
+	path    string
+	etag    string
+	size    int64
+	modTime time.Time
+}
+
+// NewServer returns a server that serves nothing until objects are
+// marked Ready.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Token == "" {
+		return nil, errors.New("fleet server: empty token")
+	}
+	return &Server{token: []byte(opts.Token), ready: map[string]held{}, served: map[string]*atomic.Int64{}}, nil
+}
+
+// Ready marks the object key, version etag, of size bytes, as verified
+// and committed at path: peers may fetch it from now on. The file must
+// be a regular file of that size; if it changes later (its size or
+// modification time), the server stops serving it.
+func (s *Server) Ready(key, path, etag string, size int64) error {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("fleet ready %s: %w", key, err)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("fleet ready %s: %s is not a regular file", key, path)
+	case st.Size() != size:
+		return fmt.Errorf("fleet ready %s: %s holds %d bytes, want %d", key, path, st.Size(), size)
+	}
+	s.mu.Lock()
+	s.ready[key] = held{path: path, etag: etag, size: size, modTime: st.ModTime()}
+	s.mu.Unlock()
+	return nil
+}
+
+// Served returns the object bytes sent to each peer so far, by the name
+// its NodeHeader gave (its remote host when it gave none).
+func (s *Server) Served() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.served))
+	for k, v := range s.served {
+		out[k] = v.Load()
+	}
+	return out
+}
+
+// Start serves on addr, which must name a host ("10.0.0.5:7070",
+// "127.0.0.1:0"): a server binds only the address it is given, never
+// every interface by default. It returns the address bound.
+func (s *Server) Start(addr string) (string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("fleet listen %q: %w", addr, err)
+	}
+	if host == "" {
+		return "", fmt.Errorf("fleet listen %q: name the address to bind, not only a port", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("fleet listen %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	s.hs = hs
+	s.mu.Unlock()
+	go hs.Serve(ln) // ends with ErrServerClosed when Close is called
+	return ln.Addr().String(), nil
+}
+
+// Close stops a server started with Start, and its open connections.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	hs := s.hs
+	s.hs = nil
+	s.mu.Unlock()
+	if hs == nil {
+		return nil
+	}
+	return hs.Close()
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), s.token) != 1 {
+		w.WriteHeader(http.StatusForbidden)
+		return
+	}
+	if r.URL.Path != ObjectPath {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	key := r.URL.Query().Get("key")
+	f, h, ok := s.open(key)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	if m := r.Header.Get("If-Match"); m != "" && unquote(m) != unquote(h.etag) {
+		w.WriteHeader(http.StatusPreconditionFailed)
+		return
+	}
+	off, n, partial, err := parseRange(r.Header.Get("Range"), h.size)
+	if err != nil {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", h.size))
+		w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		return
+	}
+	hd := w.Header()
+	hd.Set("ETag", h.etag)
+	hd.Set("Accept-Ranges", "bytes")
+	hd.Set("Content-Type", "application/octet-stream")
+	hd.Set("Content-Length", strconv.FormatInt(n, 10))
+	status := http.StatusOK
+	if partial {
+		hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, h.size))
+		status = http.StatusPartialContent
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	sent, _ := io.Copy(w, io.NewSectionReader(f, off, n))
+	s.count(peerName(r), sent)
+}
+
+// open opens the file of a ready object, if it is still the file that
+// was marked; one that changed is no longer served.
+func (s *Server) open(key string) (*os.File, held, bool) {
+	s.mu.Lock()
+	h, ok := s.ready[key]
+	s.mu.Unlock()
+	if !ok {
+		return nil, h, false
+	}
+	f, err := os.Open(h.path)
+	if err != nil {
+		return nil, h, false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() != h.size || !st.ModTime().Equal(h.modTime) {
+		f.Close()
+		s.mu.Lock()
+		delete(s.ready, key)
+		s.mu.Unlock()
+		return nil, h, false
+	}
+	return f, h, true
+}
+
+// count adds n bytes sent to peer.
+func (s *Server) count(peer string, n int64) {
+	s.mu.Lock()
+	c := s.served[peer]
+	if c == nil {
+		c = new(atomic.Int64)
+		s.served[peer] = c
+	}
+	s.mu.Unlock()
+	c.Add(n)
+}
+
+// peerName is who asked: the node its header names, else its host.
+func peerName(r *http.Request) string {
+	if n := r.Header.Get(NodeHeader); n != "" {
+		return n
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// parseRange reads a Range header of one range, "bytes=A-B" or
+// "bytes=A-", of an object of size bytes: the bytes it asks for, and
+// whether it asked for a part (no header: the whole object).
+func parseRange(v string, size int64) (off, n int64, partial bool, err error) {
+	if v == "" {
+		return 0, size, false, nil
+	}
+	bad := fmt.Errorf("range %q of %d bytes: not one satisfiable range", v, size)
+	spec, ok := strings.CutPrefix(v, "bytes=")
+	if !ok || strings.Contains(spec, ",") {
+		return 0, 0, false, bad
+	}
+	a, b, ok := strings.Cut(spec, "-")
+	if !ok || a == "" {
+		return 0, 0, false, bad // suffix ranges are not part of the protocol
+	}
+	off, err = strconv.ParseInt(a, 10, 64)
+	if err != nil || off < 0 || off >= size {
+		return 0, 0, false, bad
+	}
+	end := size - 1
+	if b != "" {
+		if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < off {
+			return 0, 0, false, bad
+		}
+		end = min(end, size-1)
+	}
+	return off, end - off + 1, true, nil
+}
+
+// unquote drops an ETag's quotes and weak marker for comparison.
+func unquote(etag string) string {
+	return strings.Trim(strings.TrimPrefix(etag, "W/"), `"`)
+}
