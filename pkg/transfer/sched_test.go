@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -190,10 +191,10 @@ func (s *countingSink) Create(ctx context.Context, o Object) (File, error) {
 }
 
 // Open holds every request until n files were created, and the first
-// one 300 ms longer, whether or not it had to wait for them: the object joins the scheduler just after its file
-// is created, and the next range is chosen once this request's slot is
-// free. The margin is wide because a loaded CI machine can leave the
-// goroutine that adds the object unscheduled for tens of milliseconds.
+// one 300 ms longer (of a synctest bubble's clock), whether or not it
+// had to wait for them: the object joins the scheduler just after its
+// file is created, and the next range is chosen once this request's
+// slot is free.
 func (s *gatedSource) Open(ctx context.Context, o *Object, off, n int64) (*Body, error) {
 	for deadline := time.Now().Add(2 * time.Second); s.sink.creates.Load() < s.n && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
@@ -212,25 +213,30 @@ func (s *gatedSource) Open(ctx context.Context, o *Object, off, n int64) (*Body,
 }
 
 func TestLargestObjectGoesFirst(t *testing.T) {
-	// One request at a time, two objects open: the big one's ranges go
-	// first until what it has left is no more than the small one's.
-	const part = 1000
-	mem := newMemSource(map[string]int64{"small": 2 * part, "big": 6 * part})
-	mem.objs[0], mem.objs[1] = Object{Key: "small", Name: "small", Size: 2 * part, ETag: `"small"`}, Object{Key: "big", Name: "big", Size: 6 * part, ETag: `"big"`}
-	sink := &countingSink{memSink: newMemSink()}
-	src := &gatedSource{memSource: mem, sink: sink, n: 2}
-	sum := runEngine(t, src, sink, Options{PartSize: part, MaxRequests: 1})
-	if sum.Objects != 2 {
-		t.Fatalf("summary %+v", sum)
-	}
-	// The first request may go out before the second object opened;
-	// after it, big's ranges come first until 2 parts of it are left.
-	got := src.order[1:4]
-	for _, r := range got {
-		if r[:3] != "big" {
-			t.Fatalf("request order %v: want big's ranges while it has more bytes left than small", src.order)
+	// In a bubble: the source's waits are on the bubble's clock, and
+	// the next range is chosen once every goroutine is blocked, not after
+	// a real pause the machine's load could outlast.
+	synctest.Test(t, func(t *testing.T) {
+		// One request at a time, two objects open: the big one's ranges go
+		// first until what it has left is no more than the small one's.
+		const part = 1000
+		mem := newMemSource(map[string]int64{"small": 2 * part, "big": 6 * part})
+		mem.objs[0], mem.objs[1] = Object{Key: "small", Name: "small", Size: 2 * part, ETag: `"small"`}, Object{Key: "big", Name: "big", Size: 6 * part, ETag: `"big"`}
+		sink := &countingSink{memSink: newMemSink()}
+		src := &gatedSource{memSource: mem, sink: sink, n: 2}
+		sum := runEngine(t, src, sink, Options{PartSize: part, MaxRequests: 1})
+		if sum.Objects != 2 {
+			t.Fatalf("summary %+v", sum)
 		}
-	}
+		// The first request may go out before the second object opened;
+		// after it, big's ranges come first until 2 parts of it are left.
+		got := src.order[1:4]
+		for _, r := range got {
+			if r[:3] != "big" {
+				t.Fatalf("request order %v: want big's ranges while it has more bytes left than small", src.order)
+			}
+		}
+	})
 }
 
 // tricklingSource sends every body in 1 KiB pieces, 5 ms apart, and
