@@ -24,8 +24,9 @@ type Throttle struct {
 	// finds it empty is answered SlowDown and takes no token.
 	PrefixRate int
 	// Now is the token buckets' clock (nil: time.Now): a test that
-	// refills them on a clock of its own waits for no real time.
-	Now func() time.Time
+	// refills them on a clock of its own waits for no real time. It is
+	// not carried to a child emulator, which takes its throttle as JSON.
+	Now func() time.Time `json:"-"`
 }
 
 // slowDown is the answer of a throttled request: S3's code and message.
