@@ -129,20 +129,9 @@ func TestImportRules(t *testing.T) {
 // and checks that every pkg/transfer name they use is in
 // cmdTransferNames.
 func TestCmdUsesOnlyListedEngineNames(t *testing.T) {
-	files, err := filepath.Glob("cmd/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("cmd/*.go: %v, %d files", err, len(files))
-	}
-	fset := token.NewFileSet()
+	fset, files := parseSources(t, "cmd")
 	used := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range files {
 		local := ""
 		for _, imp := range f.Imports {
 			if p, _ := strconv.Unquote(imp.Path.Value); p == "github.com/s3pd/s3pd/pkg/transfer" {
@@ -221,21 +210,8 @@ func TestArchitectureJobImportsNoStore(t *testing.T) {
 // or variable that only re-exports another package's, so that the job
 // does not re-export the stores, the engine or the listers.
 func TestArchitectureJobHoldsNoStoreTypes(t *testing.T) {
-	files, err := filepath.Glob("internal/job/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("internal/job/*.go: %v, %d files", err, len(files))
-	}
-	fset := token.NewFileSet()
-	read := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		read++
+	fset, files := parseSources(t, "internal/job")
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok {
@@ -257,9 +233,32 @@ func TestArchitectureJobHoldsNoStoreTypes(t *testing.T) {
 			}
 		}
 	}
-	if read == 0 {
-		t.Error("no file of internal/job read: the check reads nothing")
+}
+
+// parseSources parses the Go files of dir, not its tests; it fails the
+// test when there is none, so that a check never reads nothing.
+func parseSources(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s: no Go file to read", dir)
+	}
+	return fset, files
 }
 
 // foreign reports whether e names another package's declaration
