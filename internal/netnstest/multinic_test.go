@@ -26,7 +26,7 @@ import (
 )
 
 // buildS3pd builds the s3pd binary into a temporary directory.
-func buildS3pd(t *testing.T) string {
+func buildS3pd(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "s3pd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/s3pd/s3pd").CombinedOutput()

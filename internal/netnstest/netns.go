@@ -234,14 +234,19 @@ func (e *Env) Command(ctx context.Context, ns, name string, args ...string) *exe
 
 // RxBytes reads /sys/class/net/IF/statistics/rx_bytes inside namespace ns.
 func (e *Env) RxBytes(ns, ifname string) (uint64, error) {
+	return e.statistic(ns, ifname, "rx_bytes")
+}
+
+// statistic reads /sys/class/net/IF/statistics/NAME inside namespace ns.
+func (e *Env) statistic(ns, ifname, name string) (uint64, error) {
 	out, err := e.Command(context.Background(), ns, "cat",
-		filepath.Join("/sys/class/net", ifname, "statistics", "rx_bytes")).Output()
+		filepath.Join("/sys/class/net", ifname, "statistics", name)).Output()
 	if err != nil {
-		return 0, fmt.Errorf("read rx_bytes of %s in %s: %w", ifname, ns, err)
+		return 0, fmt.Errorf("read %s of %s in %s: %w", name, ifname, ns, err)
 	}
 	n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("read rx_bytes of %s in %s: %w", ifname, ns, err)
+		return 0, fmt.Errorf("read %s of %s in %s: %w", name, ifname, ns, err)
 	}
 	return n, nil
 }

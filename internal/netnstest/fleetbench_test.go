@@ -1,0 +1,95 @@
+//go:build netns
+
+package netnstest
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkFleet times four nodes landing the same prefix, all started
+// at once: as a fleet (`get --fleet K/4 --peers ...`, each node's share
+// from S3, the rest from its peers over the bridge) against four
+// independent gets, in the same round, through the same shared link to
+// the source (tbf, S3PD_FLEET_RATE_MBIT, default 200 Mbit/s) while the
+// bridge between the nodes is uncapped. Each contender is timed from the
+// start of the first process to the exit of the last (a fleet node
+// lingers until every peer said it is done, so this is the time until
+// all have landed, and told each other). The two go first in turn, round
+// by round. Reported per round: solo-s and fleet-s, fleet-x (fleet's
+// time over the independent gets'), and what the emulator sent over the
+// dataset (bodies and listings, counted at the server): solo-sent-x and
+// fleet-sent-x. Every landing is checked byte for byte outside the
+// timer. S3PD_FLEET_DATASET sets the group (default fleet:16:4MiB).
+func BenchmarkFleet(b *testing.B) {
+	rate := 200
+	if v := os.Getenv("S3PD_FLEET_RATE_MBIT"); v != "" {
+		var err error
+		if rate, err = strconv.Atoi(v); err != nil {
+			b.Fatalf("S3PD_FLEET_RATE_MBIT=%q: %v", v, err)
+		}
+	}
+	group := "fleet:16:4MiB"
+	if v := os.Getenv("S3PD_FLEET_DATASET"); v != "" {
+		group = v
+	}
+	const nodes = 4
+	fe := newFleetEnv(b, nodes, rate, group)
+	withFleet := fe.fleetRegistered(b)
+	if !withFleet {
+		b.Logf("this s3pd has no get --fleet: timing the independent gets only")
+	}
+	dir := b.TempDir()
+	size := float64(fe.data.Bytes())
+	peers := fe.peerList()
+	var solo, fleet time.Duration
+	var soloSent, fleetSent int64
+	b.ResetTimer()
+	b.StopTimer()
+	for round := range b.N {
+		for k := range 2 {
+			asFleet := (round+k)%2 == 1
+			if asFleet && !withFleet {
+				continue
+			}
+			var extra func(int) []string
+			if asFleet {
+				extra = func(i int) []string { return fe.fleetArgs(i, peers, 30*time.Second) }
+			}
+			d := dests(b, dir, nodes)
+			fe.emu.ResetStats()
+			start := time.Now()
+			runs := fe.startGets(b, d, extra)
+			waitRuns(b, runs, 5*time.Minute)
+			took := time.Since(start)
+			sent := fe.emu.Stats().BytesSent
+			for _, r := range runs {
+				if r.err != nil {
+					b.Fatalf("fleet %v: %s", asFleet, r)
+				}
+				if err := fe.checkLanded(r.dest); err != nil {
+					b.Fatalf("fleet %v: node %d: %v", asFleet, r.node, err)
+				}
+			}
+			if asFleet {
+				fleet += took
+				fleetSent += sent
+			} else {
+				solo += took
+				soloSent += sent
+			}
+			b.Logf("round %d fleet=%v: %v, server sent %.3fx the dataset", round, asFleet, took.Round(time.Millisecond), float64(sent)/size)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(solo.Seconds()/n, "solo-s")
+	b.ReportMetric(float64(soloSent)/size/n, "solo-sent-x")
+	if withFleet {
+		b.ReportMetric(fleet.Seconds()/n, "fleet-s")
+		b.ReportMetric(fleet.Seconds()/solo.Seconds(), "fleet-x")
+		b.ReportMetric(float64(fleetSent)/size/n, "fleet-sent-x")
+	}
+	b.ReportMetric(float64(rate), "link-Mbit/s")
+}
