@@ -13,7 +13,7 @@ FUZZMINIMIZE ?= 2s
 # the module cache, outside go.mod.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build check fmt vet staticcheck test test-sim test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio bench-steady release-check soak clean
+.PHONY: all build check fmt vet staticcheck test test-sim test-netns test-short fuzz tidy lint bench bench-tls bench-budget bench-copy bench-list bench-directio bench-steady bench-fleet release-check soak clean
 
 all: build
 
@@ -123,6 +123,12 @@ bench-list:
 ## interleaved rounds of DURATION (30s) each
 bench-steady:
 	bash bench/steady.sh
+
+## bench-fleet: four `get --fleet K/4` nodes on a bridge against four
+## independent gets, all through one 200 Mbit/s link to the emulator, in
+## network namespaces (root), COUNT (5) rounds side by side
+bench-fleet:
+	bash bench/fleet.sh
 
 ## release-check: validate .goreleaser.yaml with goreleaser itself (not
 ## part of check: building goreleaser fetches hundreds of modules)
