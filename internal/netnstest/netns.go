@@ -2,7 +2,9 @@
 // network cards: a server namespace and a client namespace joined by veth
 // pairs, each pair its own subnet in 198.18.0.0/15 (set aside for
 // benchmarking), optionally capped with tbf, with source-based policy
-// routing in the client and rp_filter off. It runs commands or Go functions
+// routing in the client and rp_filter off; or (NewFabric) node namespaces on
+// a bridge with a source namespace behind one shared, capped link, as a
+// cluster's nodes and the store they share. It runs commands or Go functions
 // inside a namespace and reads per-interface byte counters. Everything it
 // makes is removed when the test ends, also when it fails. It needs root,
 // iproute2 and (for caps) tc; without them the test is skipped, unless
