@@ -44,7 +44,7 @@ var layers = map[string][]string{
 	// through the registry cmd builds), the engine, its sinks and the
 	// listers; no command line and no configuration (cmd turns settings
 	// into the job's specs).
-	"internal/job": {"pkg/transfer", "pkg/store", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort"},
+	"internal/job": {"pkg/transfer", "pkg/store", "pkg/sink", "pkg/manifest", "pkg/shard", "pkg/extsort", "pkg/fleet"},
 	// The edge: flags, settings, rendering and exit codes over the job;
 	// the packages of the commands that are their own domain (raid-setup,
 	// bench disk, bench serve, nics and the cards a run binds to); the
@@ -56,7 +56,7 @@ var layers = map[string][]string{
 	// a sink: building a run is the job's.
 	"cmd": {"internal/job", "pkg/config", "pkg/report", "pkg/sweep",
 		"pkg/raid", "pkg/diskbench", "pkg/s3emu", "pkg/nics", "configs", "pkg/transfer",
-		"pkg/store", "pkg/s3store", "pkg/local", "pkg/httpstore", "pkg/shard", "pkg/manifest", "pkg/extsort"},
+		"pkg/store", "pkg/s3store", "pkg/local", "pkg/httpstore", "pkg/shard", "pkg/manifest", "pkg/extsort", "pkg/fleet"},
 }
 
 // cmdTransferNames are the names of pkg/transfer that cmd may use: the

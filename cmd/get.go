@@ -42,6 +42,10 @@ type getOptions struct {
 	// web is an http(s):// source: its --checksum and --input-file, and
 	// what check made of them.
 	web webSource
+	// fleet is --fleet and its flags; fleetSpec what check made of them
+	// (nil without --fleet).
+	fleet     fleetFlags
+	fleetSpec *job.FleetSpec
 }
 
 // outputFlags are the flags every transferring command shares.
@@ -184,6 +188,9 @@ func runGet(ctx context.Context, fac *Factory, opts *getOptions) (err error) {
 // --shard; they do not depend on the settings.
 func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 	if opts.web.inputFile != "" || httpstore.IsURL(opts.src) {
+		if opts.fleet.fleet != "" {
+			return s3store.URL{}, nil, usageErrorf("--fleet shares an S3 prefix among nodes, not files fetched over http(s)://")
+		}
 		// What the registry takes beside s3:// and local paths.
 		return s3store.URL{}, nil, opts.checkWeb(f)
 	}
@@ -208,6 +215,9 @@ func (opts *getOptions) check(f *Factory) (s3store.URL, *shard.Spec, error) {
 		return u, nil, err
 	}
 	if err := opts.checkScale(spec); err != nil {
+		return u, nil, err
+	}
+	if opts.fleetSpec, err = opts.checkFleet(f.Getenv, spec); err != nil {
 		return u, nil, err
 	}
 	if opts.req.SSECKey, err = opts.ssec.resolve(f.Getenv); err != nil {
@@ -329,6 +339,11 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 		// the engine starts no range beyond it.
 		OrderWindow: int(settings.PartSize)*cmp.Or(settings.Threads, config.BudgetThreads) + 1<<20,
 		Delete:      opts.delete, Scale: opts.scale.scaleSpec(f, settings, f.net.t, spec, opts.rules.rules),
+	}
+	if opts.fleetSpec != nil {
+		fl := *opts.fleetSpec
+		fl.Lingering = fleetLingering(f)
+		get.Fleet = &fl
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},
 		jobRun{settings: settings, out: out, rules: opts.rules.rules, verb: "download", origin: origin, source: shown})

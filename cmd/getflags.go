@@ -44,6 +44,7 @@ func (opts *getOptions) downloadFlags() *pflag.FlagSet {
 	fs.BoolVar(&opts.noSpaceCheck, "no-space-check", false, "do not compare what is still to land with DEST's free space before the first byte (exit 2 when it does not fit)")
 	fs.StringVar(&opts.versionID, "version-id", "", "version of a single object")
 	opts.web.register(fs)
+	opts.fleet.register(fs)
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Annotations = map[string][]string{routeAnnotation: {downloadRoute}}
 	})

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/s3pd/s3pd/internal/job"
 	"github.com/s3pd/s3pd/pkg/local"
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
@@ -47,6 +48,9 @@ type reporter struct {
 	// direct, when set, says what a local destination did about direct
 	// I/O (the summary).
 	direct func() local.DirectStatus
+	// fleet, when set, says where a --fleet node's bytes came from and
+	// went (the summary).
+	fleet func() *job.FleetReport
 	// localTo: the source is local files, copied to "local" or "s3".
 	localTo string
 	// noChecksumHint: runOutput's.

@@ -87,6 +87,9 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	total := &listedBytes{}
 	rep := newReporter(f.Factory, f.Logger, out, total)
 	rep.destination, rep.verb, rep.origin, rep.direct, rep.directory = run.Destination, how.verb, how.origin, directIO(run.Dest), how.directory
+	if run.Fleet() != nil {
+		rep.fleet = run.Fleet
+	}
 	h := job.Hooks{Observer: rep, Listing: total}
 	if match := how.rules.Filter(); match != nil {
 		rep.selection = &selection{}

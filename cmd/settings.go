@@ -91,7 +91,7 @@ func loadSettings(f *Factory, fs *pflag.FlagSet) (config.Settings, *config.Origi
 
 // knownEnv are the S3PD_* variables cmd reads itself, besides the
 // settings': the settings refuse any other as a typo.
-func knownEnv() []string { return []string{envSSECKey, shard.EnvCount, envRefuseDirect} }
+func knownEnv() []string { return []string{envSSECKey, shard.EnvCount, envRefuseDirect, envFleetToken} }
 
 // resolveSettings loads the settings with the sources they came from.
 func resolveSettings(f *Factory, fs *pflag.FlagSet) (*config.Loaded, error) {

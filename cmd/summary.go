@@ -74,8 +74,11 @@ type summaryLine struct {
 	// Shard is this process's shard of the listing (--shard).
 	Shard *shard.Report `json:"shard,omitempty"`
 	// Selection is what the rules selected of the listing.
-	Selection   *selectionLine `json:"selection,omitempty"`
-	runMeasures                // percentiles, CPU, time series, verdict (measure.go)
+	Selection *selectionLine `json:"selection,omitempty"`
+	// fleetSummary is a --fleet node's: where its bytes came from and
+	// went (its fields are flat, fleet_*).
+	*fleetSummary
+	runMeasures // percentiles, CPU, time series, verdict (measure.go)
 }
 
 type laneSummary struct {
@@ -114,6 +117,9 @@ func (r *reporter) summary(s transfer.Summary, out runOutput) summaryLine {
 	if r.direct != nil {
 		st := r.direct()
 		line.DirectIO, line.DirectIOReason = st.State, st.Reason
+	}
+	if r.fleet != nil {
+		line.fleetSummary = newFleetSummary(r.fleet())
 	}
 	if len(s.Lanes) > 1 {
 		for _, l := range s.Lanes {
@@ -216,6 +222,9 @@ func (r *reporter) printSummary(w io.Writer, s transfer.Summary, out runOutput, 
 			direct += " (" + line.DirectIOReason + ")"
 		}
 		fmt.Fprintln(w, direct)
+	}
+	if line.fleetSummary != nil {
+		printFleet(w, line.fleetSummary)
 	}
 	if line.ResumedObjects > 0 {
 		fmt.Fprintf(w, "resumed: %s, %s kept from an earlier run\n", plural(line.ResumedObjects, "object"), humanBytes(line.ResumedBytes))

@@ -40,6 +40,9 @@ type GetSpec struct {
 	// Scale is who lists (--manifest, whose URL names a prefix) and
 	// the share this process takes (--shard, which needs a prefix).
 	Scale ScaleSpec
+	// Fleet, when set, makes this download a node of a fleet that
+	// fetches the prefix from S3 about once in all (--fleet).
+	Fleet *FleetSpec
 }
 
 // Get is a resolved download: what to read, and where it goes.
@@ -108,6 +111,8 @@ func newGet(ctx context.Context, spec GetSpec) (*Get, error) {
 	switch {
 	case single && spec.Scale.Shard != nil:
 		return nil, specErrorf("--shard splits a prefix; %s is a single object", spec.URL)
+	case single && spec.Fleet != nil:
+		return nil, specErrorf("--fleet shares a prefix among nodes; %s is a single object", spec.URL)
 	case !single && dest == "-":
 		found, err := listsAny(ctx, src.Source)
 		switch {

@@ -76,6 +76,7 @@ type Run struct {
 	missing   error
 	get       *Get
 	copy      *Copy
+	fleet     *fleetRun
 	stream    *stream
 	// opaqueETags and unordered are the source's: ETags that are not
 	// MD5s, a listing out of key order.
@@ -127,6 +128,12 @@ func (r *Run) openGet(ctx context.Context, spec Spec) error {
 	}
 	if sp, ok := g.Sink.(spaceSink); ok && spec.SpaceCheck && !spec.Engine.DryRun && g.dest != nil {
 		r.space, r.spaceDest = sp, spec.Get.Dest
+	}
+	if f := spec.Get.Fleet; f != nil {
+		if err := r.openFleet(ctx, *f, spec.Get.Scale.Filter); err != nil {
+			r.Close()
+			return err
+		}
 	}
 	return nil
 }
@@ -221,6 +228,9 @@ func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	}
 	h.start()
 	sum, err := eng.Run(rctx)
+	if r.fleet != nil && ctx.Err() == nil {
+		r.fleet.linger(ctx)
+	}
 	if se := spaceFailure(rctx, err); se != nil {
 		return sum, se
 	}
@@ -291,6 +301,9 @@ func (r *Run) engineOptions(ctx context.Context, h Hooks) (context.Context, cont
 	o.Observer, o.Filter, o.OnSample, o.SampleEvery = h.Observer, h.Filter, h.OnSample, h.SampleEvery
 	if h.Classes != nil {
 		o.Observer = transfer.Observers{cmp.Or[transfer.Observer](h.Observer, transfer.NopObserver{}), h.Classes}
+	}
+	if r.fleet != nil {
+		o.Observer = transfer.Observers{cmp.Or[transfer.Observer](o.Observer, transfer.NopObserver{}), r.fleet.observer}
 	}
 	o.Listing = h.Listing
 	switch {
@@ -399,8 +412,12 @@ func (r *Run) Delete(ctx context.Context, keep func(name string) bool, dryRun bo
 	return r.copy.Delete(ctx, keep, dryRun, report)
 }
 
-// Close releases the destination's lock and the first range if unused.
+// Close releases the destination's lock and the first range if unused,
+// and stops a fleet's server.
 func (r *Run) Close() {
+	if r.fleet != nil {
+		r.fleet.close()
+	}
 	if r.get != nil {
 		r.get.Close()
 	}

@@ -2,13 +2,15 @@ package fleet
 
 import (
 	"errors"
+	"os"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // Observer joins a node's engine to its fleet: each object the engine
-// commits verified (or finds intact at its final name) is marked Ready
-// on the node's Server, at the path Path gives; each object whose bytes
+// commits verified (or finds intact at its final name, or skips as
+// landed by an earlier run: see landed) is marked Ready on the node's
+// Server, at the path Path gives; each object whose bytes
 // fail their checksum is reported to the Source (ChecksumFailed) before
 // the engine fetches it again, so the refetch comes from S3 and the
 // peer that sent the bytes is dropped. Add it to the engine's observers.
@@ -35,12 +37,29 @@ func (o *Observer) ObjectDone(r transfer.Result) {
 	if o.Source != nil {
 		o.Source.Done(r.Object.Key)
 	}
-	verified := r.Err == nil && (r.Skipped == "" && r.Verification.Verified() || r.Intact)
-	if o.Server == nil || !verified || r.Object.Size <= 0 {
+	if o.Server == nil || r.Err != nil || r.Object.Size <= 0 {
 		return
 	}
-	err := o.Server.Ready(r.Object.Key, o.Path(r.Object), r.Object.ETag, r.Object.Size)
+	path := o.Path(r.Object)
+	verified := r.Skipped == "" && r.Verification.Verified() || r.Intact
+	if !verified && (r.Skipped == "" || !landed(path, r.Object)) {
+		return
+	}
+	err := o.Server.Ready(r.Object.Key, path, r.Object.ETag, r.Object.Size)
 	if err != nil && o.OnReadyError != nil {
 		o.OnReadyError(r.Object, err)
 	}
+}
+
+// landed reports whether the file at path is the object as an earlier
+// run landed it: a regular file of its size dated with its modification
+// time, as the sink dates a file it committed verified. A rerun (or a
+// node restarted) skips such a file and serves it again. Peers check
+// every byte they take against S3's checksum whatever this node
+// serves; the date keeps a file that merely has the object's name (an
+// unrelated file kept by --no-clobber) from being offered.
+func landed(path string, obj transfer.Object) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Size() == obj.Size &&
+		!obj.ModTime.IsZero() && st.ModTime().Equal(obj.ModTime)
 }

@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +28,9 @@ const (
 	// NodeHeader names the asking node (its shard index), for the
 	// server's count of bytes served per peer.
 	NodeHeader = "S3pd-Fleet-Node"
+	// DonePath is where a node that finished its run says so: POST
+	// DonePath with the token and its NodeHeader (see Linger).
+	DonePath = "/fleet/v1/done"
 )
 
 // ServerOptions configure a Server.
@@ -33,6 +38,9 @@ type ServerOptions struct {
 	// Token is the fleet's shared secret: a request whose TokenHeader
 	// differs is answered 403 with no body. It must not be empty.
 	Token string
+	// TLS, when set, makes Start serve over TLS with it (its
+	// certificate); nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // Server serves peers the objects this node has landed and verified:
@@ -40,11 +48,17 @@ type ServerOptions struct {
 // to requests that carry the fleet's token.
 type Server struct {
 	token []byte
+	tls   *tls.Config
 
 	mu     sync.Mutex
 	ready  map[string]held // by object key
 	served map[string]*atomic.Int64
 	hs     *http.Server
+	// done are the nodes that said they finished (DonePath), by the
+	// name their NodeHeader gave; changed is closed and replaced at
+	// each new one.
+	done    map[string]bool
+	changed chan struct{}
 }
 
 // held is one object a Server may serve: the committed file it was
@@ -62,7 +76,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Token == "" {
 		return nil, errors.New("fleet server: empty token")
 	}
-	return &Server{token: []byte(opts.Token), ready: map[string]held{}, served: map[string]*atomic.Int64{}}, nil
+	return &Server{token: []byte(opts.Token), tls: opts.TLS, ready: map[string]held{}, served: map[string]*atomic.Int64{},
+		done: map[string]bool{}, changed: make(chan struct{})}, nil
 }
 
 // Ready marks the object key, version etag, of size bytes, as verified
@@ -112,6 +127,9 @@ func (s *Server) Start(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fleet listen %s: %w", addr, err)
 	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
 	s.hs = hs
@@ -136,6 +154,10 @@ func (s *Server) Close() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), s.token) != 1 {
 		w.WriteHeader(http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == DonePath {
+		s.serveDone(w, r)
 		return
 	}
 	if r.URL.Path != ObjectPath {
@@ -180,6 +202,62 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sent, _ := io.Copy(w, io.NewSectionReader(f, off, n))
 	s.count(peerName(r), sent)
+}
+
+// serveDone records that the asking node finished its run.
+func (s *Server) serveDone(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	node := r.Header.Get(NodeHeader)
+	if node == "" {
+		http.Error(w, "no "+NodeHeader, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if !s.done[node] {
+		s.done[node] = true
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Done returns the nodes that said they finished, by the names their
+// NodeHeader gave.
+func (s *Server) Done() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]bool, len(s.done))
+	for k := range s.done {
+		out[k] = true
+	}
+	return out
+}
+
+// WaitDone waits until every node of nodes said it finished, or ctx
+// ends; it reports whether they all did.
+func (s *Server) WaitDone(ctx context.Context, nodes []string) bool {
+	for {
+		s.mu.Lock()
+		all := true
+		for _, n := range nodes {
+			all = all && s.done[n]
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if all {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // open opens the file of a ready object, if it is still the file that

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3pd/s3pd/pkg/s3emu"
+)
+
+// The fleet's tests run every node as its own s3pd process, each with
+// its server on a port of 127.0.0.1 and its own DEST, against one
+// emulator.
+
+const fleetToken = "e2e-fleet-token"
+
+// fleetLine is what the tests read of a --fleet node's --json summary.
+type fleetLine struct {
+	Type       string `json:"type"`
+	Objects    int64  `json:"objects"`
+	Skipped    int64  `json:"skipped"`
+	Failed     int64  `json:"failed"`
+	Bytes      int64  `json:"bytes"`
+	Resumed    int64  `json:"resumed_objects"`
+	Node       *int   `json:"fleet_node"`
+	Nodes      int    `json:"fleet_nodes"`
+	FromSource int64  `json:"fleet_bytes_from_source"`
+	FromPeers  int64  `json:"fleet_bytes_from_peers"`
+	ToPeers    int64  `json:"fleet_bytes_to_peers"`
+	Trusted    *int64 `json:"fleet_trusted_objects"`
+	Peers      []struct {
+		Node     int    `json:"node"`
+		Addr     string `json:"addr"`
+		From     int64  `json:"bytes_from"`
+		To       int64  `json:"bytes_to"`
+		Bypassed bool   `json:"bypassed"`
+		Reason   string `json:"reason"`
+	} `json:"fleet_peers"`
+}
+
+// fleetSummary parses the summary line of a node's --json output.
+func fleetSummary(t *testing.T, stdout string) fleetLine {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var l fleetLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Type == "summary" {
+			if l.Node == nil {
+				t.Fatalf("summary %s has no fleet_node", line)
+			}
+			return l
+		}
+	}
+	t.Fatalf("no summary line in %q", stdout)
+	return fleetLine{}
+}
+
+// fleetDataset puts about 24 MiB of objects of mixed sizes under
+// prefix, each with a CRC64NVME of S3's, and returns them by name.
+func fleetDataset(t *testing.T, s *store, prefix string) (map[string][]byte, int64) {
+	t.Helper()
+	want := map[string][]byte{}
+	var total int64
+	add := func(name string, n int) {
+		data := randomBytes(uint64(len(want)+1)*7919, n)
+		_, err := s.client.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(prefix + name),
+			Body: bytes.NewReader(data), ChecksumAlgorithm: types.ChecksumAlgorithmCrc64nvme})
+		if err != nil {
+			t.Fatalf("put %s: %v", name, err)
+		}
+		want[name] = data
+		total += int64(n)
+	}
+	for i := range 4 {
+		add(fmt.Sprintf("big/%d.bin", i), 3<<20+i*123457)
+	}
+	for i := range 10 {
+		add(fmt.Sprintf("mid/%d.bin", i), 700<<10+i*4099)
+	}
+	for i := range 24 {
+		add(fmt.Sprintf("small/%02d.txt", i), 1+i*2731)
+	}
+	add("empty", 0)
+	return want, total
+}
+
+// freeAddrs returns n addresses of 127.0.0.1 with ports free just now.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+// fleetArgs are node k's command line: get the prefix into dir as node
+// k of the fleet at peers.
+func fleetArgs(s *store, prefix, dir string, k int, peers []string, extra ...string) []string {
+	args := s.cmd("get", "--json", "--partsize", "1MiB", "--multipart-threshold", "1MiB",
+		"--fleet", fmt.Sprintf("%d/%d", k, len(peers)), "--peers", strings.Join(peers, ","))
+	return append(append(args, extra...), s.url(prefix), dir)
+}
+
+// s3Bytes is the object bytes the emulator sent for the keys of want.
+func s3Bytes(emu *s3emu.Server, bucket, prefix string, want map[string][]byte) int64 {
+	var n int64
+	for name := range want {
+		n += emu.BytesSentFor(bucket, prefix+name)
+	}
+	return n
+}
+
+func TestFleetFetchesOncePerFleet(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes = "fleet/", 3
+	want, total := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes)
+	var args, env [][]string
+	var dirs []string
+	for k := range nodes {
+		dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+		args = append(args, fleetArgs(s, prefix, dirs[k], k, peers, "--fleet-linger", "60s"))
+		env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+	}
+	res := runAll(t, env, args)
+	var fromSource, fromPeers, toPeers int64
+	for k, r := range res {
+		if r.code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
+		}
+		sameTree(t, dirs[k], want)
+		l := fleetSummary(t, r.stdout)
+		if *l.Node != k || l.Nodes != nodes || len(l.Peers) != nodes-1 || l.Trusted == nil {
+			t.Errorf("node %d: fleet_node %d, fleet_nodes %d, %d peers, trusted %v; want %d, %d, %d, a count", k, *l.Node, l.Nodes, len(l.Peers), l.Trusted, k, nodes, nodes-1)
+		}
+		if got := l.FromSource + l.FromPeers; got < l.Bytes || float64(got) > 1.05*float64(l.Bytes) {
+			t.Errorf("node %d: %d bytes from S3 + %d from peers = %d, its run moved %d", k, l.FromSource, l.FromPeers, got, l.Bytes)
+		}
+		if l.Bytes != total || l.FromPeers == 0 || l.ToPeers == 0 {
+			t.Errorf("node %d: %d bytes (want %d), %d from peers, %d to peers: want some of each", k, l.Bytes, total, l.FromPeers, l.ToPeers)
+		}
+		var from, to int64
+		for _, p := range l.Peers {
+			if p.Bypassed || p.Addr != peers[p.Node] || p.Node == k {
+				t.Errorf("node %d: peer %+v: want node %d's address, not bypassed", k, p, p.Node)
+			}
+			from, to = from+p.From, to+p.To
+		}
+		if from != l.FromPeers || to != l.ToPeers {
+			t.Errorf("node %d: its peers' bytes add up to %d from, %d to; its totals say %d, %d", k, from, to, l.FromPeers, l.ToPeers)
+		}
+		fromSource, fromPeers, toPeers = fromSource+l.FromSource, fromPeers+l.FromPeers, toPeers+l.ToPeers
+	}
+	if fromPeers != toPeers {
+		t.Errorf("the nodes took %d bytes from peers, and served %d", fromPeers, toPeers)
+	}
+	sent := s3Bytes(s.emu, s.bucket, prefix, want)
+	if float64(sent) > 1.05*float64(total) {
+		t.Errorf("the emulator sent %d object bytes for a dataset of %d (%.2fx): want the fleet to fetch it about once", sent, total, float64(sent)/float64(total))
+	}
+	if sent != fromSource {
+		t.Errorf("the emulator sent %d object bytes, the nodes counted %d from S3", sent, fromSource)
+	}
+	for k, r := range res {
+		t.Logf("node %d stderr: %s", k, r.stderr)
+	}
+	t.Logf("dataset %d bytes; S3 sent %d (%.3fx); peers moved %d", total, sent, float64(sent)/float64(total), fromPeers)
+}
