@@ -51,6 +51,9 @@ func TestFleet(t *testing.T) {
 			if err := fe.checkLanded(r.dest); err != nil {
 				t.Errorf("node %d: %v", i, err)
 			}
+			if bad := r.unverified(); len(bad) > 0 {
+				t.Errorf("node %d: objects not verified: %s", i, strings.Join(bad, ", "))
+			}
 			s, err := r.summary()
 			if err != nil {
 				t.Errorf("%v\n%s", err, r)
@@ -85,7 +88,8 @@ func TestFleet(t *testing.T) {
 		}
 		var fromSource, fromPeers, toPeers int64
 		for i, s := range sums {
-			t.Logf("node %d: from source %d, from peers %d, to peers %d, in %v", i, s.FromSource, s.FromPeers, s.ToPeers, runs[i].took.Round(time.Millisecond))
+			t.Logf("node %d: from source %d, from peers %d, to peers %d, in %v; %d requests, %d retries, %d hedged, %d splits",
+				i, s.FromSource, s.FromPeers, s.ToPeers, runs[i].took.Round(time.Millisecond), s.Requests, s.Retries, s.Hedged, s.Splits)
 			if s.FleetNode == nil || *s.FleetNode != i || s.FleetNodes != 4 {
 				t.Errorf("node %d: summary says node %v of %d", i, s.FleetNode, s.FleetNodes)
 			}

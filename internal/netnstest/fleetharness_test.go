@@ -189,6 +189,10 @@ type fleetSummary struct {
 	Peers           []fleetPeer `json:"fleet_peers"`
 	TrustedObjects  int64       `json:"fleet_trusted_objects"`
 	VerifiedObjects int64       `json:"verified_objects"`
+	Requests        int64       `json:"requests"`
+	Retries         int64       `json:"retries"`
+	Hedged          int64       `json:"hedged"`
+	Splits          int64       `json:"splits"`
 }
 
 type fleetPeer struct {
@@ -210,6 +214,22 @@ func (r *nodeRun) summary() (fleetSummary, error) {
 		}
 	}
 	return fleetSummary{}, fmt.Errorf("node %d: no summary line in its --json output", r.node)
+}
+
+// unverified lists the objects the run's --json lines do not report
+// verified, with what they say instead: the emulator gives every object
+// a full-object CRC, so a node verifies every object, whoever sent it.
+func (r *nodeRun) unverified() []string {
+	var bad []string
+	for _, line := range strings.Split(r.stdout.String(), "\n") {
+		var o struct {
+			Type, Key, Verification, Unverified string
+		}
+		if json.Unmarshal([]byte(line), &o) == nil && o.Type == "object" && o.Verification != "verified" {
+			bad = append(bad, fmt.Sprintf("%s (%s %s)", o.Key, o.Verification, o.Unverified))
+		}
+	}
+	return bad
 }
 
 // checkLanded reports how dest differs from the dataset: every object
@@ -242,7 +262,7 @@ func (fe *fleetEnv) checkLanded(dest string) error {
 		exp := make([]byte, size)
 		s3emu.SyntheticBytes(fleetPrefix+filepath.ToSlash(rel), 0, exp)
 		if !bytes.Equal(got, exp) {
-			problems = append(problems, fmt.Sprintf("%s: %d bytes differ from the object's %d", rel, len(got), size))
+			problems = append(problems, fmt.Sprintf("%s: %d bytes, %s", rel, len(got), diffBytes(got, exp)))
 		}
 		return nil
 	})
@@ -286,4 +306,19 @@ func (fe *fleetEnv) fleetRegistered(t testing.TB) bool {
 	t.Helper()
 	out, _ := exec.Command(fe.bin, "get", "--help").CombinedOutput()
 	return bytes.Contains(out, []byte("--fleet "))
+}
+
+// diffBytes says where got differs from want: how many bytes, the first
+// offsets.
+func diffBytes(got, want []byte) string {
+	var at []string
+	n := 0
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			if n++; n <= 4 {
+				at = append(at, strconv.Itoa(i))
+			}
+		}
+	}
+	return fmt.Sprintf("%d differ from the object's %d (at %s)", n, len(want), strings.Join(at, ", "))
 }
