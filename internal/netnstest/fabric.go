@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // FabricConfig says what NewFabric builds: nodes on a fast bridge and an
@@ -18,6 +19,12 @@ type FabricConfig struct {
 	// source shares it, while node-to-node traffic crosses the bridge
 	// uncapped. 0 leaves it uncapped.
 	SourceRateMbit int
+	// QueueLatency bounds the cap's queue (tbf's latency): how long a
+	// packet may wait for the link before it is dropped; default 200 ms,
+	// a switch's buffer rather than a shaper's, so that the many
+	// connections of several nodes share the link instead of losing
+	// their tails to drops.
+	QueueLatency time.Duration
 	// MTU of every veth and of the bridge; default 9001, as in New.
 	MTU int
 }
@@ -64,6 +71,9 @@ func NewFabric(t testing.TB, cfg FabricConfig) *Fabric {
 	}
 	if cfg.MTU <= 0 {
 		cfg.MTU = 9001
+	}
+	if cfg.QueueLatency <= 0 {
+		cfg.QueueLatency = 200 * time.Millisecond
 	}
 	mtu := strconv.Itoa(cfg.MTU)
 	id := randomID(t)
@@ -114,7 +124,7 @@ func NewFabric(t testing.TB, cfg FabricConfig) *Fabric {
 			for _, end := range []struct{ ns, dev string }{{ns, dev}, {f.Bridge, port}} {
 				run(t, "tc", "-n", end.ns, "qdisc", "add", "dev", end.dev, "root", "tbf",
 					"rate", fmt.Sprintf("%dmbit", rateMbit), "burst", strconv.Itoa(burst(rateMbit, cfg.MTU)),
-					"latency", "50ms")
+					"latency", fmt.Sprintf("%dms", cfg.QueueLatency.Milliseconds()))
 			}
 		}
 	}

@@ -3,8 +3,11 @@
 package netnstest
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,6 +27,8 @@ import (
 // fleet-sent-x. Every landing is checked byte for byte outside the
 // timer. S3PD_FLEET_DATASET sets the group (default fleet:16:4MiB).
 func BenchmarkFleet(b *testing.B) {
+	// One fabric per invocation: namespaces, emulator and binary are made
+	// once, outside the timer, and the rounds share them.
 	rate := 200
 	if v := os.Getenv("S3PD_FLEET_RATE_MBIT"); v != "" {
 		var err error
@@ -49,8 +54,11 @@ func BenchmarkFleet(b *testing.B) {
 	b.ResetTimer()
 	b.StopTimer()
 	for round := range b.N {
+		// Who goes first alternates by round, also across -count's
+		// invocations (each of one round, with -benchtime 1x).
+		first := fleetBenchRounds.Add(1)
 		for k := range 2 {
-			asFleet := (round+k)%2 == 1
+			asFleet := (first+int64(k))%2 == 1
 			if asFleet && !withFleet {
 				continue
 			}
@@ -80,7 +88,13 @@ func BenchmarkFleet(b *testing.B) {
 				solo += took
 				soloSent += sent
 			}
-			b.Logf("round %d fleet=%v: %v, server sent %.3fx the dataset", round, asFleet, took.Round(time.Millisecond), float64(sent)/size)
+			var slow []string
+			for _, r := range runs {
+				sum, _ := r.summary()
+				slow = append(slow, fmt.Sprintf("%v (run %.1fs) r%d h%d s%d", r.took.Round(100*time.Millisecond), sum.Seconds, sum.Retries, sum.Hedged, sum.Splits))
+			}
+			b.Logf("round %d fleet=%v: %v, server sent %.3fx the dataset; nodes: %s; source link: %s", round, asFleet, took.Round(time.Millisecond),
+				float64(sent)/size, strings.Join(slow, ", "), fe.linkDrops(b))
 		}
 	}
 	n := float64(b.N)
@@ -93,3 +107,6 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	b.ReportMetric(float64(rate), "link-Mbit/s")
 }
+
+// fleetBenchRounds counts BenchmarkFleet's rounds in this process.
+var fleetBenchRounds atomic.Int64

@@ -189,6 +189,7 @@ type fleetSummary struct {
 	Peers           []fleetPeer `json:"fleet_peers"`
 	TrustedObjects  int64       `json:"fleet_trusted_objects"`
 	VerifiedObjects int64       `json:"verified_objects"`
+	Seconds         float64     `json:"seconds"`
 	Requests        int64       `json:"requests"`
 	Retries         int64       `json:"retries"`
 	Hedged          int64       `json:"hedged"`
@@ -321,4 +322,20 @@ func diffBytes(got, want []byte) string {
 		}
 	}
 	return fmt.Sprintf("%d differ from the object's %d (at %s)", n, len(want), strings.Join(at, ", "))
+}
+
+// linkDrops is what tc says of the source link's cap: packets sent,
+// dropped, overlimits, since the fabric was built.
+func (fe *fleetEnv) linkDrops(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("tc", "-s", "-n", fe.Source, "qdisc", "show", "dev", fe.SourceIf).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("tc: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "dropped") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return strings.TrimSpace(string(out))
 }
