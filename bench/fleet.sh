@@ -24,13 +24,15 @@ awk '
 	# t quantiles (0.975) for 1..30 degrees of freedom; 1.96 beyond.
 	BEGIN { split("12.71 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tq, " ") }
 	/^BenchmarkFleet/ {
+		x = ""
 		for (i = 1; i <= NF; i++) {
-			if ($(i+1) == "fleet-x") { g[++n] = $i; s += log($i) }
-			if ($(i+1) == "fleet-sent-x") { fs[n] = $i }
-			if ($(i+1) == "solo-sent-x") { ss[n] = $i }
-			if ($(i+1) == "fleet-s") { ft[n] = $i }
-			if ($(i+1) == "solo-s") { st[n] = $i }
+			if ($(i+1) == "fleet-x") x = $i
+			if ($(i+1) == "fleet-sent-x") f = $i
+			if ($(i+1) == "solo-sent-x") o = $i
+			if ($(i+1) == "fleet-s") a = $i
+			if ($(i+1) == "solo-s") b = $i
 		}
+		if (x != "") { g[++n] = x; s += log(x); fs[n] = f; ss[n] = o; ft[n] = a; st[n] = b }
 	}
 	END {
 		if (n == 0) { print "no rounds with a fleet"; exit 1 }
