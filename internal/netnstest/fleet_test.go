@@ -25,9 +25,6 @@ import (
 // token is refused.
 func TestFleet(t *testing.T) {
 	fe := newFleetEnv(t, 4, 200, "fleet:16:2MiB")
-	if !fe.fleetRegistered(t) {
-		t.Skip("this s3pd has no get --fleet")
-	}
 	dataset := fe.data.Bytes()
 	peers := fe.peerList()
 	all := func(runs []*nodeRun) []int {

@@ -302,13 +302,6 @@ func dests(t testing.TB, dir string, n int) []string {
 	return d
 }
 
-// fleetRegistered reports whether the built s3pd has get --fleet.
-func (fe *fleetEnv) fleetRegistered(t testing.TB) bool {
-	t.Helper()
-	out, _ := exec.Command(fe.bin, "get", "--help").CombinedOutput()
-	return bytes.Contains(out, []byte("--fleet "))
-}
-
 // diffBytes says where got differs from want: how many bytes, the first
 // offsets.
 func diffBytes(got, want []byte) string {
