@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/report"
 )
 
 // fleetSummary is what the --json summary of a --fleet node says of
@@ -73,4 +74,18 @@ func printFleet(w io.Writer, s *fleetSummary) {
 		line += fmt.Sprintf("; %s taken from peers unchecked (--fleet-trust-peers)", plural(s.TrustedObjects, "object"))
 	}
 	fmt.Fprintln(w, line)
+}
+
+// reportFleet is a fleet node's part for its --report.
+func reportFleet(r *job.FleetReport) *report.Fleet {
+	if r == nil {
+		return nil
+	}
+	f := &report.Fleet{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers}
+	for _, p := range r.Peers {
+		if p.Bypassed {
+			f.Bypassed = append(f.Bypassed, fmt.Sprintf("node %d (%s): %s", p.Node, p.Addr, oneLine(p.Reason)))
+		}
+	}
+	return f
 }

@@ -154,6 +154,7 @@ func TestFleetFetchesOncePerFleet(t *testing.T) {
 			t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
 		}
 		sameTree(t, dirs[k], want)
+		checkLines(t, jsonSpec(t), r.stdout) // every field documented
 		l := fleetSummary(t, r.stdout)
 		if *l.Node != k || l.Nodes != nodes || len(l.Peers) != nodes-1 || l.Trusted == nil {
 			t.Errorf("node %d: fleet_node %d, fleet_nodes %d, %d peers, trusted %v; want %d, %d, %d, a count", k, *l.Node, l.Nodes, len(l.Peers), l.Trusted, k, nodes, nodes-1)
@@ -186,8 +187,15 @@ func TestFleetFetchesOncePerFleet(t *testing.T) {
 	if sent != fromSource {
 		t.Errorf("the emulator sent %d object bytes, the nodes counted %d from S3", sent, fromSource)
 	}
-	for k, r := range res {
-		t.Logf("node %d stderr: %s", k, r.stderr)
+	// shards check reads the fleet's outputs: every node, and where
+	// its bytes came from; a node missing is named.
+	outs := saveOutputs(t, res)
+	r := run(t, nil, append([]string{"shards", "check"}, outs...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("ok: 3 nodes each landed the listing's %d objects", len(want))) || !strings.Contains(r.stdout, "node 2: ") {
+		t.Errorf("shards check: exit %d, %q; want ok for 3 nodes, a line for each", r.code, r.stdout)
+	}
+	if r := run(t, nil, "shards", "check", outs[0], outs[1]); r.code != 1 || !strings.Contains(r.stdout, "missing node 2/3") {
+		t.Errorf("shards check without node 2: exit %d, %q; want exit 1 naming it", r.code, r.stdout)
 	}
 	t.Logf("dataset %d bytes; S3 sent %d (%.3fx); peers moved %d", total, sent, float64(sent)/float64(total), fromPeers)
 }
