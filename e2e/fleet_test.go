@@ -373,3 +373,44 @@ func TestFleetRefusals(t *testing.T) {
 		})
 	}
 }
+
+// With --fleet-tls-cert and --fleet-tls-key the nodes serve each other
+// over TLS, trusting the certificates --fleet-ca signed: the bytes still
+// come from peers, none bypassed. A node that trusts another CA cannot
+// take them: it bypasses its peer and lands everything from S3.
+func TestFleetOverTLS(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix = "fleet/"
+	want, _ := fleetDataset(t, s, prefix)
+	cert, key := selfSignedFiles(t, t.TempDir())
+	other, _ := selfSignedFiles(t, t.TempDir())
+	for _, tc := range []struct {
+		name    string
+		ca      string
+		trusted bool
+		linger  string // a node that cannot tell its peer it is done waits this long
+	}{{"trusted", cert, true, "30s"}, {"another CA", other, false, "2s"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			peers := freeAddrs(t, 2)
+			var args, env [][]string
+			var dirs []string
+			for k := range 2 {
+				dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+				args = append(args, fleetArgs(s, prefix, dirs[k], k, peers, "--fleet-linger", tc.linger,
+					"--fleet-tls-cert", cert, "--fleet-tls-key", key, "--fleet-ca", tc.ca))
+				env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+			}
+			for k, r := range runAll(t, env, args) {
+				if r.code != 0 {
+					t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
+				}
+				sameTree(t, dirs[k], want)
+				l := fleetSummary(t, r.stdout)
+				p := l.Peers[0]
+				if tc.trusted && (l.FromPeers == 0 || p.Bypassed) || !tc.trusted && (l.FromPeers != 0 || !p.Bypassed || !strings.Contains(p.Reason, "certificate")) {
+					t.Errorf("node %d: %d bytes from peers, peer %+v", k, l.FromPeers, p)
+				}
+			}
+		})
+	}
+}

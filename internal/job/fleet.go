@@ -110,7 +110,7 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	}
 	// Wait (a little) for the peers' servers, so that one that starts a
 	// moment later is not bypassed for the whole run.
-	fleet.AwaitPeers(ctx, fleet.LingerOptions{Self: spec.Self, Peers: spec.Peers, Client: fleet.NewClient(spec.ClientTLS)}, fleet.DefaultWaitReady)
+	fleet.AwaitPeers(ctx, spec.Self, spec.Peers, fleet.DefaultWaitReady)
 	ok = true
 	r.lanes, r.scaled.Lister = src.Lanes(r.lanes), shares.Lister(spec.Self)
 	r.fleet = &fleetRun{spec: spec, server: srv, source: src,
