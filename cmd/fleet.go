@@ -205,18 +205,30 @@ func (f *fleetFlags) tls() (server, client *tls.Config, err error) {
 	return server, client, nil
 }
 
-// fleetLingering logs that the node serves on for the peers named.
-func fleetLingering(f *runEnv) func([]int, time.Duration) {
+// fleetLingering says on stderr (unless quiet) that the node's run is
+// over and it serves on for the peers named, so that a run that seems
+// to hang is explained: a note, or a log line where stderr carries JSON
+// lines only.
+func fleetLingering(f *runEnv, quiet bool) func([]int, time.Duration) {
 	return func(waiting []int, max time.Duration) {
-		f.Logger.Info(fmt.Sprintf("fleet: done; serving peers until nodes %s finish too, %s at most", intList(waiting), max))
+		msg := fmt.Sprintf("fleet: this node is done and serves its peers, waiting for %s to finish, %s at most (--fleet-linger)", nodesText(waiting), max)
+		switch {
+		case f.LogJSON:
+			f.Logger.Info(msg)
+		case !quiet:
+			fmt.Fprintln(f.IO.ErrOut, "s3pd: note: "+msg)
+		}
 	}
 }
 
-// intList writes 1, 2, 3.
-func intList(v []int) string {
+// nodesText names nodes: "node 2", "nodes 0 and 2", "nodes 0, 1 and 3".
+func nodesText(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)
 	}
-	return strings.Join(s, ", ")
+	if len(s) == 1 {
+		return "node " + s[0]
+	}
+	return "nodes " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

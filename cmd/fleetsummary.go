@@ -68,7 +68,7 @@ func printFleet(w io.Writer, s *fleetSummary) {
 		line += "; bypassed: " + strings.Join(gone, "; ")
 	}
 	if len(s.notDone) > 0 {
-		line += "; not finished when this node stopped serving: node " + intList(s.notDone)
+		line += "; not finished when this node stopped serving: " + nodesText(s.notDone)
 	}
 	if s.TrustedObjects > 0 {
 		line += fmt.Sprintf("; %s taken from peers unchecked (--fleet-trust-peers)", plural(s.TrustedObjects, "object"))

@@ -330,6 +330,9 @@ func TestFleetSurvivesAKilledNode(t *testing.T) {
 			t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
 		}
 		sameTree(t, dirs[k], want)
+		if !strings.Contains(r.stderr, "this node is done and serves its peers, waiting for") || !strings.Contains(r.stderr, "2 to finish") {
+			t.Errorf("node %d did not say it waits for node 2: %s", k, r.stderr)
+		}
 		l := fleetSummary(t, r.stdout)
 		t.Logf("node %d: %d bytes from S3, %d from peers, %d to peers; peers %+v", k, l.FromSource, l.FromPeers, l.ToPeers, l.Peers)
 		named := false

@@ -92,9 +92,9 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	if _, err := srv.Start(spec.Peers[spec.Self]); err != nil {
 		return &SpecError{Err: err}
 	}
-	ok = false
+	built := false
 	defer func() {
-		if !ok {
+		if !built {
 			srv.Close()
 		}
 	}()
@@ -111,7 +111,7 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	// Wait (a little) for the peers' servers, so that one that starts a
 	// moment later is not bypassed for the whole run.
 	fleet.AwaitPeers(ctx, spec.Self, spec.Peers, fleet.DefaultWaitReady)
-	ok = true
+	built = true
 	r.lanes, r.scaled.Lister = src.Lanes(r.lanes), shares.Lister(spec.Self)
 	r.fleet = &fleetRun{spec: spec, server: srv, source: src,
 		observer: &fleet.Observer{Server: srv, Source: src, Path: func(o transfer.Object) string { return dest.Destination(o.Name) }}}
