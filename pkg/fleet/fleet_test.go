@@ -181,31 +181,6 @@ func TestPeerFlippingBytesIsCaught(t *testing.T) {
 	t.Logf("bypassed: %s", r.Bypassed[0].Reason)
 }
 
-// TestObjectsS3CannotVerifyComeFromS3: where S3 gives no checksum, a
-// peer's bytes could not be checked: every object comes from S3, though
-// the peer holds them all.
-func TestObjectsS3CannotVerifyComeFromS3(t *testing.T) {
-	w := newWorld(t, 2, s3emu.Options{NoChecksums: true})
-	nodes := newNodes(t, 2, noFront)
-	a, b := nodes[0], nodes[1]
-	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil) // unverified: marks nothing
-	w.wantLanded(t, b.dir)
-	for _, o := range w.objs { // the peer offers them all anyway
-		if err := b.server.Ready(o.Key, b.dir+"/"+o.Name, o.ETag, o.Size); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
-	if a.err != nil || a.sum.Failed != 0 {
-		t.Fatalf("node 0: %+v, %v", a.sum, a.err)
-	}
-	w.wantLanded(t, a.dir)
-	r := a.src.Report()
-	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
-		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from peers, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
-	}
-}
-
 // asked counts the requests a peer's server receives.
 type asked struct {
 	h http.Handler
