@@ -135,6 +135,7 @@ func TestPeerFlippingBytesIsCaughtByEachKind(t *testing.T) {
 			if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 || !strings.Contains(r.Bypassed[0].Reason, "checksum") {
 				t.Fatalf("bypassed %+v, want node 1, for a checksum", r.Bypassed)
 			}
+			t.Logf("bypassed: %s", r.Bypassed[0].Reason)
 			if a.sum.Retries == 0 || r.FromSource < w.total {
 				t.Errorf("%d retries, %d bytes from S3; want a refetch, and the whole dataset from S3", a.sum.Retries, r.FromSource)
 			}

@@ -86,17 +86,18 @@ func (c *verifier) vouched(v Verification, f File, size int64) (Verification, er
 }
 
 // fullChecks makes the checks VerifyFull makes that VerifyAuto does
-// not, by reading f back: a checksum of part checksums, an MD5 ETag, an
-// ETag of parts. Under c.mu.
+// not, by reading f back: a checksum of part checksums, else an MD5
+// ETag, else an ETag of parts; the first that matched is enough (each
+// reads the whole file). Under c.mu.
 func (c *verifier) fullChecks(v *Verification, f File, size int64) error {
 	if sent := c.want[string(c.alg)]; c.alg != "" && isComposite(sent) {
-		if err := c.checkComposite(v, f, size, sent); err != nil {
+		if err := c.checkComposite(v, f, size, sent); err != nil || v.Verified() {
 			return err
 		}
 	}
 	if c.md5Offered && c.etag == "" {
 		c.etag = strings.Trim(c.src.obj.ETag, `"`)
-		if err := c.verifyMD5(v, f, size); err != nil {
+		if err := c.verifyMD5(v, f, size); err != nil || v.Verified() {
 			return err
 		}
 	}
