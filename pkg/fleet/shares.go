@@ -105,27 +105,30 @@ func (s *Shares) Backup(key string, i int) int {
 	if !ok || i < 1 || i >= s.n {
 		return -1
 	}
-	k := s.backup[key]
-	for range i - 1 {
-		if k = (k + 1) % s.n; k == owner {
-			k = (k + 1) % s.n
-		}
+	b := s.backup[key]
+	at := i - 1 // where it stands in the nodes from b on
+	if at >= (owner-b+s.n)%s.n {
+		at++ // the owner is not its own backup
 	}
-	return k
+	return (b + at) % s.n
 }
 
 // rank is where node self stands in the order of the object named key:
 // 0 its owner, i its i-th backup; n for a key not listed.
 func (s *Shares) rank(key string, self int) int {
-	if s.Owner(key) == self {
+	owner, ok := s.owner[key]
+	switch {
+	case !ok:
+		return s.n
+	case owner == self:
 		return 0
 	}
-	for i := 1; i < s.n; i++ {
-		if s.Backup(key, i) == self {
-			return i
-		}
+	b := s.backup[key]
+	at := (self - b + s.n) % s.n
+	if at > (owner-b+s.n)%s.n {
+		return at // the owner, skipped, stands before
 	}
-	return s.n
+	return at + 1
 }
 
 // Lister lists every object for node self: its own share first (it
