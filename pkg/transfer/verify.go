@@ -154,7 +154,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	crcKnown := ok && alg.Supported()
 	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
 	c.planDigest(f)
-	e.planPartsETag(ctx, c, o)
+	e.planPartsETag(c, o)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
 	}
