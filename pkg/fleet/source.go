@@ -260,6 +260,11 @@ func (s *Source) Done(key string) {
 	s.sh.mu.Unlock()
 }
 
+// TrustsPeers reports SourceOptions.TrustPeers, for whoever marks
+// objects Ready on the Server: with it, an object committed with
+// nothing of S3's to verify it by may be served to the peers too.
+func (s *Source) TrustsPeers() bool { return s.sh.opts.TrustPeers }
+
 // Report returns where the bytes came from so far.
 func (s *Source) Report() Report {
 	r := Report{FromSource: s.sh.fromSource.Load(), FromPeers: map[string]int64{}, TrustedObjects: s.sh.trusted.Load()}
