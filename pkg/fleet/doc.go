@@ -36,11 +36,21 @@
 // wrong range, length or ETag, cannot be reached, breaks a body off, or
 // sends no byte for Stall (headers or body) is bypassed: dropped for the
 // rest of the run, named in the Report with the reason, and the range
-// (or the rest of it, from the byte reached, inside the same body) comes
-// from S3. A peer whose bytes fail the object's checksum is bypassed the
-// same way and the object is fetched again, whole, from S3. A peer that
-// holds another version of the object (412) is not at fault: that
-// object comes from S3 and the peer stays.
+// (or the rest of it, from the byte reached, inside the same body) goes
+// to the object's next node. Every object has one order of nodes, the
+// same on every node from the listing alone (Shares.Backup): its owner,
+// then its first backup, chosen so that each share's objects are split
+// about evenly by bytes between the other nodes, then the nodes after
+// that one. A node asks the first of them it has not bypassed; when
+// that is itself, it fetches the object from S3 and then serves it. So
+// the share of a node that is gone is fetched from S3 about once, each
+// other node its part, not once by every node; and as each node lists
+// the objects it is the first backup of right after its own share, the
+// backup is usually fetching them by the time the others ask. A peer
+// whose bytes fail the object's checksum is bypassed the same way and
+// the object is fetched again, whole, from S3. A peer that holds another
+// version of the object (412) is not at fault: that object comes from
+// S3 and the peer stays.
 //
 // A peer that does not hold an object yet (404: it is still fetching
 // its share) is asked again, after a pause that starts at Poll and
@@ -57,16 +67,26 @@
 // the fleet's network must be one the operator trusts not to be read
 // (a cluster's private network); it is not encryption. Peers of the
 // fleet are not trusted for the bytes themselves: every object that
-// takes any byte from a peer is verified by the engine against a
-// full-object CRC (CRC64NVME, CRC32C or CRC32) that S3 itself gave, from
-// the listing or a HEAD through the wrapped source, never from the
-// peer. An object S3 gives no such checksum for (none, only an MD5
-// ETag, or a checksum of part checksums) is fetched from S3 only. The
-// engine must therefore run with verification on (not VerifyOff). A
-// Server serves only files of the current run marked Ready after the
-// engine verified and committed them (or found them landed), and stops serving one whose size
-// or modification time changed since; it never maps a request to a path
-// of its own: a key names an entry of what was marked, or nothing.
+// takes any byte from a peer is verified by the engine against what S3
+// itself gave, from the listing, a HEAD or a ranged GET through the
+// wrapped source, never from the peer: a full-object CRC (CRC64NVME,
+// CRC32C or CRC32); else a checksum of part checksums ("...-N"), each
+// part's CRC computed from the landed bytes as S3 says the object was
+// cut (a HEAD with partNumber); else the MD5 ETag; else the ETag of
+// parts ("HEX-N"), by the same part layout. The Source is a
+// transfer.Vouching, so the engine makes that check whatever --verify
+// says (a node also verifies so what it serves), and fetches an object
+// again from S3 when nothing could be checked. An object whose ETag is
+// no MD5 of its bytes (SSE-KMS, SSE-C: one byte of it asked of S3 tells)
+// and that has no CRC has nothing to check a peer's bytes by: it is
+// fetched from S3 only, unless TrustPeers (--fleet-trust-peers) lets it
+// come from peers unverified; the Report counts those (TrustedObjects).
+// The engine must run with verification on: under VerifyOff it checks
+// nothing and asks the Source nothing. A Server serves only files of the
+// current run marked Ready after the engine verified and committed
+// them (or found them landed), and stops serving one whose size or modification time changed
+// since; it never maps a request to a path of its own: a key names an
+// entry of what was marked, or nothing.
 //
 // # How the command uses it
 //
