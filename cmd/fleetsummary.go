@@ -42,7 +42,7 @@ func newFleetSummary(r *job.FleetReport) *fleetSummary {
 		return nil
 	}
 	s := &fleetSummary{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers,
-		Peers: []fleetPeerLine{}}
+		TrustedObjects: r.Trusted, Peers: []fleetPeerLine{}}
 	for _, p := range r.Peers {
 		s.Peers = append(s.Peers, fleetPeerLine{Node: p.Node, Addr: p.Addr, From: p.From, To: p.To, Bypassed: p.Bypassed, Reason: p.Reason})
 		if !p.Done {

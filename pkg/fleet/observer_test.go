@@ -57,3 +57,35 @@ func TestObserverServesWhatAnEarlierRunLanded(t *testing.T) {
 		}
 	}
 }
+
+// An object committed with nothing of S3's to verify it by is served
+// only when the fleet trusts its peers for such objects (TrustPeers);
+// one committed verified is served either way.
+func TestObserverServesUnverifiedOnlyWhenTrusted(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "obj"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	obj := transfer.Object{Key: "p/obj", Name: "obj", Size: 5, ETag: `"e"`}
+	for _, tt := range []struct {
+		trust    bool
+		verified bool
+		serve    bool
+	}{{false, false, false}, {true, false, true}, {false, true, true}} {
+		servers, addrs := startServers(t, 1)
+		src, err := fleet.NewSource(nil, fleet.SourceOptions{Self: 0, Peers: addrs, Token: token, Owner: func(string) int { return -1 }, TrustPeers: tt.trust})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &fleet.Observer{Server: servers[0], Source: src, Path: func(obj transfer.Object) string { return filepath.Join(dir, obj.Name) }}
+		r := transfer.Result{Object: obj}
+		if tt.verified {
+			r.Verification.Checksums = []string{"crc64nvme"}
+		}
+		o.ObjectDone(r)
+		got := ask(t, http.MethodGet, addrs[0], obj.Key, token)
+		if served := got.status == http.StatusOK; served != tt.serve {
+			t.Errorf("trust %v, verified %v: %d, want served %v", tt.trust, tt.verified, got.status, tt.serve)
+		}
+	}
+}
