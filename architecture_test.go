@@ -34,8 +34,9 @@ var layers = map[string][]string{
 	"pkg/extsort":               {"pkg/transfer"},
 	"pkg/transfer/transfertest": {"pkg/transfer", "pkg/checksum"},
 	// A fleet decorates a lane's source with its peers and splits the
-	// listing as --shard does; it knows no store.
-	"pkg/fleet": {"pkg/transfer", "pkg/shard"},
+	// listing as --shard does (and reads ETags with the checksum math,
+	// to know what vouches for a peer's bytes); it knows no store.
+	"pkg/fleet": {"pkg/transfer", "pkg/shard", "pkg/checksum"},
 	// Readers of a run's outcome.
 	"pkg/report": {"pkg/transfer", "pkg/config"},
 	"pkg/sweep":  {"pkg/transfer", "pkg/config"},

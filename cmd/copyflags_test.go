@@ -122,7 +122,7 @@ func TestCopyRefusesDownloadFlagsElsewhere(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"checksum", "conflict-suffix", "fleet", "fleet-ca", "fleet-linger", "fleet-port", "fleet-tls-cert", "fleet-tls-key", "fleet-token-file",
+	want := []string{"checksum", "conflict-suffix", "fleet", "fleet-ca", "fleet-linger", "fleet-port", "fleet-tls-cert", "fleet-tls-key", "fleet-token-file", "fleet-trust-peers",
 		"input-file", "interval", "no-resume", "no-space-check", "peers", "report", "verify-existing", "version-id"}
 	if !reflect.DeepEqual(only, want) {
 		t.Errorf("get's download-only flags: %v, want %v", only, want)

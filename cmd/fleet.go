@@ -29,6 +29,7 @@ type fleetFlags struct {
 	tokenFile, tlsCert, tlsKey, ca string
 	linger                         time.Duration
 	port                           int
+	trustPeers                     bool
 }
 
 func (f *fleetFlags) register(fs *pflag.FlagSet) {
@@ -39,13 +40,14 @@ func (f *fleetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "fleet-tls-key", "", "the private key of --fleet-tls-cert (PEM)")
 	fs.StringVar(&f.ca, "fleet-ca", "", "trust the peers' TLS certificates signed by these CAs (PEM; default: the system's roots)")
 	nonNegativeDurationVar(fs, &f.linger, "fleet-linger", 5*time.Minute, "after its own run, keep serving peers until each said it finished, for this long at most (0: tell them and stop)")
+	fs.BoolVar(&f.trustPeers, "fleet-trust-peers", false, "take from peers, unchecked, the objects S3 gives nothing to verify against (no CRC, and an ETag that is no MD5 of the bytes: SSE-KMS, SSE-C); without it those come from S3 only")
 	fs.IntVar(&f.port, "fleet-port", fleet.DefaultPort, "the peers' port when --fleet auto or --peers auto discover only their hosts")
 }
 
 // given says a fleet flag other than --fleet was set: those mean
 // nothing without it.
 func (f *fleetFlags) given(fs *pflag.FlagSet) string {
-	for _, name := range []string{"peers", "fleet-token-file", "fleet-tls-cert", "fleet-tls-key", "fleet-ca", "fleet-linger", "fleet-port"} {
+	for _, name := range []string{"peers", "fleet-token-file", "fleet-tls-cert", "fleet-tls-key", "fleet-ca", "fleet-linger", "fleet-port", "fleet-trust-peers"} {
 		if fs != nil && fs.Changed(name) {
 			return name
 		}
@@ -83,7 +85,7 @@ func (opts *getOptions) checkFleet(getenv func(string) string, sh *shard.Spec) (
 	case f.port < 1 || f.port > 65535:
 		return nil, usageErrorf("--fleet-port %d: want a port from 1 to 65535", f.port)
 	}
-	spec := &job.FleetSpec{Linger: f.linger}
+	spec := &job.FleetSpec{Linger: f.linger, TrustPeers: f.trustPeers}
 	if spec.Self, spec.Peers, err = f.nodes(getenv); err != nil {
 		return nil, err
 	}
@@ -205,18 +207,30 @@ func (f *fleetFlags) tls() (server, client *tls.Config, err error) {
 	return server, client, nil
 }
 
-// fleetLingering logs that the node serves on for the peers named.
-func fleetLingering(f *runEnv) func([]int, time.Duration) {
+// fleetLingering says on stderr (unless quiet) that the node's run is
+// over and it serves on for the peers named, so that a run that seems
+// to hang is explained: a note, or a log line where stderr carries JSON
+// lines only.
+func fleetLingering(f *runEnv, quiet bool) func([]int, time.Duration) {
 	return func(waiting []int, max time.Duration) {
-		f.Logger.Info(fmt.Sprintf("fleet: done; serving peers until nodes %s finish too, %s at most", intList(waiting), max))
+		msg := fmt.Sprintf("fleet: this node is done and serves its peers, waiting for %s to finish, %s at most (--fleet-linger)", nodesText(waiting), max)
+		switch {
+		case f.LogJSON:
+			f.Logger.Info(msg)
+		case !quiet:
+			fmt.Fprintln(f.IO.ErrOut, "s3pd: note: "+msg)
+		}
 	}
 }
 
-// intList writes 1, 2, 3.
-func intList(v []int) string {
+// nodesText names nodes: "node 2", "nodes 0 and 2", "nodes 0, 1 and 3".
+func nodesText(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)
 	}
-	return strings.Join(s, ", ")
+	if len(s) == 1 {
+		return "node " + s[0]
+	}
+	return "nodes " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/s3pd/s3pd/internal/job"
+	"github.com/s3pd/s3pd/pkg/report"
 )
 
 // fleetSummary is what the --json summary of a --fleet node says of
@@ -41,7 +42,7 @@ func newFleetSummary(r *job.FleetReport) *fleetSummary {
 		return nil
 	}
 	s := &fleetSummary{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers,
-		Peers: []fleetPeerLine{}}
+		TrustedObjects: r.Trusted, Peers: []fleetPeerLine{}}
 	for _, p := range r.Peers {
 		s.Peers = append(s.Peers, fleetPeerLine{Node: p.Node, Addr: p.Addr, From: p.From, To: p.To, Bypassed: p.Bypassed, Reason: p.Reason})
 		if !p.Done {
@@ -67,10 +68,24 @@ func printFleet(w io.Writer, s *fleetSummary) {
 		line += "; bypassed: " + strings.Join(gone, "; ")
 	}
 	if len(s.notDone) > 0 {
-		line += "; not finished when this node stopped serving: node " + intList(s.notDone)
+		line += "; not finished when this node stopped serving: " + nodesText(s.notDone)
 	}
 	if s.TrustedObjects > 0 {
 		line += fmt.Sprintf("; %s taken from peers unchecked (--fleet-trust-peers)", plural(s.TrustedObjects, "object"))
 	}
 	fmt.Fprintln(w, line)
+}
+
+// reportFleet is a fleet node's part for its --report.
+func reportFleet(r *job.FleetReport) *report.Fleet {
+	if r == nil {
+		return nil
+	}
+	f := &report.Fleet{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers}
+	for _, p := range r.Peers {
+		if p.Bypassed {
+			f.Bypassed = append(f.Bypassed, fmt.Sprintf("node %d (%s): %s", p.Node, p.Addr, oneLine(p.Reason)))
+		}
+	}
+	return f
 }

@@ -342,7 +342,7 @@ func download(ctx context.Context, f *runEnv, opts *getOptions, u s3store.URL, s
 	}
 	if opts.fleetSpec != nil {
 		fl := *opts.fleetSpec
-		fl.Lingering = fleetLingering(f)
+		fl.Lingering = fleetLingering(f, opts.output.quiet || opts.output.onlyErrors)
 		get.Fleet = &fl
 	}
 	return runJob(ctx, f, job.Spec{Get: get, Engine: eopts, Bandwidth: settings.MaxBandwidth, SpaceCheck: !opts.noSpaceCheck},

@@ -410,6 +410,9 @@ func (m *measurement) run(status string, runErr error) report.Run {
 	if m.server != nil {
 		r.Server = &report.Process{CPU: m.serverCPU, PeakRSSKiB: m.serverPeak}
 	}
+	if m.rep != nil && m.rep.fleet != nil {
+		r.Fleet = reportFleet(m.rep.fleet())
+	}
 	var ee *ExitError
 	if runErr != nil && (!errors.As(runErr, &ee) || ee.Err != nil) {
 		r.Error = oneLine(runErr.Error())

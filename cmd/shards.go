@@ -32,7 +32,12 @@ bytes), their objects, bytes and set hashes adding up to the listing's
 (an object in two shards or in none changes the sum), and every shard
 complete: not a dry run, nothing failed or interrupted, no error after
 its summary. Exit 0 when so, 1 with one line per problem (naming the
-shard and its file) when not, 2 when a file cannot be read.`,
+shard and its file) when not, 2 when a file cannot be read.
+
+The outputs of a --fleet K/N run are checked as a fleet's: every node
+0..N-1 present once, each complete (every object it listed landed, the
+same count on every node), and each node's line says where its bytes
+came from (S3, its peers) and what it served.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("shards check takes the --json output of every shard")
@@ -68,16 +73,36 @@ type shardSummary struct {
 	Listed   *int64        `json:"listed"`
 	Excluded int64         `json:"excluded"`
 	Shard    *shard.Report `json:"shard"`
+	// Fleet's fields are those of a --fleet node's summary.
+	Fleet *int `json:"fleet_node"`
+	fleetFields
+}
+
+// fleetFields are what shards check reads of a fleet node's summary
+// besides its node.
+type fleetFields struct {
+	Nodes      int             `json:"fleet_nodes"`
+	FromSource int64           `json:"fleet_bytes_from_source"`
+	FromPeers  int64           `json:"fleet_bytes_from_peers"`
+	ToPeers    int64           `json:"fleet_bytes_to_peers"`
+	Peers      []fleetPeerLine `json:"fleet_peers"`
 }
 
 func runShardsCheck(f *Factory, files []string) error {
-	var reports []shard.Report
-	var problems []string
+	var runs []shardRun
 	for _, name := range files {
 		run, err := readShardRun(name)
 		if err != nil {
 			return usageError(err)
 		}
+		runs = append(runs, run)
+	}
+	if fleetRuns(runs) {
+		return checkFleet(f, runs)
+	}
+	var reports []shard.Report
+	var problems []string
+	for _, run := range runs {
 		problems = append(problems, run.problems()...)
 		if run.summary != nil && run.summary.Shard != nil {
 			reports = append(reports, *run.summary.Shard)

@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -147,6 +154,7 @@ func TestFleetFetchesOncePerFleet(t *testing.T) {
 			t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
 		}
 		sameTree(t, dirs[k], want)
+		checkLines(t, jsonSpec(t), r.stdout) // every field documented
 		l := fleetSummary(t, r.stdout)
 		if *l.Node != k || l.Nodes != nodes || len(l.Peers) != nodes-1 || l.Trusted == nil {
 			t.Errorf("node %d: fleet_node %d, fleet_nodes %d, %d peers, trusted %v; want %d, %d, %d, a count", k, *l.Node, l.Nodes, len(l.Peers), l.Trusted, k, nodes, nodes-1)
@@ -179,8 +187,233 @@ func TestFleetFetchesOncePerFleet(t *testing.T) {
 	if sent != fromSource {
 		t.Errorf("the emulator sent %d object bytes, the nodes counted %d from S3", sent, fromSource)
 	}
-	for k, r := range res {
-		t.Logf("node %d stderr: %s", k, r.stderr)
+	// shards check reads the fleet's outputs: every node, and where
+	// its bytes came from; a node missing is named.
+	outs := saveOutputs(t, res)
+	r := run(t, nil, append([]string{"shards", "check"}, outs...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("ok: 3 nodes each landed the listing's %d objects", len(want))) || !strings.Contains(r.stdout, "node 2: ") {
+		t.Errorf("shards check: exit %d, %q; want ok for 3 nodes, a line for each", r.code, r.stdout)
+	}
+	if r := run(t, nil, "shards", "check", outs[0], outs[1]); r.code != 1 || !strings.Contains(r.stdout, "missing node 2/3") {
+		t.Errorf("shards check without node 2: exit %d, %q; want exit 1 naming it", r.code, r.stdout)
 	}
 	t.Logf("dataset %d bytes; S3 sent %d (%.3fx); peers moved %d", total, sent, float64(sent)/float64(total), fromPeers)
+}
+
+// node is one s3pd process of a fleet, started and not yet waited for.
+type node struct {
+	cmd            *exec.Cmd
+	stdout, stderr *bytes.Buffer
+	done           chan result
+}
+
+// startNode starts s3pd with args and env; wait collects it.
+func startNode(t *testing.T, env []string, args []string) *node {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	c.Env = append(baseEnv(t), env...)
+	n := &node{cmd: c, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, done: make(chan result, 1)}
+	c.Stdout, c.Stderr = n.stdout, n.stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := c.Wait()
+		r := result{stdout: n.stdout.String(), stderr: n.stderr.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		}
+		n.done <- r
+	}()
+	t.Cleanup(func() {
+		c.Process.Kill() // by its PID; a no-op once it exited
+	})
+	return n
+}
+
+// wait waits for the node to exit, two minutes at most.
+func (n *node) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case r := <-n.done:
+		return r
+	case <-time.After(2 * time.Minute):
+		n.cmd.Process.Signal(syscall.SIGQUIT)
+		r := <-n.done
+		t.Fatalf("node did not exit in 2 minutes; stderr: %s", r.stderr)
+		return r
+	}
+}
+
+// landed says dir holds every file of want, whole.
+func landed(dir string, want map[string][]byte) bool {
+	for name, data := range want {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || st.Size() != int64(len(data)) {
+			return false
+		}
+	}
+	return true
+}
+
+// A node killed with SIGKILL in the middle of its run is bypassed by the
+// others, which land everything from S3 and their peers and name it;
+// restarted while they linger, it resumes, takes what it lacks from them
+// and says it is done, and all of them exit 0 with every file exact.
+// Meanwhile a request without the token gets 403 and no body.
+func TestFleetSurvivesAKilledNode(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes, victim = "fleet/", 3, 2
+	want, _ := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes)
+	env := []string{"S3PD_FLEET_TOKEN=" + fleetToken}
+	dirs := make([]string, nodes)
+	running := make([]*node, nodes)
+	for k := range nodes {
+		dirs[k] = filepath.Join(t.TempDir(), "dest")
+		extra := []string{"--fleet-linger", "90s"}
+		if k == victim {
+			// Slow, a part at a time: still running when killed, with
+			// parts of a file journaled.
+			extra = append(extra, "--max-bandwidth", "2MiB/s", "--threads", "2")
+		}
+		running[k] = startNode(t, env, fleetArgs(s, prefix, dirs[k], k, peers, extra...))
+	}
+	// Kill the victim once it has journaled a part of a file.
+	if !eventually(30*time.Second, func() bool { return journaled(t, dirs[victim]) > 0 }) {
+		t.Fatalf("node %d journaled no part in 30 s", victim)
+	}
+	running[victim].cmd.Process.Signal(syscall.SIGKILL)
+	if r := running[victim].wait(t); r.code != -1 {
+		t.Fatalf("killed node: exit %d, want killed", r.code)
+	}
+	for k := range nodes {
+		if k != victim && !eventually(60*time.Second, func() bool { return landed(dirs[k], want) }) {
+			t.Fatalf("node %d did not land the dataset without node %d", k, victim)
+		}
+	}
+	// The others linger for the victim: they refuse a request without
+	// the fleet's token, or with another.
+	for _, tok := range []string{"", "not-the-token"} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+peers[0]+"/fleet/v1/object?key="+prefix+"small/01.txt", nil)
+		if tok != "" {
+			req.Header.Set("S3pd-Fleet-Token", tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("node 0 does not answer while it lingers: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(body) != 0 {
+			t.Errorf("token %q: %s with %d bytes of body, want 403 and none", tok, resp.Status, len(body))
+		}
+	}
+	restarted := startNode(t, env, fleetArgs(s, prefix, dirs[victim], victim, peers, "--fleet-linger", "90s"))
+	r := restarted.wait(t)
+	if r.code != 0 {
+		t.Fatalf("restarted node: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	sameTree(t, dirs[victim], want)
+	l := fleetSummary(t, r.stdout)
+	t.Logf("restarted node: %d transferred, %d skipped, %d resumed; %d bytes from S3, %d from peers", l.Objects, l.Skipped, l.Resumed, l.FromSource, l.FromPeers)
+	if l.Resumed == 0 || l.FromPeers == 0 || l.Failed != 0 {
+		t.Errorf("restarted node: %d resumed, %d bytes from peers, %d failed: want the journaled file resumed and the rest partly from peers", l.Resumed, l.FromPeers, l.Failed)
+	}
+	for k := range nodes {
+		if k == victim {
+			continue
+		}
+		r := running[k].wait(t)
+		if r.code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
+		}
+		sameTree(t, dirs[k], want)
+		if !strings.Contains(r.stderr, "this node is done and serves its peers, waiting for") || !strings.Contains(r.stderr, "2 to finish") {
+			t.Errorf("node %d did not say it waits for node 2: %s", k, r.stderr)
+		}
+		l := fleetSummary(t, r.stdout)
+		t.Logf("node %d: %d bytes from S3, %d from peers, %d to peers; peers %+v", k, l.FromSource, l.FromPeers, l.ToPeers, l.Peers)
+		named := false
+		for _, p := range l.Peers {
+			named = named || p.Node == victim && p.Bypassed && p.Reason != ""
+		}
+		if !named {
+			t.Errorf("node %d: summary does not name node %d as bypassed: %+v", k, victim, l.Peers)
+		}
+	}
+}
+
+// A node with no token, or asked for one object, is refused: exit 2 and
+// one line, before anything is fetched.
+func TestFleetRefusals(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	s.put(t, "one/obj", []byte("hello"))
+	peers := freeAddrs(t, 2)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+		// quiet: refused before any request (a single object is found
+		// so by asking)
+		quiet bool
+	}{
+		{"no token", nil, fleetArgs(s, "one/", t.TempDir(), 0, peers), "--fleet needs the fleet's token", true},
+		{"single object", []string{"S3PD_FLEET_TOKEN=t"}, append(s.cmd("get", "--fleet", "0/2", "--peers", strings.Join(peers, ",")), s.url("one/obj"), t.TempDir()), "is a single object", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.emu.Stats().Requests
+			r := run(t, tc.env, tc.args...)
+			line := strings.TrimSpace(r.stderr)
+			if r.code != 2 || strings.Count(line, "\n") != 0 || !strings.Contains(line, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line with %q", r.code, line, tc.want)
+			}
+			if sent := s.emu.Stats().Requests - before; tc.quiet && sent != 0 {
+				t.Errorf("the refused run sent %d requests", sent)
+			}
+		})
+	}
+}
+
+// With --fleet-tls-cert and --fleet-tls-key the nodes serve each other
+// over TLS, trusting the certificates --fleet-ca signed: the bytes still
+// come from peers, none bypassed. A node that trusts another CA cannot
+// take them: it bypasses its peer and lands everything from S3.
+func TestFleetOverTLS(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix = "fleet/"
+	want, _ := fleetDataset(t, s, prefix)
+	cert, key := selfSignedFiles(t, t.TempDir())
+	other, _ := selfSignedFiles(t, t.TempDir())
+	for _, tc := range []struct {
+		name    string
+		ca      string
+		trusted bool
+		linger  string // a node that cannot tell its peer it is done waits this long
+	}{{"trusted", cert, true, "30s"}, {"another CA", other, false, "2s"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			peers := freeAddrs(t, 2)
+			var args, env [][]string
+			var dirs []string
+			for k := range 2 {
+				dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+				args = append(args, fleetArgs(s, prefix, dirs[k], k, peers, "--fleet-linger", tc.linger,
+					"--fleet-tls-cert", cert, "--fleet-tls-key", key, "--fleet-ca", tc.ca))
+				env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+			}
+			for k, r := range runAll(t, env, args) {
+				if r.code != 0 {
+					t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
+				}
+				sameTree(t, dirs[k], want)
+				l := fleetSummary(t, r.stdout)
+				p := l.Peers[0]
+				if tc.trusted && (l.FromPeers == 0 || p.Bypassed) || !tc.trusted && (l.FromPeers != 0 || !p.Bypassed || !strings.Contains(p.Reason, "certificate")) {
+					t.Errorf("node %d: %d bytes from peers, peer %+v", k, l.FromPeers, p)
+				}
+			}
+		})
+	}
 }

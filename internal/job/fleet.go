@@ -31,6 +31,9 @@ type FleetSpec struct {
 	// Linger is how long a node that finished keeps serving at most,
 	// waiting for every peer to say it finished too.
 	Linger time.Duration
+	// TrustPeers lets objects S3 gives nothing to verify against come
+	// from peers, unverified (--fleet-trust-peers).
+	TrustPeers bool
 	// Lingering, when set, hears that the node's run ended and it
 	// serves on for the peers named (by index), for Linger at most.
 	Lingering func(waiting []int, max time.Duration)
@@ -42,6 +45,9 @@ type FleetReport struct {
 	// FromSource and FromPeers are the object bytes read from S3 and
 	// from peers; ToPeers those this node's server sent to peers.
 	FromSource, FromPeers, ToPeers int64
+	// Trusted is the objects taken from peers with nothing of S3's to
+	// verify them by (TrustPeers).
+	Trusted int64
 	// Peers are the other nodes, in node order.
 	Peers []FleetPeer
 }
@@ -92,9 +98,9 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	if _, err := srv.Start(spec.Peers[spec.Self]); err != nil {
 		return &SpecError{Err: err}
 	}
-	ok = false
+	built := false
 	defer func() {
-		if !ok {
+		if !built {
 			srv.Close()
 		}
 	}()
@@ -104,14 +110,14 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 		return err
 	}
 	src, err := fleet.NewSource(r.lanes[0].Source, fleet.SourceOptions{Self: spec.Self, Peers: spec.Peers, Token: spec.Token,
-		Owner: shares.Owner, Client: fleet.NewClient(spec.ClientTLS)})
+		Owner: shares.Owner, Backup: shares.Backup, TrustPeers: spec.TrustPeers, Client: fleet.NewClient(spec.ClientTLS)})
 	if err != nil {
 		return &SpecError{Err: err}
 	}
 	// Wait (a little) for the peers' servers, so that one that starts a
 	// moment later is not bypassed for the whole run.
-	fleet.AwaitPeers(ctx, fleet.LingerOptions{Self: spec.Self, Peers: spec.Peers, Client: fleet.NewClient(spec.ClientTLS)}, fleet.DefaultWaitReady)
-	ok = true
+	fleet.AwaitPeers(ctx, spec.Self, spec.Peers, fleet.DefaultWaitReady)
+	built = true
 	r.lanes, r.scaled.Lister = src.Lanes(r.lanes), shares.Lister(spec.Self)
 	r.fleet = &fleetRun{spec: spec, server: srv, source: src,
 		observer: &fleet.Observer{Server: srv, Source: src, Path: func(o transfer.Object) string { return dest.Destination(o.Name) }}}
@@ -147,7 +153,7 @@ func (f *fleetRun) report() *FleetReport {
 	rep := f.source.Report()
 	served := f.server.Served()
 	done := f.server.Done()
-	out := &FleetReport{Node: f.spec.Self, Nodes: len(f.spec.Peers), FromSource: rep.FromSource}
+	out := &FleetReport{Node: f.spec.Self, Nodes: len(f.spec.Peers), FromSource: rep.FromSource, Trusted: rep.TrustedObjects}
 	bypassed := map[int]string{}
 	for _, b := range rep.Bypassed {
 		bypassed[b.Node] = b.Reason

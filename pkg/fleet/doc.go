@@ -15,7 +15,8 @@
 //     206 with Content-Range, the S3 ETag as its ETag, If-Match honoured
 //     (412 for another version), 404 for anything not marked, 403 with
 //     no body for a request without the fleet's token. It counts the
-//     bytes it sent to each peer.
+//     bytes it sent to each peer, and takes a node's word that it
+//     finished its run (POST DonePath), which Linger waits for.
 //   - Source is a transfer.Source decorator around a lane's S3 source.
 //     A range of an object of another node's share goes to that node,
 //     pinned by the ETag; anything else goes to S3: objects of this
@@ -25,19 +26,31 @@
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
 //   - Observer joins the engine to the fleet: it marks each object the
-//     engine committed verified Ready on the Server, and tells the
-//     Source of a checksum failure before the engine fetches the object
-//     again (transfer.Observer.Retry with ErrChecksum).
+//     engine committed verified (or skipped as landed by an earlier run:
+//     of its size and dated with its modification time) Ready on the
+//     Server, and tells the Source of a checksum failure before the
+//     engine fetches the object again (transfer.Observer.Retry with
+//     ErrChecksum).
 //
 // When a peer fails. A peer that refuses the token, answers with the
 // wrong range, length or ETag, cannot be reached, breaks a body off, or
 // sends no byte for Stall (headers or body) is bypassed: dropped for the
 // rest of the run, named in the Report with the reason, and the range
-// (or the rest of it, from the byte reached, inside the same body) comes
-// from S3. A peer whose bytes fail the object's checksum is bypassed the
-// same way and the object is fetched again, whole, from S3. A peer that
-// holds another version of the object (412) is not at fault: that
-// object comes from S3 and the peer stays.
+// (or the rest of it, from the byte reached, inside the same body) goes
+// to the object's next node. Every object has one order of nodes, the
+// same on every node from the listing alone (Shares.Backup): its owner,
+// then its first backup, chosen so that each share's objects are split
+// about evenly by bytes between the other nodes, then the nodes after
+// that one. A node asks the first of them it has not bypassed; when
+// that is itself, it fetches the object from S3 and then serves it. So
+// the share of a node that is gone is fetched from S3 about once, each
+// other node its part, not once by every node; and as each node lists
+// the objects it is the first backup of right after its own share, the
+// backup is usually fetching them by the time the others ask. A peer
+// whose bytes fail the object's checksum is bypassed the same way and
+// the object is fetched again, whole, from S3. A peer that holds another
+// version of the object (412) is not at fault: that object comes from
+// S3 and the peer stays.
 //
 // A peer that does not hold an object yet (404: it is still fetching
 // its share) is asked again, after a pause that starts at Poll and
@@ -54,58 +67,48 @@
 // the fleet's network must be one the operator trusts not to be read
 // (a cluster's private network); it is not encryption. Peers of the
 // fleet are not trusted for the bytes themselves: every object that
-// takes any byte from a peer is verified by the engine against a
-// full-object CRC (CRC64NVME, CRC32C or CRC32) that S3 itself gave, from
-// the listing or a HEAD through the wrapped source, never from the
-// peer. An object S3 gives no such checksum for (none, only an MD5
-// ETag, or a checksum of part checksums) is fetched from S3 only. The
-// engine must therefore run with verification on (not VerifyOff). A
-// Server serves only files of the current run marked Ready after the
-// engine verified and committed them, and stops serving one whose size
-// or modification time changed since; it never maps a request to a path
-// of its own: a key names an entry of what was marked, or nothing.
+// takes any byte from a peer is verified by the engine against what S3
+// itself gave, from the listing, a HEAD or a ranged GET through the
+// wrapped source, never from the peer: a full-object CRC (CRC64NVME,
+// CRC32C or CRC32); else a checksum of part checksums ("...-N"), each
+// part's CRC computed from the landed bytes as S3 says the object was
+// cut (a HEAD with partNumber); else the MD5 ETag; else the ETag of
+// parts ("HEX-N"), by the same part layout. The Source is a
+// transfer.Vouching, so the engine makes that check whatever --verify
+// says (a node also verifies so what it serves), and fetches an object
+// again from S3 when nothing could be checked. An object whose ETag is
+// no MD5 of its bytes (SSE-KMS, SSE-C: one byte of it asked of S3 tells)
+// and that has no CRC has nothing to check a peer's bytes by: it is
+// fetched from S3 only, unless TrustPeers (--fleet-trust-peers) lets it
+// come from peers unverified; the Report counts those (TrustedObjects).
+// The engine must run with verification on: under VerifyOff it checks
+// nothing and asks the Source nothing. A Server serves only files of the
+// current run marked Ready after the engine verified and committed
+// them (or found them landed), and stops serving one whose size or modification time changed
+// since; it never maps a request to a path of its own: a key names an
+// entry of what was marked, or nothing.
 //
-// # What remains for the command line
+// # How the command uses it
 //
-// This package is the library; `s3pd get s3://bucket/prefix/ DEST
-// --fleet K/N --peers HOST:PORT,...` is not wired yet, and no flag is
-// registered until it is. What the command needs:
+// `s3pd get s3://bucket/prefix/ DEST --fleet K/N --peers HOST:PORT,...`
+// (docs/SCALE-OUT.md) is node K of such a fleet. The command reads the
+// flags and the token (S3PD_FLEET_TOKEN or --fleet-token-file, never a
+// flag of its own) and hands them to the job (internal/job), which
+// builds the node: a Server with the token (TLS when a certificate is
+// given) started on the node's own entry of --peers, AwaitPeers before
+// the listing goes on, SplitShares over the source's lister with the
+// run's include/exclude filter, the engine's Lister from
+// Shares.Lister(K), every lane wrapped by Source.Lanes (a NewClient
+// whose TLS trusts --fleet-ca), and an Observer among the engine's
+// observers whose Path is the local sink's destination of a name. Only
+// a local destination takes part: the Server reads committed files.
+// After the engine's run the job calls Server.Linger (DonePath: tell
+// every peer it is done, serve until every peer said the same or
+// --fleet-linger runs out), then closes the Server. Source.Report and
+// Server.Served become the summary's fleet fields.
 //
-//   - Flags: --fleet K/N (node K of N; refused with --shard, with
-//     --verify off, with stdout as DEST, with a single object);
-//     --peers HOST:PORT,... (N addresses in node order, this node's
-//     included, which is also the address its Server binds, or
-//     --fleet-listen ADDR to bind another); the token from an
-//     environment variable (S3PD_FLEET_TOKEN), never a flag, so it stays
-//     out of process listings; --fleet-wait (WaitReady) and the peer
-//     stall (Stall), defaulting to the values here, under the engine's
-//     stall timeout.
-//   - --fleet auto: K and N from the environment as shard.FromEnv reads
-//     them (a Kubernetes indexed Job's JOB_COMPLETION_INDEX and
-//     completions, Slurm's SLURM_PROCID and SLURM_NTASKS), and the peers
-//     from the same place: a headless Service's per-pod DNS names
-//     (JOB-NAME-K.SERVICE) with one port, or Slurm's SLURM_JOB_NODELIST
-//     expanded, so that one command line serves every node.
-//   - The job (internal/job) builds it: SplitShares over the source's
-//     lister with the run's filter (shard.Options.Filter), the engine's
-//     Lister from Shares.Lister(K), every lane wrapped by
-//     Source.Lanes, the Server started before the run, and Observer
-//     among the engine's observers with Path from the local sink's
-//     mapping of names (local.RelPath under DEST). Only a local
-//     destination takes part: the Server reads committed files.
-//   - Linger: a node that finished must keep serving until its peers
-//     are done, or the last nodes fall back to S3 for the shares of the
-//     first. The command should linger after its own run: until every
-//     peer said it is done (a small POST /fleet/v1/done with the token,
-//     counted per node), or for --fleet-linger at most, and then close
-//     the Server. Resume of a fleet run (the journal) needs no change:
-//     a resumed part is checked as now.
-//   - JSON: the run's summary gains a "fleet" object: node, nodes,
-//     bytes_from_source, bytes_from_peers by peer, bytes_served by peer
-//     (Server.Served), and bypassed peers with their reasons, from
-//     Source.Report; the text summary a line of the same.
-//   - Scale: Shares holds the listing in memory, and the Source's state
-//     per open object; for listings of many millions of keys the shares
-//     should come from the spooled split (pkg/shard) instead, and the
-//     Server answer "ready" for a whole share in one poll.
+// Scale: Shares holds the listing in memory, and the Source's state
+// per open object; for listings of many millions of keys the shares
+// should come from the spooled split (pkg/shard) instead, and the
+// Server answer "ready" for a whole share in one poll.
 package fleet

@@ -2,8 +2,10 @@ package fleet_test
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,31 +183,6 @@ func TestPeerFlippingBytesIsCaught(t *testing.T) {
 	t.Logf("bypassed: %s", r.Bypassed[0].Reason)
 }
 
-// TestObjectsS3CannotVerifyComeFromS3: where S3 gives no checksum, a
-// peer's bytes could not be checked: every object comes from S3, though
-// the peer holds them all.
-func TestObjectsS3CannotVerifyComeFromS3(t *testing.T) {
-	w := newWorld(t, 2, s3emu.Options{NoChecksums: true})
-	nodes := newNodes(t, 2, noFront)
-	a, b := nodes[0], nodes[1]
-	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil) // unverified: marks nothing
-	w.wantLanded(t, b.dir)
-	for _, o := range w.objs { // the peer offers them all anyway
-		if err := b.server.Ready(o.Key, b.dir+"/"+o.Name, o.ETag, o.Size); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
-	if a.err != nil || a.sum.Failed != 0 {
-		t.Fatalf("node 0: %+v, %v", a.sum, a.err)
-	}
-	w.wantLanded(t, a.dir)
-	r := a.src.Report()
-	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
-		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from peers, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
-	}
-}
-
 // asked counts the requests a peer's server receives.
 type asked struct {
 	h http.Handler
@@ -283,5 +260,51 @@ func TestPeerRefusingTheTokenIsBypassed(t *testing.T) {
 	}
 	if len(r.FromPeers) != 0 || len(b.server.Served()) != 0 || r.FromSource != w.total {
 		t.Errorf("from peers %v (served %v), from S3 %d; want nothing from the peer, %d from S3", r.FromPeers, b.server.Served(), r.FromSource, w.total)
+	}
+}
+
+// TestDeadNodesShareIsSplitBetweenTheOthers: with four nodes and one
+// dead from the start, every other node lands every object right, and
+// the dead node's share is fetched from S3 about once in all, each of
+// the three others fetching its part of it (its backups' split), not
+// each all of it.
+func TestDeadNodesShareIsSplitBetweenTheOthers(t *testing.T) {
+	const n, dead = 4, 3
+	w := newWorld(t, n, s3emu.Options{Dataset: "ds/f:48:64KiB,ds/big:4:512KiB"})
+	nodes := newNodes(t, n, noFront)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[dead].addr = l.Addr().String() // nothing answers there
+	l.Close()
+	peers := addrs(nodes)
+	var wg sync.WaitGroup
+	for _, nd := range nodes[:dead] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nd.run(t, w, peers, fleet.SourceOptions{}, nil)
+		}()
+	}
+	wg.Wait()
+	s3 := w.fromS3()
+	share := w.shareBytes(dead)
+	for _, nd := range nodes[:dead] {
+		nd.wantRan(t, w)
+		w.wantLanded(t, nd.dir)
+		r := nd.src.Report()
+		if len(r.Bypassed) != 1 || r.Bypassed[0].Node != dead {
+			t.Errorf("node %d bypassed %+v, want node %d only", nd.k, r.Bypassed, dead)
+		}
+		inherited := r.FromSource - w.shareBytes(nd.k)
+		t.Logf("node %d fetched %d bytes of the dead share's %d from S3 (%.0f%%)", nd.k, inherited, share, 100*float64(inherited)/float64(share))
+		if inherited < share*15/100 || inherited > share*55/100 {
+			t.Errorf("node %d fetched %d bytes of the dead node's %d from S3, want 15%% to 55%% of them", nd.k, inherited, share)
+		}
+	}
+	t.Logf("dataset %d bytes; S3 sent %d", w.total, s3)
+	if s3 < w.total || s3 > w.total*110/100 {
+		t.Errorf("S3 sent %d bytes for a dataset of %d, want about 1x (at most 1.10x)", s3, w.total)
 	}
 }

@@ -51,10 +51,44 @@ type world struct {
 
 func newWorld(t *testing.T, nodes int, opts s3emu.Options) *world {
 	t.Helper()
-	opts.Dataset = dataset
-	ts := s3emu.NewTestServer(t, opts)
-	w := &world{ts: ts, client: s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL), UsePathStyle: true,
+	return newWorldOf(t, nodes, opts, worldOptions{})
+}
+
+// worldOptions make a world of other objects than the dataset's.
+type worldOptions struct {
+	// fill uploads the objects under prefix to the bucket (the memory
+	// backend's) before the shares are split; nil: the synthetic dataset
+	// (the options' Dataset, else dataset).
+	fill func(t *testing.T, c *s3.Client)
+	// front, when set, is how every request reaches the emulator (a
+	// test's S3 that answers with other headers).
+	front func(http.Handler) http.Handler
+}
+
+func newWorldOf(t *testing.T, nodes int, opts s3emu.Options, wo worldOptions) *world {
+	t.Helper()
+	switch {
+	case wo.fill != nil:
+		opts.Backend = s3emu.BackendMemory
+	case opts.Dataset == "":
+		opts.Dataset = dataset
+	}
+	var ts *s3emu.TestServer
+	endpoint := ""
+	if wo.front != nil {
+		ts = s3emu.NewTestServer(t, opts, s3emu.Unstarted())
+		hs := httptest.NewServer(wo.front(ts.Handler()))
+		t.Cleanup(hs.Close)
+		endpoint = hs.URL
+	} else {
+		ts = s3emu.NewTestServer(t, opts)
+		endpoint = ts.URL
+	}
+	w := &world{ts: ts, client: s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 		Credentials: aws.AnonymousCredentials{}, HTTPClient: awshttp.NewBuildableClient()})}
+	if wo.fill != nil {
+		wo.fill(t, w.client)
+	}
 	shares, err := fleet.SplitShares(context.Background(), w.source(), nodes, shard.Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +238,7 @@ func addrs(nodes []*node) []string {
 // objects it accepts.
 func (nd *node) run(t *testing.T, w *world, peers []string, opts fleet.SourceOptions, only func(transfer.Object) bool) {
 	t.Helper()
-	opts.Self, opts.Peers, opts.Owner = nd.k, peers, w.shares.Owner
+	opts.Self, opts.Peers, opts.Owner, opts.Backup = nd.k, peers, w.shares.Owner, w.shares.Backup
 	if opts.Token == "" {
 		opts.Token = token
 	}

@@ -1,10 +1,11 @@
 package fleet
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -108,11 +109,13 @@ func (s *Server) Linger(ctx context.Context, o LingerOptions) []int {
 // tell tells the peer at addr, node name, that this node finished, again
 // every Retry while it fails, until ctx ends: a peer that is not up yet
 // (or restarting) then hears it once it is. One that said it finished
-// itself and cannot be reached has stopped serving: nothing waits there.
+// itself and cannot be reached has stopped serving: nothing waits there;
+// one whose certificate is not trusted never will be.
 func (s *Server) tell(ctx context.Context, o LingerOptions, addr, name string) {
 	for {
 		err := tellDone(ctx, o, addr)
-		if err == nil || o.Max <= 0 || s.Done()[name] || sleep(ctx, o.Retry) != nil {
+		var untrusted *tls.CertificateVerificationError
+		if err == nil || o.Max <= 0 || s.Done()[name] || errors.As(err, &untrusted) || sleep(ctx, o.Retry) != nil {
 			return
 		}
 	}
@@ -141,35 +144,37 @@ func tellDone(ctx context.Context, o LingerOptions, addr string) error {
 	return fmt.Errorf("tell %s done: %s", addr, resp.Status)
 }
 
-// AwaitPeers waits until the server of every peer answers (any HTTP
-// answer: it is up), asking each again every poll, for max at most or
-// until ctx ends; it returns the peers that did not answer, by node
-// index. Nodes of one fleet start at slightly different times: a node
-// that waits for the others before its run does not find a peer's
-// server not started yet and bypass it for the whole run.
-func AwaitPeers(ctx context.Context, o LingerOptions, max time.Duration) []int {
-	if o.Client == nil {
-		o.Client = NewClient(nil)
-	}
-	poll := cmp.Or(o.Retry, 50*time.Millisecond)
+// AwaitPeers waits until the server of every peer accepts a
+// connection, trying each again every 50 ms, for max at most or until
+// ctx ends; it returns the peers that did not, by node index. Nodes of
+// one fleet start at slightly different times: a node that waits for
+// the others before its run does not find a peer's server not started
+// yet and bypass it for the whole run.
+func AwaitPeers(ctx context.Context, self int, peers []string, max time.Duration) []int {
 	actx, cancel := context.WithTimeout(ctx, max)
 	defer cancel()
-	up := make([]bool, len(o.Peers))
+	up := make([]bool, len(peers))
 	var wg sync.WaitGroup
-	for i, addr := range o.Peers {
-		if i == o.Self {
+	for i, addr := range peers {
+		if i == self {
 			up[i] = true
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !answers(actx, o.Client, addr) {
-				if sleep(actx, poll) != nil {
+			var d net.Dialer
+			for {
+				c, err := d.DialContext(actx, "tcp", addr)
+				if err == nil {
+					c.Close()
+					up[i] = true
+					return
+				}
+				if sleep(actx, 50*time.Millisecond) != nil {
 					return
 				}
 			}
-			up[i] = true
 		}()
 	}
 	wg.Wait()
@@ -180,20 +185,4 @@ func AwaitPeers(ctx context.Context, o LingerOptions, max time.Duration) []int {
 		}
 	}
 	return missing
-}
-
-// answers reports whether the server at addr answers a request.
-func answers(ctx context.Context, c *http.Client, addr string) bool {
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodHead, "http://"+addr+DonePath, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return true
 }

@@ -9,8 +9,9 @@ import (
 
 // Observer joins a node's engine to its fleet: each object the engine
 // commits verified (or finds intact at its final name, or skips as
-// landed by an earlier run: see landed) is marked Ready on the node's
-// Server, at the path Path gives; each object whose bytes
+// landed by an earlier run: see landed; or, when the Source trusts its
+// peers, commits unverified) is marked Ready on the node's Server, at
+// the path Path gives; each object whose bytes
 // fail their checksum is reported to the Source (ChecksumFailed) before
 // the engine fetches it again, so the refetch comes from S3 and the
 // peer that sent the bytes is dropped. Add it to the engine's observers.
@@ -41,8 +42,12 @@ func (o *Observer) ObjectDone(r transfer.Result) {
 		return
 	}
 	path := o.Path(r.Object)
-	verified := r.Skipped == "" && r.Verification.Verified() || r.Intact
-	if !verified && (r.Skipped == "" || !landed(path, r.Object)) {
+	// Committed verified, or (when the fleet trusts its peers for what
+	// S3 cannot vouch for) committed at all; found intact; or skipped
+	// as landed by an earlier run.
+	trusted := o.Source != nil && o.Source.TrustsPeers()
+	committed := r.Skipped == "" && (r.Verification.Verified() || trusted)
+	if !committed && !r.Intact && (r.Skipped == "" || !landed(path, r.Object)) {
 		return
 	}
 	err := o.Server.Ready(r.Object.Key, path, r.Object.ETag, r.Object.Size)

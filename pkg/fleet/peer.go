@@ -50,9 +50,10 @@ func (p *peer) bypassedFor() (string, bool) {
 // peer does not hold it yet. It returns nil and no error when the range
 // must come from the wrapped source instead: the peer failed (it is then
 // bypassed), or it did not get the object in time, or holds another
-// version of it. sums are S3's checksums, handed with a whole-object
-// body. An error is the run's own (its context ended).
-func (p *peer) open(ctx context.Context, s *Source, obj *transfer.Object, off, n int64, sums map[string]string) (*transfer.Body, error) {
+// version of it. hand is what S3 says of the object, handed with the
+// body (its checksums with a whole-object one). An error is the run's
+// own (its context ended).
+func (p *peer) open(ctx context.Context, s *Source, obj *transfer.Object, off, n int64, hand handOver) (*transfer.Body, error) {
 	opts := p.sh.opts
 	delay := opts.Poll
 	for {
@@ -60,8 +61,9 @@ func (p *peer) open(ctx context.Context, s *Source, obj *transfer.Object, off, n
 		switch {
 		case err == nil:
 			if off == 0 && n == obj.Size {
-				b.Checksums = sums
+				b.Checksums = hand.sums
 			}
+			b.Encrypted = hand.encrypted
 			p.served(obj.Key)
 			return b, nil
 		case ctx.Err() != nil:

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +37,19 @@ type SourceOptions struct {
 	// Shares.Owner), -1 when none is known: such an object comes from
 	// the wrapped source.
 	Owner func(key string) int
+	// Backup returns, for i = 1, 2, ..., the nodes that stand in for the
+	// object's owner once it (and each before) is bypassed, the same
+	// order on every node (see Shares.Backup); -1 past the last. The
+	// first of them not bypassed is asked; when that is this node, the
+	// object comes from the wrapped source (and this node then serves
+	// it). nil: an object whose owner is bypassed comes from the
+	// wrapped source.
+	Backup func(key string, i int) int
+	// TrustPeers lets objects that S3 gives nothing to verify against
+	// (no CRC, and an ETag that is no MD5 of the bytes: SSE-KMS, SSE-C)
+	// come from peers, unverified; Report counts them. Without it they
+	// come from the wrapped source only.
+	TrustPeers bool
 	// Client sends the requests to peers (default: a client of its own
 	// transport, so peers' connections never mix with the source's).
 	Client *http.Client
@@ -90,6 +102,7 @@ type shared struct {
 	opts       SourceOptions
 	peers      []*peer
 	fromSource atomic.Int64
+	trusted    atomic.Int64 // objects taken from peers unverified (TrustPeers)
 
 	mu   sync.Mutex
 	objs map[string]*objState // by key, until Done
@@ -97,11 +110,15 @@ type shared struct {
 
 // objState is what the Source knows of one object during the run.
 type objState struct {
-	look *lookup // the checksum lookup, nil until asked or after one failed
+	look  *lookup // the checksum lookup, nil until asked or after one failed
+	probe *lookup // whether S3 keeps it encrypted, nil until asked or after one failed
 	// s3only: the object comes from the wrapped source only (its bytes
 	// failed their checksum, or S3 has nothing to check a peer's with)
 	s3only bool
-	// served are the peers that sent some of its bytes
+	// trusted: peers may send it with nothing to check it by
+	// (TrustPeers); counted: it was counted so in the Report
+	trusted, counted bool
+	// served are the peers that sent some of its bytes in this attempt
 	served []int
 	// waitUntil: when a peer that lacks it stops being waited for
 	waitUntil time.Time
@@ -147,11 +164,20 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 	if n < 0 || off+n > obj.Size {
 		span = obj.Size - off
 	}
-	if p, sums := s.route(ctx, obj, off, span); p != nil {
-		b, err := p.open(ctx, s, obj, off, span, sums)
+	for range len(s.sh.peers) {
+		p, hand := s.route(ctx, obj, off, span)
+		if p == nil {
+			break
+		}
+		b, err := p.open(ctx, s, obj, off, span, hand)
 		if b != nil || err != nil {
 			return b, err
 		}
+		if !p.isBypassed() {
+			break // not held in time, or another version: S3's
+		}
+		// The peer failed and was dropped: the next in the object's
+		// order stands in for it.
 	}
 	// n as the engine gave it: S3's whole-object GET (n < 0) carries the
 	// object's checksums, a ranged one does not.
@@ -162,6 +188,49 @@ func (s *Source) Open(ctx context.Context, obj *transfer.Object, off, n int64) (
 // lookup, asked once per object.
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
 	return s.sums(ctx, s.sh.state(obj.Key), obj)
+}
+
+// PartSizes implements transfer.PartLayout with the wrapped source's:
+// the engine checks a peer's bytes of an ETag of parts, or of a
+// checksum of part checksums, by what S3 says of the object's parts.
+func (s *Source) PartSizes(ctx context.Context, obj *transfer.Object, parts int, exact bool) ([]int64, error) {
+	pl, ok := s.Source.(transfer.PartLayout)
+	if !ok {
+		return nil, transfer.ErrNoPartLayout
+	}
+	return pl.PartSizes(ctx, obj, parts, exact)
+}
+
+// NeedsVerified implements transfer.Vouching: every object of the
+// fleet's listing needs a checksum that matched, whatever --verify
+// says, as its bytes may come from a peer and this node serves what it
+// verified to the others.
+func (s *Source) NeedsVerified(obj *transfer.Object) bool {
+	return obj.Size > 0 && s.sh.opts.Owner(obj.Key) >= 0
+}
+
+// Unverified implements transfer.Vouching: an object that took bytes
+// from a peer and that no checksum verified is fetched again, from the
+// wrapped source only; the peer is not at fault (what S3 gives to check
+// by failed to come) and stays. With TrustPeers an object routed to
+// peers with nothing to check it by is kept, and counted.
+func (s *Source) Unverified(obj *transfer.Object) bool {
+	sh := s.sh
+	st := sh.state(obj.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	switch {
+	case len(st.served) == 0:
+		return false
+	case st.trusted:
+		if !st.counted {
+			st.counted = true
+			sh.trusted.Add(1)
+		}
+		return false
+	}
+	st.s3only, st.served = true, nil
+	return true
 }
 
 // ChecksumFailed is the hook for an object whose bytes failed the
@@ -175,6 +244,7 @@ func (s *Source) ChecksumFailed(key string) {
 	sh.mu.Lock()
 	st.s3only = true
 	served := slices.Clone(st.served)
+	st.served = nil
 	sh.mu.Unlock()
 	for _, i := range served {
 		sh.peers[i].bypass("bytes of " + key + " failed their checksum")
@@ -190,9 +260,14 @@ func (s *Source) Done(key string) {
 	s.sh.mu.Unlock()
 }
 
+// TrustsPeers reports SourceOptions.TrustPeers, for whoever marks
+// objects Ready on the Server: with it, an object committed with
+// nothing of S3's to verify it by may be served to the peers too.
+func (s *Source) TrustsPeers() bool { return s.sh.opts.TrustPeers }
+
 // Report returns where the bytes came from so far.
 func (s *Source) Report() Report {
-	r := Report{FromSource: s.sh.fromSource.Load(), FromPeers: map[string]int64{}}
+	r := Report{FromSource: s.sh.fromSource.Load(), FromPeers: map[string]int64{}, TrustedObjects: s.sh.trusted.Load()}
 	for _, p := range s.sh.peers {
 		if p.i == s.sh.opts.Self {
 			continue
@@ -219,37 +294,57 @@ func (sh *shared) state(key string) *objState {
 	return st
 }
 
-// route returns the peer to ask for the range, and the object's
-// checksums to hand the engine with a whole-object body; nil when the
-// range comes from the wrapped source: an empty object, one of this
-// node's share or of no known owner, one whose owner was bypassed, one
+// route returns the peer to ask for the range, and what to hand the
+// engine with its body; nil when the range comes from the wrapped
+// source: an empty object, one of no known owner, one whose first node
+// not bypassed (its owner, else its backups in order) is this one, one
 // that failed its checksum, one S3 gives nothing to verify a peer's
-// bytes with.
-func (s *Source) route(ctx context.Context, obj *transfer.Object, off, n int64) (*peer, map[string]string) {
+// bytes with (unless TrustPeers).
+func (s *Source) route(ctx context.Context, obj *transfer.Object, off, n int64) (*peer, handOver) {
 	sh := s.sh
 	if obj.Size <= 0 || obj.Err != nil {
-		return nil, nil
+		return nil, handOver{}
 	}
-	owner := sh.opts.Owner(obj.Key)
-	if owner < 0 || owner >= len(sh.peers) || owner == sh.opts.Self || sh.peers[owner].isBypassed() {
-		return nil, nil
+	k := sh.holder(obj.Key)
+	if k < 0 || k == sh.opts.Self {
+		return nil, handOver{}
 	}
 	st := sh.state(obj.Key)
 	sh.mu.Lock()
 	s3only := st.s3only
 	sh.mu.Unlock()
 	if s3only {
-		return nil, nil
+		return nil, handOver{}
 	}
-	whole := off == 0 && n == obj.Size
-	sums, _ := s.sums(ctx, st, obj)
-	if !checkable(obj, sums, whole) {
-		sh.mu.Lock()
-		st.s3only = true
-		sh.mu.Unlock()
-		return nil, nil
+	hand, ok := s.vouched(ctx, st, obj, off == 0 && n == obj.Size)
+	if !ok {
+		return nil, handOver{}
 	}
-	return sh.peers[owner], sums
+	return sh.peers[k], hand
+}
+
+// holder is the node to ask for the object named key: its owner, else
+// the first of its backups not bypassed; -1 for none.
+func (sh *shared) holder(key string) int {
+	k := sh.opts.Owner(key)
+	for i := 1; k >= 0 && k < len(sh.peers); i++ {
+		if k == sh.opts.Self || !sh.peers[k].isBypassed() {
+			return k
+		}
+		if sh.opts.Backup == nil || i >= len(sh.peers) {
+			return -1
+		}
+		k = sh.opts.Backup(key, i)
+	}
+	return -1
+}
+
+// handOver is what goes with a peer's body to the engine: S3's
+// checksums (with a whole-object body) and whether S3 keeps the object
+// encrypted, so the engine never takes its ETag for an MD5.
+type handOver struct {
+	sums      map[string]string
+	encrypted bool
 }
 
 // sums returns the object's full-object checksums: those its listing
@@ -262,72 +357,20 @@ func (s *Source) sums(ctx context.Context, st *objState, obj *transfer.Object) (
 	if !ok {
 		return nil, errors.New("the source looks up no checksums")
 	}
-	s.sh.mu.Lock()
-	l := st.look
-	first := l == nil
-	if first {
-		l = &lookup{done: make(chan struct{})}
-		st.look = l
+	l, err := s.sh.once(ctx, &st.look, func(l *lookup) { l.sums, l.err = cs.Checksums(ctx, obj) })
+	if err != nil {
+		return nil, err
 	}
-	s.sh.mu.Unlock()
-	if first {
-		l.sums, l.err = cs.Checksums(ctx, obj)
-		if l.err != nil {
-			// Not kept: the range that asked may have been cancelled
-			// (a takeover), and the engine's own lookup must not
-			// inherit that.
-			s.sh.mu.Lock()
-			st.look = nil
-			s.sh.mu.Unlock()
-		}
-		close(l.done)
-	}
-	select {
-	case <-l.done:
-		return l.sums, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return l.sums, nil
 }
 
-// lookup is one checksum lookup, shared by whoever asks meanwhile.
+// lookup is one lookup of S3's (checksums, or whether the object is
+// encrypted), shared by whoever asks meanwhile.
 type lookup struct {
-	done chan struct{} // closed once sums and err are set
-	sums map[string]string
-	err  error
-}
-
-// checkable reports whether the engine will check a peer's bytes of obj
-// against a full-object CRC of S3's: for a range, the algorithm its
-// listing names (the engine verifies ranges only then); for the whole
-// object, any the lookup gave (handed over with the body).
-func checkable(obj *transfer.Object, sums map[string]string, whole bool) bool {
-	alg := strings.ToUpper(obj.ChecksumAlgorithm)
-	if alg == "" && len(obj.Checksums) > 0 {
-		alg = pick(obj.Checksums)
-	}
-	if alg == "" && whole {
-		alg = pick(sums)
-	}
-	return fullValue(alg, sums[alg])
-}
-
-// pick is the algorithm the engine computes of those in sums.
-func pick(sums map[string]string) string {
-	for _, a := range []string{"CRC64NVME", "CRC32C", "CRC32"} {
-		if _, ok := sums[a]; ok {
-			return a
-		}
-	}
-	return ""
-}
-
-// fullValue reports whether v is a full-object value of alg (not a
-// checksum of part checksums, "...-N").
-func fullValue(alg, v string) bool {
-	want := map[string]int{"CRC64NVME": 8, "CRC32C": 4, "CRC32": 4}[alg]
-	raw, err := base64.StdEncoding.DecodeString(v)
-	return want > 0 && err == nil && len(raw) == want
+	done      chan struct{} // closed once the rest is set
+	sums      map[string]string
+	encrypted bool
+	err       error
 }
 
 // fromSource opens the range from the wrapped source, counting its
@@ -373,6 +416,9 @@ type Report struct {
 	FromPeers map[string]int64
 	// Bypassed are the peers dropped for the rest of the run.
 	Bypassed []Bypass
+	// TrustedObjects is the objects taken from peers with nothing of
+	// S3's to verify them by (TrustPeers).
+	TrustedObjects int64
 }
 
 // Bypass is one peer dropped for the run, and why.

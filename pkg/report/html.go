@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/s3pd/s3pd/pkg/transfer"
@@ -65,6 +66,9 @@ func WriteHTML(w io.Writer, r Run) error {
 	if r.Server != nil {
 		p.Totals = append(p.Totals, [2]string{"emulator", fmt.Sprintf("its own process: %.2f CPU-seconds (%.1f cores), peak memory %.1f MiB",
 			r.Server.CPU.Seconds(), r.Server.CPU.Seconds()/max(s.Elapsed.Seconds(), 1e-9), float64(r.Server.PeakRSSKiB)/1024)})
+	}
+	if f := r.Fleet; f != nil {
+		p.Totals = append(p.Totals, [2]string{"fleet", fleetText(*f)})
 	}
 	for _, c := range r.Classes {
 		name := "class " + c.Name
@@ -298,4 +302,15 @@ func windowText(s transfer.Summary) string {
 		return fmt.Sprint(s.Window)
 	}
 	return fmt.Sprintf("%d, %s", s.Window, why)
+}
+
+// fleetText is a fleet node's row: "node 1 of 3: 10.0 MiB from S3, 20.0
+// MiB from peers, 20.0 MiB served to peers; bypassed: ...".
+func fleetText(f Fleet) string {
+	t := fmt.Sprintf("node %d of %d: %s from S3, %s from peers, %s served to peers",
+		f.Node, f.Nodes, smallBytesOrMiB(f.FromSource), smallBytesOrMiB(f.FromPeers), smallBytesOrMiB(f.ToPeers))
+	if len(f.Bypassed) > 0 {
+		t += "; bypassed: " + strings.Join(f.Bypassed, "; ")
+	}
+	return t
 }

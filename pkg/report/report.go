@@ -62,6 +62,20 @@ type Run struct {
 	// during the run (0: not known): beside CPU and Server's, what other
 	// processes of a shared machine took.
 	MachineCPU time.Duration
+	// Fleet, when set, is this node's part in a --fleet run.
+	Fleet *Fleet
+}
+
+// Fleet is one node's part in a fleet that fetched a prefix once: where
+// its bytes came from and went.
+type Fleet struct {
+	// Node is this node's index of Nodes.
+	Node, Nodes int
+	// FromSource and FromPeers are the bytes read from S3 and from the
+	// other nodes, ToPeers those this node served them.
+	FromSource, FromPeers, ToPeers int64
+	// Bypassed names each peer dropped for the run, and why.
+	Bypassed []string
 }
 
 // Process is what a process beside the client used.

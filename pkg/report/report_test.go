@@ -301,3 +301,25 @@ func TestHTMLShowsWhatWasListed(t *testing.T) {
 		t.Errorf("page lacks %q", want)
 	}
 }
+
+// A fleet node's page says where its bytes came from and went, and which
+// peers it bypassed; a run without a fleet has no such row.
+func TestHTMLShowsAFleetNode(t *testing.T) {
+	r := steady(16)
+	var plain bytes.Buffer
+	if err := WriteHTML(&plain, r); err != nil {
+		t.Fatal(err)
+	}
+	r.Fleet = &Fleet{Node: 1, Nodes: 3, FromSource: 10 << 20, FromPeers: 20 << 20, ToPeers: 5 << 20, Bypassed: []string{"node 2 (10.0.0.3:7373): refused <the token>"}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "node 1 of 3: 10.0 MiB from S3, 20.0 MiB from peers, 5.00 MiB served to peers; bypassed: node 2 (10.0.0.3:7373): refused &lt;the token&gt;"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("page lacks %q", want)
+	}
+	if strings.Contains(plain.String(), "served to peers") {
+		t.Errorf("a run without a fleet has a fleet row")
+	}
+}

@@ -41,28 +41,19 @@ type partsETag struct {
 
 // planPartsETag readies the check of o's ETag of parts under --verify
 // full, and starts looking up its layout.
-func (e *Engine) planPartsETag(ctx context.Context, c *verifier, o *Object) {
+func (e *Engine) planPartsETag(c *verifier, o *Object) {
 	_, n, ok := checksum.ParseMultipartETag(o.ETag)
 	if e.opts.Verify.checks() != VerifyFull || e.opts.OpaqueETags || !ok {
 		return
 	}
 	p := &partsETag{etag: strings.Trim(strings.TrimPrefix(o.ETag, "W/"), `"`), parts: n, done: make(chan struct{})}
-	pl, can := e.lanes[0].Source.(PartLayout)
-	if !can {
+	if c.src.layout == nil {
 		p.err = ErrNoPartLayout
 		close(p.done)
 		c.multi = p
 		return
 	}
-	obj, timeout := *o, 2*e.opts.StallTimeout
-	p.layout = func(exact bool) ([]int64, error) {
-		if exact { // a request per part: as long as the object takes
-			return pl.PartSizes(ctx, &obj, n, true)
-		}
-		lctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		return pl.PartSizes(lctx, &obj, n, false)
-	}
+	p.layout = func(exact bool) ([]int64, error) { return c.src.partSizes(n, exact) }
 	go func() {
 		defer close(p.done)
 		p.sizes, p.err = p.layout(false)

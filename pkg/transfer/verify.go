@@ -25,7 +25,9 @@ const (
 	// checksum the object has, from per-range CRCs combined as the bytes
 	// stream past.
 	VerifyAuto Verify = iota
-	// VerifyFull also verifies an MD5 ETag where the ETag is one.
+	// VerifyFull also verifies an MD5 ETag where the ETag is one, an
+	// ETag of parts and a checksum of part checksums ("...-N") by the
+	// object's part layout (PartLayout), each by reading the file back.
 	VerifyFull
 	// VerifyOff verifies nothing.
 	VerifyOff
@@ -114,6 +116,12 @@ type verifier struct {
 	// digestSum hashes for digest what a Stream passes on, in order (nil:
 	// the file is read back)
 	digestSum hash.Hash
+	// full: the checks of VerifyFull are made (a checksum of part
+	// checksums among them)
+	full bool
+	// src is what the checks that read the object back ask of its
+	// source: its part layout, and whether it must be verified
+	src verifySource
 }
 
 // pickAlgorithm chooses what to compute from the values on offer.
@@ -132,7 +140,8 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	if e.opts.Verify == VerifyOff {
 		return nil
 	}
-	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags}
+	c := &verifier{want: o.Checksums, md5Offered: checksum.IsMD5ETag(o.ETag) && !e.opts.OpaqueETags, opaque: e.opts.OpaqueETags,
+		full: e.opts.Verify.checks() == VerifyFull, src: e.verifySource(ctx, o)}
 	if d := o.Digest; d != nil && d.Offered && e.opts.Verify.checks() != VerifyFull {
 		c.offered = d
 	} else {
@@ -145,7 +154,7 @@ func (e *Engine) newVerifier(ctx context.Context, o *Object, ranged bool, f File
 	crcKnown := ok && alg.Supported()
 	c.planMD5(e.opts.Verify.checks(), o.ETag, f, ranged, ranged && crcKnown)
 	c.planDigest(f)
-	e.planPartsETag(ctx, c, o)
+	e.planPartsETag(c, o)
 	if !ranged || !crcKnown {
 		return c // a whole-object fetch learns its algorithm from the response
 	}
@@ -313,7 +322,18 @@ func (c *verifier) objectComplete(f File, size int64) (Verification, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.checkCRC(&v); err != nil {
+	v, err := c.checks(f, size)
+	if err == nil && !v.Verified() && c.src.vouch != nil && c.src.vouch.NeedsVerified(&c.src.obj) {
+		return c.vouched(v, f, size)
+	}
+	return v, err
+}
+
+// checks makes the checks the object was planned with, into a
+// Verification. Under c.mu.
+func (c *verifier) checks(f File, size int64) (Verification, error) {
+	var v Verification
+	if err := c.checkCRC(&v, f, size); err != nil {
 		return v, err
 	}
 	if c.digest != nil {
@@ -367,8 +387,9 @@ func (c *verifier) fromResponse(b *Body) {
 }
 
 // checkCRC compares the object's CRC, from its parts or its whole-object
-// fetch, with the value it declares, into v. Under c.mu.
-func (c *verifier) checkCRC(v *Verification) error {
+// fetch, with the value it declares, into v; under VerifyFull a checksum
+// of part checksums is checked by reading f back. Under c.mu.
+func (c *verifier) checkCRC(v *Verification, f File, size int64) error {
 	if c.alg == "" {
 		return nil
 	}
@@ -397,6 +418,8 @@ func (c *verifier) checkCRC(v *Verification) error {
 			v.Checksums = append(v.Checksums, strings.ToLower(string(c.alg)))
 		case verdict == checksum.Mismatch:
 			return Permanent(fmt.Errorf("%w: %v", ErrChecksum, cerr))
+		case errors.Is(cerr, checksum.ErrComposite) && c.full:
+			return c.checkComposite(v, f, size, sent)
 		case errors.Is(cerr, checksum.ErrComposite):
 			v.unverified(UnverifiedComposite, cerr.Error())
 		default:
