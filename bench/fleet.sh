@@ -31,20 +31,23 @@ awk '
 			if ($(i+1) == "solo-sent-x") o = $i
 			if ($(i+1) == "fleet-s") a = $i
 			if ($(i+1) == "solo-s") b = $i
+			if ($(i+1) == "fleet-wire-x") w = $i
+			if ($(i+1) == "fleet-unverified") u = $i
 		}
-		if (x != "") { g[++n] = x; s += log(x); fs[n] = f; ss[n] = o; ft[n] = a; st[n] = b }
+		if (x != "") { g[++n] = x; s += log(x); fs[n] = f; ss[n] = o; ft[n] = a; st[n] = b; fw[n] = w; uv += u }
 	}
 	END {
 		if (n == 0) { print "no rounds with a fleet"; exit 1 }
-		m = s / n; lo = hi = g[1]; fmax = fs[1]; smin = ss[1]
+		m = s / n; lo = hi = g[1]; fmax = fs[1]; smin = ss[1]; wmax = fw[1]
 		for (i = 1; i <= n; i++) {
 			v += (log(g[i]) - m)^2; if (g[i] < lo) lo = g[i]; if (g[i] > hi) hi = g[i]
-			if (fs[i] > fmax) fmax = fs[i]; if (ss[i] < smin) smin = ss[i]
+			if (fs[i] > fmax) fmax = fs[i]; if (ss[i] < smin) smin = ss[i]; if (fw[i] > wmax) wmax = fw[i]
 			ftot += ft[i]; stot += st[i]
 		}
 		t = (n - 1 <= 30 && n > 1) ? tq[n-1] : 1.96
 		h = n > 1 ? t * sqrt(v / (n - 1) / n) : 0
 		printf "fleet of 4 over 4 independent gets, %d rounds: geomean %.3fx, 95%% CI [%.3f, %.3f], range %.3f-%.3f; mean %.2f s against %.2f s\n", n, exp(m), exp(m-h), exp(m+h), lo, hi, ftot/n, stot/n
-		printf "bytes the emulator sent over the dataset: fleet at most %.3fx, independent gets at least %.3fx\n", fmax, smin
+		printf "over the dataset, the fleet: the emulator wrote at most %.3fx, its link carried at most %.3fx; the independent gets: at least %.3fx written\n", fmax, wmax, smin
+		printf "objects the fleet left unverified: %d\n", uv
 	}' "$OUT/raw.txt" | tee "$OUT/ratio.txt"
 echo "results in $OUT"
