@@ -184,7 +184,9 @@ func TestFleetFetchesOncePerFleet(t *testing.T) {
 	if float64(sent) > 1.05*float64(total) {
 		t.Errorf("the emulator sent %d object bytes for a dataset of %d (%.2fx): want the fleet to fetch it about once", sent, total, float64(sent)/float64(total))
 	}
-	if sent != fromSource {
+	if fromSource > sent || float64(fromSource) < 0.95*float64(sent) {
+		// A body given up (a range taken over) is sent in part and
+		// never read: the emulator may count a little more.
 		t.Errorf("the emulator sent %d object bytes, the nodes counted %d from S3", sent, fromSource)
 	}
 	// shards check reads the fleet's outputs: every node, and where
