@@ -106,10 +106,24 @@ EOF
 	done
 }
 
-# stop DIR kills the daemons whose PID files are under DIR, and waits
-# (up to 10 s each) for them to go.
+# stop DIR cancels the jobs left on DIR's cluster (their tasks run
+# under slurmstepd, not under slurmd), then kills the daemons whose PID
+# files are under DIR and waits (up to 10 s each) for them to go.
 stop() {
 	dir=$1
+	if alive "$dir/slurmctld.pid" && alive "$dir/slurmd.pid"; then
+		export SLURM_CONF="$dir/slurm.conf"
+		jobs=$(squeue -h -o %A 2>/dev/null || true)
+		if [ -n "$jobs" ]; then
+			# shellcheck disable=SC2086 # one job id a word
+			scancel $jobs 2>/dev/null || true
+			i=0
+			while [ -n "$(squeue -h -o %A 2>/dev/null || true)" ] && [ "$i" -lt 30 ]; do
+				sleep 1
+				i=$((i + 1))
+			done
+		fi
+	fi
 	for d in slurmd slurmctld munged; do
 		f="$dir/$d.pid"
 		alive "$f" || continue
