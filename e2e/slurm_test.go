@@ -155,6 +155,74 @@ func TestSlurmArrayJob(t *testing.T) {
 	}
 }
 
+// TestSlurmDiscover runs fleet.Discover (testdata/fleetdiscover) in a
+// real Slurm job of four tasks on the one node: under srun each task
+// finds itself and the four addresses, one port a task; a step of two
+// tasks finds two; the batch script itself, which is not a task of a
+// step, is refused.
+func TestSlurmDiscover(t *testing.T) {
+	sl := startSlurm(t)
+	work, tools := t.TempDir(), t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(tools, "fleetdiscover"), "./testdata/fleetdiscover")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build fleetdiscover: %v\n%s", err, out)
+	}
+	const port = 7000
+	script := fmt.Sprintf(`#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --output=batch.log
+set -euo pipefail
+fleetdiscover %[1]d > batch.json
+srun --distribution=block --output=four-%%t.json fleetdiscover %[1]d
+srun --ntasks=2 --output=two-%%t.json fleetdiscover %[1]d
+`, port)
+	if err := os.WriteFile(filepath.Join(work, "discover.sbatch"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sl.submit(t, work, []string{"PATH=" + tools + ":" + os.Getenv("PATH")}, "--overcommit", "discover.sbatch")
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, _ = strings.Cut(host, ".") // Slurm's node is named by hostname -s
+	type found struct {
+		Self  int
+		Peers []string
+		From  string
+		Err   string
+	}
+	read := func(name string) found {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f found
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %q: %v", name, b, err)
+		}
+		return f
+	}
+	if f := read("batch.json"); !strings.Contains(f.Err, "SLURM_STEP_ID is not set") {
+		t.Errorf("the batch script discovered %+v, want SLURM_STEP_ID refused", f)
+	}
+	for _, step := range []struct {
+		name  string
+		tasks int
+	}{{"four", 4}, {"two", 2}} {
+		var want []string
+		for j := range step.tasks {
+			want = append(want, net.JoinHostPort(host, strconv.Itoa(port+j)))
+		}
+		for k := range step.tasks {
+			f := read(fmt.Sprintf("%s-%d.json", step.name, k))
+			if f.Err != "" || f.Self != k || f.From != "slurm" || strings.Join(f.Peers, ",") != strings.Join(want, ",") {
+				t.Errorf("%s tasks, task %d discovered %+v, want self %d of %v from slurm", step.name, k, f, k, want)
+			}
+		}
+	}
+}
+
 // fleetLine is what TestSlurmFleetJob reads of a fleet node's summary.
 type fleetLine struct {
 	FleetNode            *int  `json:"fleet_node"`
