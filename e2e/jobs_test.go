@@ -204,6 +204,17 @@ func TestKubernetesFleetJob(t *testing.T) {
 	if svcPort != containerPort {
 		t.Fatalf("the Service's port %s, the container's %s", svcPort, containerPort)
 	}
+	// s3pd takes the pod's environment: the settings do not refuse the
+	// template's S3PD_* variables as typos.
+	st := emuStore(t, s3emu.Options{Dataset: jobDataset})
+	podEnv := []string{"JOB_COMPLETION_INDEX=1", "HOSTNAME=" + jobName + "-1",
+		"S3PD_SHARD_COUNT=" + vars["S3PD_SHARD_COUNT"], "S3PD_FLEET_SERVICE=" + vars["S3PD_FLEET_SERVICE"]}
+	if fleetBuilt(t) { // temporary: the token is read once --fleet is
+		podEnv = append(podEnv, "S3PD_FLEET_TOKEN=from-the-secret")
+	}
+	if r := run(t, podEnv, st.cmd("get", "--shard", "auto", "--dry-run", "--quiet", st.url("job/"), t.TempDir())...); r.code != 0 {
+		t.Fatalf("s3pd in the pod's environment: exit %d\n%s", r.code, r.stderr)
+	}
 	port, _ := strconv.Atoi(containerPort)
 	for k := range n {
 		// What Kubernetes gives pod k: its index and hostname, and the

@@ -223,6 +223,13 @@ srun --ntasks=2 --output=two-%%t.json fleetdiscover %[1]d
 	}
 }
 
+// fleetBuilt says whether s3pd get has --fleet (temporary: the fleet
+// tests run once it has).
+func fleetBuilt(t *testing.T) bool {
+	t.Helper()
+	return strings.Contains(run(t, nil, "get", "--help").stdout, "--fleet ")
+}
+
 // fleetLine is what TestSlurmFleetJob reads of a fleet node's summary.
 type fleetLine struct {
 	FleetNode            *int  `json:"fleet_node"`
@@ -238,7 +245,7 @@ type fleetLine struct {
 func TestSlurmFleetJob(t *testing.T) {
 	// Temporary: until --fleet is registered on get, the fleet form has
 	// nothing to run.
-	if help := run(t, nil, "get", "--help"); !strings.Contains(help.stdout, "--fleet ") {
+	if !fleetBuilt(t) {
 		t.Skip("s3pd get has no --fleet yet")
 	}
 	sl := startSlurm(t)

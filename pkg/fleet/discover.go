@@ -22,11 +22,16 @@ type Discovered struct {
 	From string
 }
 
+// EnvService is the variable that names, for --fleet auto in a
+// Kubernetes Indexed Job, the headless Service whose subdomain the pods
+// are (configs/k8s/fleet-job.yaml sets it).
+const EnvService = "S3PD_FLEET_SERVICE"
+
 // The variables Discover reads.
 const (
 	envK8sIndex   = "JOB_COMPLETION_INDEX"
 	envK8sCount   = "S3PD_SHARD_COUNT" // shard.EnvCount
-	envK8sService = "S3PD_FLEET_SERVICE"
+	envK8sService = EnvService
 	envK8sHost    = "HOSTNAME"
 
 	envSlurmProc      = "SLURM_PROCID"
