@@ -270,10 +270,10 @@ func TestSlurmFleetJob(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wrap, "s3pd"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The template asks for one task on each of NODES nodes; the one node
+	// The template asks for NODES nodes, one task on each; the one node
 	// here takes all four, on two CPUs.
 	sl.submit(t, work, []string{"PATH=" + wrap + ":" + os.Getenv("PATH"), "AWS_ENDPOINT_URL=" + s.endpoint},
-		"--nodes=1", "--ntasks-per-node="+strconv.Itoa(n), "--overcommit", "fleet.sbatch")
+		"--nodes=1", "--overcommit", "fleet.sbatch")
 	total := ds.Bytes()
 	var fromPeers int64
 	for k := range n {
