@@ -155,7 +155,7 @@ func discoverSlurm(getenv func(string) string, port int) (Discovered, error) {
 			return Discovered{}, fmt.Errorf("--fleet auto: %s is not set", v)
 		}
 	}
-	hosts, err := ExpandHostlist(getenv(nodesVar))
+	hosts, err := expandHostlist(getenv(nodesVar))
 	if err != nil {
 		return Discovered{}, fmt.Errorf("--fleet auto: %s: %w", nodesVar, err)
 	}
@@ -166,7 +166,7 @@ func discoverSlurm(getenv func(string) string, port int) (Discovered, error) {
 		}
 		seen[h] = true
 	}
-	counts, err := ExpandTasksPerNode(getenv(tasksVar))
+	counts, err := expandTasksPerNode(getenv(tasksVar))
 	if err != nil {
 		return Discovered{}, fmt.Errorf("--fleet auto: %s: %w", tasksVar, err)
 	}
@@ -211,15 +211,18 @@ func discoverSlurm(getenv func(string) string, port int) (Discovered, error) {
 	return Discovered{Self: self, Peers: peers, From: "slurm"}, nil
 }
 
-// ExpandHostlist expands a Slurm host list such as
+// expandHostlist expands a Slurm host list such as
 // "node[01-03,07],gpu-a[1-2],login1" into its host names in order
-// (node01 node02 node03 node07 gpu-a1 gpu-a2 login1). A range keeps the
-// width of its first number ("01-03"); a name with several bracket
-// groups ("rack[1-2]-n[1-2]") takes every combination, the first group
-// slowest. It refuses an empty list or name, brackets that do not pair,
-// nest or hold nothing, ranges that run backwards or are not numbers,
-// and lists of more than 65,536 hosts.
-func ExpandHostlist(list string) ([]string, error) {
+// (node01 node02 node03 node07 gpu-a1 gpu-a2 login1), as scontrol show
+// hostnames does. A range keeps the width of its first number
+// ("01-03"); a name with several bracket groups ("rack[1-2]-n[1-2]")
+// takes every combination, the first group slowest. It refuses, as
+// Slurm does, text after a name's last bracket group ("n[1-2]-ib"),
+// brackets that do not pair, nest or hold nothing, and ranges that run
+// backwards or are not numbers; and, where Slurm would take them, empty
+// names, spaces, half ranges ("n[1-]") and lists of more than 65,536
+// hosts, none of which Slurm writes.
+func expandHostlist(list string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, fmt.Errorf("empty host list")
 	}
@@ -295,7 +298,11 @@ func expandName(name string, limit int) ([]string, error) {
 		}
 		nums = append(nums, got...)
 	}
-	rest, err := expandName(name[open+1+end+1:], limit)
+	tail := name[open+1+end+1:]
+	if tail != "" && strings.IndexByte(tail, '[') < 0 {
+		return nil, fmt.Errorf("%q: %q after the last ']'", name, tail)
+	}
+	rest, err := expandName(tail, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -339,10 +346,10 @@ func expandRange(r string, limit int) ([]string, error) {
 	return out, nil
 }
 
-// ExpandTasksPerNode expands Slurm's SLURM_TASKS_PER_NODE, such as
+// expandTasksPerNode expands Slurm's SLURM_TASKS_PER_NODE, such as
 // "2(x3),1", into one count per node (2 2 2 1). Every count must be at
 // least 1, and a repeat (xR) too.
-func ExpandTasksPerNode(v string) ([]int, error) {
+func expandTasksPerNode(v string) ([]int, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, fmt.Errorf("empty task counts")
 	}

@@ -2,9 +2,14 @@ package fleet
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/s3pd/s3pd/internal/testenv"
 )
 
 func TestExpandHostlist(t *testing.T) {
@@ -23,14 +28,55 @@ func TestExpandHostlist(t *testing.T) {
 		{"n[7,3,5]", "n7 n3 n5"}, // the order given, as Slurm writes it
 		{"a1,a2,b[1-2]", "a1 a2 b1 b2"},
 		{"rack[1-2]-n[01-02]", "rack1-n01 rack1-n02 rack2-n01 rack2-n02"},
-		{"cn[1-2]-ib", "cn1-ib cn2-ib"},
-		{"[1-2]x", "1x 2x"},
+		{"a[1-2]b[3-4]", "a1b3 a1b4 a2b3 a2b4"},
+		{"[1-2]", "1 2"},
 		{"ip-10-0-1-[5-6]", "ip-10-0-1-5 ip-10-0-1-6"},
-		{"node-[001-002].cluster", "node-001.cluster node-002.cluster"},
+		{"a.b[1-2]", "a.b1 a.b2"},
+		{"node[00-02]", "node00 node01 node02"},
+		{"n[009-010]", "n009 n010"},
+		{"node[01-3]", "node01 node02 node03"},
+		{"node[1-03]", "node1 node2 node3"},
+		{"n[1,3-4,07]", "n1 n3 n4 n07"},
 	} {
-		got, err := ExpandHostlist(tc.in)
+		got, err := expandHostlist(tc.in)
 		if err != nil || strings.Join(got, " ") != tc.want {
-			t.Errorf("ExpandHostlist(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("expandHostlist(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestExpandHostlistAgreesWithSlurm compares expandHostlist with Slurm's
+// own expander (scontrol show hostnames), on lists Slurm takes and on
+// lists it refuses.
+func TestExpandHostlistAgreesWithSlurm(t *testing.T) {
+	scontrol, err := exec.LookPath("scontrol")
+	if err != nil {
+		testenv.Unavailable(t, "scontrol is not installed (scripts/ci-slurm.sh install installs Slurm)")
+	}
+	// scontrol reads a configuration before it expands anything, though
+	// it contacts no controller for this.
+	conf := filepath.Join(t.TempDir(), "slurm.conf")
+	if err := os.WriteFile(conf, []byte("ClusterName=x\nSlurmctldHost=localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []string{
+		"vm", "node[01-03,07],gpu-a[1-2],login1", "node[8-11]", "node[098-101]", "n[7,3,5]",
+		"rack[1-2]-n[01-02]", "a[1-2]b[3-4]", "[1-2]", "ip-10-0-1-[5-6]", "a.b[1-2]", "node[00-02]",
+		"n[009-010]", "node[01-3]", "node[1-03]", "n[1,3-4,07]", "x[0]", "gpu[1-16]",
+		// refused by both
+		"cn[1-2]-ib", "[1-2]x", "a[1-2]b[3]c", "n[1-2]]", "n[[1-2]]", "node[3-1]", "node[]", "n[a]",
+		"n[1-2-3]", "n[-1]", "n[1,]", "n[,1]", "node[0-70000]",
+	} {
+		cmd := exec.Command(scontrol, "show", "hostnames", list)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		out, err := cmd.CombinedOutput()
+		slurmOK := err == nil && !strings.Contains(string(out), "Invalid hostlist")
+		got, myErr := expandHostlist(list)
+		switch {
+		case slurmOK != (myErr == nil):
+			t.Errorf("%q: Slurm says %q (%v), expandHostlist %q, %v", list, out, err, got, myErr)
+		case slurmOK && strings.Join(got, "\n") != strings.TrimSpace(string(out)):
+			t.Errorf("%q: Slurm expands to %q, expandHostlist to %q", list, strings.Fields(string(out)), got)
 		}
 	}
 }
@@ -45,7 +91,7 @@ func TestExpandHostlistRefuses(t *testing.T) {
 		{"node[1-3", "without its ']'"},
 		{"node1-3]", "without its '['"},
 		{"node]1[", "without its '['"},
-		{"node[1-3]]", "without its '['"},
+		{"node[1-3]]", `"]" after the last ']'`},
 		{"node[[1-3]]", "brackets inside brackets"},
 		{"node[1-[2]]", "brackets inside brackets"},
 		{"node[]", "empty brackets"},
@@ -62,12 +108,16 @@ func TestExpandHostlistRefuses(t *testing.T) {
 		{"node[0-70000]", "more than 65536 hosts"},
 		{"a[0-300]b[0-300]", "more than 65536 hosts"},
 		{"node[99999999999999999999]", "numbers too large"},
+		{"cn[1-2]-ib", `"-ib" after the last ']'`},
+		{"[1-2]x", `"x" after the last ']'`},
+		{"a[1-2]b[3]c", `"c" after the last ']'`},
+		{"node-[001-002].cluster", "after the last ']'"},
 	} {
-		got, err := ExpandHostlist(tc.in)
+		got, err := expandHostlist(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("ExpandHostlist(%q) = %q, %v; want an error with %q", tc.in, got, err, tc.err)
+			t.Errorf("expandHostlist(%q) = %q, %v; want an error with %q", tc.in, got, err, tc.err)
 		} else if strings.Contains(err.Error(), "\n") {
-			t.Errorf("ExpandHostlist(%q): error of more than one line: %q", tc.in, err)
+			t.Errorf("expandHostlist(%q): error of more than one line: %q", tc.in, err)
 		}
 	}
 }
@@ -83,14 +133,14 @@ func TestExpandTasksPerNode(t *testing.T) {
 		{"1(x2),3,2(x2)", []int{1, 1, 3, 2, 2}},
 		{"16(x1)", []int{16}},
 	} {
-		got, err := ExpandTasksPerNode(tc.in)
+		got, err := expandTasksPerNode(tc.in)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ExpandTasksPerNode(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			t.Errorf("expandTasksPerNode(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "0", "2(x0)", "(x3)", "2(x)", "2(x3", "2x3", "2(3)", "a", "2,,1", "2,", "-1", "2(x3)1", "1 ,2", "2(x99999)"} {
-		if got, err := ExpandTasksPerNode(bad); err == nil {
-			t.Errorf("ExpandTasksPerNode(%q) = %v, want an error", bad, got)
+		if got, err := expandTasksPerNode(bad); err == nil {
+			t.Errorf("expandTasksPerNode(%q) = %v, want an error", bad, got)
 		}
 	}
 }
