@@ -230,8 +230,8 @@ func fleetBuilt(t *testing.T) bool {
 	return strings.Contains(run(t, nil, "get", "--help").stdout, "--fleet ")
 }
 
-// fleetLine is what TestSlurmFleetJob reads of a fleet node's summary.
-type fleetLine struct {
+// slurmFleetSummary is what TestSlurmFleetJob reads of a fleet node's summary.
+type slurmFleetSummary struct {
 	FleetNode            *int  `json:"fleet_node"`
 	FleetNodes           int   `json:"fleet_nodes"`
 	FleetBytesFromSource int64 `json:"fleet_bytes_from_source"`
@@ -282,7 +282,7 @@ func TestSlurmFleetJob(t *testing.T) {
 			t.Fatalf("task %d: %v", k, err)
 		}
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		var l fleetLine
+		var l slurmFleetSummary
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &l); err != nil || l.FleetNode == nil {
 			t.Fatalf("task %d: last line %q: %v (no fleet_node)", k, lines[len(lines)-1], err)
 		}
