@@ -241,7 +241,8 @@ type slurmFleetSummary struct {
 // TestSlurmFleetJob submits configs/slurm/fleet.sbatch as four tasks on
 // the one node (each task's port from its index on the node) against
 // the emulator: every task lands the whole prefix, the tasks found each
-// other (bytes came from peers), and S3 sent less than four copies.
+// other (bytes came from peers), and S3 sent at most two copies of the
+// dataset (about one; four without the fleet).
 func TestSlurmFleetJob(t *testing.T) {
 	// Temporary: until --fleet is registered on get, the fleet form has
 	// nothing to run.
@@ -301,7 +302,9 @@ func TestSlurmFleetJob(t *testing.T) {
 	if fromPeers == 0 {
 		t.Errorf("no task took a byte from a peer")
 	}
-	if sent := s.emu.Stats().BytesSent; sent >= n*total {
-		t.Errorf("S3 sent %d bytes, %d copies of the dataset's %d", sent, n, total)
+	sent := s.emu.Stats().BytesSent
+	if sent > 2*total { // about one copy; four without the fleet
+		t.Errorf("S3 sent %d bytes, more than two copies of the dataset's %d", sent, total)
 	}
+	t.Logf("S3 sent %d bytes (%.2f datasets), peers %d", sent, float64(sent)/float64(total), fromPeers)
 }
