@@ -208,10 +208,8 @@ func TestKubernetesFleetJob(t *testing.T) {
 	// template's S3PD_* variables as typos.
 	st := emuStore(t, s3emu.Options{Dataset: jobDataset})
 	podEnv := []string{"JOB_COMPLETION_INDEX=1", "HOSTNAME=" + jobName + "-1",
-		"S3PD_SHARD_COUNT=" + vars["S3PD_SHARD_COUNT"], "S3PD_FLEET_SERVICE=" + vars["S3PD_FLEET_SERVICE"]}
-	if fleetBuilt(t) { // temporary: the token is read once --fleet is
-		podEnv = append(podEnv, "S3PD_FLEET_TOKEN=from-the-secret")
-	}
+		"S3PD_SHARD_COUNT=" + vars["S3PD_SHARD_COUNT"], "S3PD_FLEET_SERVICE=" + vars["S3PD_FLEET_SERVICE"],
+		"S3PD_FLEET_TOKEN=from-the-secret"}
 	if r := run(t, podEnv, st.cmd("get", "--shard", "auto", "--dry-run", "--quiet", st.url("job/"), t.TempDir())...); r.code != 0 {
 		t.Fatalf("s3pd in the pod's environment: exit %d\n%s", r.code, r.stderr)
 	}

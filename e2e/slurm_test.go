@@ -223,13 +223,6 @@ srun --ntasks=2 --output=two-%%t.json fleetdiscover %[1]d
 	}
 }
 
-// fleetBuilt says whether s3pd get has --fleet (temporary: the fleet
-// tests run once it has).
-func fleetBuilt(t *testing.T) bool {
-	t.Helper()
-	return strings.Contains(run(t, nil, "get", "--help").stdout, "--fleet ")
-}
-
 // slurmFleetSummary is what TestSlurmFleetJob reads of a fleet node's summary.
 type slurmFleetSummary struct {
 	FleetNode            *int  `json:"fleet_node"`
@@ -244,11 +237,6 @@ type slurmFleetSummary struct {
 // other (bytes came from peers), and S3 sent at most two copies of the
 // dataset (about one; four without the fleet).
 func TestSlurmFleetJob(t *testing.T) {
-	// Temporary: until --fleet is registered on get, the fleet form has
-	// nothing to run.
-	if !fleetBuilt(t) {
-		t.Skip("s3pd get has no --fleet yet")
-	}
 	sl := startSlurm(t)
 	s := emuStore(t, s3emu.Options{Dataset: jobDataset})
 	ds, _ := s3emu.ParseDataset(jobDataset)
