@@ -108,7 +108,7 @@ func (f *fleetFlags) nodes(getenv func(string) string) (int, []string, error) {
 	if f.fleet == "auto" || f.peers == "auto" || f.peers == "" {
 		d, err := fleet.Discover(getenv, f.port)
 		if err != nil {
-			return 0, nil, usageErrorf("--fleet auto / --peers auto: %w", err)
+			return 0, nil, usageError(err)
 		}
 		found = &d
 	}

@@ -68,7 +68,7 @@ func refusals() []refusal {
 		{args: s3("get", "--fleet", "0/2", "--fleet-ca", "{file}", "s3://bkt/p/", "{dir}"), want: `--fleet-ca trusts the peers' TLS certificates: give --fleet-tls-cert`},
 		{args: s3("get", "--fleet", "0/2", "--fleet-port", "0", "s3://bkt/p/", "{dir}"), want: `--fleet-port 0: want a port from 1 to 65535`},
 		{args: s3("get", "--fleet", "0/2", "s3://bkt/p/", "{dir}"), want: `--fleet 0/2 needs --peers HOST:PORT`},
-		{args: s3("get", "--fleet", "auto", "s3://bkt/p/", "{dir}"), want: `--fleet auto / --peers auto: `},
+		{args: s3("get", "--fleet", "auto", "s3://bkt/p/", "{dir}"), want: `^s3pd: --fleet auto: neither `},
 		{args: s3("get", "--fleet", "2/2", "--peers", "127.0.0.1:7001,127.0.0.1:7002", "s3://bkt/p/", "{dir}"), want: `--fleet "2/2": want K/N with 0 <= K < N, or auto`},
 		{args: s3("get", "--fleet", "0/3", "--peers", "127.0.0.1:7001,127.0.0.1:7002", "s3://bkt/p/", "{dir}"), want: `--fleet 0/3 names 3 nodes, --peers 2: give every node's address`},
 		{args: s3("get", "--fleet", "0/2", "--peers", "127.0.0.1:7001,nohost", "s3://bkt/p/", "{dir}"), want: `--peers: "nohost": want HOST:PORT`},

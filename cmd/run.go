@@ -153,13 +153,16 @@ func transferJob(ctx context.Context, f *runEnv, run *job.Run, how jobRun) (runE
 	if err != nil && ctx.Err() == nil && sum.Objects+sum.Failed+sum.Skipped == 0 && !errors.Is(err, s3store.ErrBadListing) && !errors.Is(err, transfer.ErrUnaccounted) {
 		return startError(ctx, err)
 	}
-	if err == nil && ctx.Err() == nil && how.empty(run, sum) {
+	// A fleet node interrupted while it lingered for its peers had
+	// finished its own run: that is no interruption of the download.
+	interrupted := ctx.Err() != nil && !run.Lingered()
+	if err == nil && !interrupted && how.empty(run, sum) {
 		_, listed, _ := total.totals()
 		return emptyError(how.verb, how.source, run.LocalTo != "", listed, rep.selection.line())
 	}
 	rep.printSummary(out.textOut(f.Factory), sum, out, how.latency, run.ShardReport(), meas.measures)
 	switch {
-	case ctx.Err() != nil:
+	case interrupted:
 		return &ExitError{Code: ExitInterrupted}
 	case errors.Is(err, transfer.ErrUnaccounted):
 		// Never a success: a key listed and then lost is the worst a

@@ -89,9 +89,15 @@ func loadSettings(f *Factory, fs *pflag.FlagSet) (config.Settings, *config.Origi
 	return l.Settings, l.Origins, nil
 }
 
+// envFleetService names the headless Service of a Kubernetes fleet for
+// --fleet auto (fleet.EnvService, read by fleet.Discover).
+const envFleetService = "S3PD_FLEET_SERVICE"
+
 // knownEnv are the S3PD_* variables cmd reads itself, besides the
 // settings': the settings refuse any other as a typo.
-func knownEnv() []string { return []string{envSSECKey, shard.EnvCount, envRefuseDirect, envFleetToken} }
+func knownEnv() []string {
+	return []string{envSSECKey, shard.EnvCount, envFleetService, envFleetToken, envRefuseDirect}
+}
 
 // resolveSettings loads the settings with the sources they came from.
 func resolveSettings(f *Factory, fs *pflag.FlagSet) (*config.Loaded, error) {

@@ -182,6 +182,11 @@ func (f *fleetRun) close() error {
 	return nil
 }
 
+// Lingered says this run is a fleet node's whose engine ran to its end
+// uninterrupted, and which then lingered for its peers: an interruption
+// after that ended the lingering, not the download.
+func (r *Run) Lingered() bool { return r.fleet != nil && r.fleet.lingered }
+
 // Fleet is where this node's bytes came from and went (nil without
 // --fleet).
 func (r *Run) Fleet() *FleetReport {

@@ -212,6 +212,10 @@ func (r *Run) ShardReport() *shard.Report {
 // where an object had to be fails that object with a *NotFoundError,
 // told to the observer and counted in the summary; a destination
 // without room is a *SpaceError.
+// A --fleet node that was not interrupted then lingers: it tells its
+// peers it is done and serves them until they all are, or
+// FleetSpec.Linger runs out (the summary's Elapsed is the engine's
+// run alone).
 func (r *Run) Transfer(ctx context.Context, h Hooks) (transfer.Summary, error) {
 	if r.stream != nil {
 		h.start()

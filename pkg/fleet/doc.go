@@ -31,6 +31,11 @@
 //     Server, and tells the Source of a checksum failure before the
 //     engine fetches the object again (transfer.Observer.Retry with
 //     ErrChecksum).
+//   - Discover reads the fleet from the scheduler that started the
+//     process (--fleet auto --peers auto): this node's index and every
+//     node's address, from a Kubernetes Indexed Job's index and headless
+//     Service, or from a Slurm job step's task id, node list and tasks
+//     per node (docs/SCALE-OUT.md).
 //
 // When a peer fails. A peer that refuses the token, answers with the
 // wrong range, length or ETag, cannot be reached, breaks a body off, or
