@@ -235,6 +235,8 @@ func TestFleet(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
+				runs[0].kill() // stopped before its output is read
+				<-runs[0].done
 				t.Fatalf("node 0 never served %s with the token: %v %v\n%s", key, resp, err, runs[0])
 			}
 			select {
