@@ -19,9 +19,12 @@
 //     finished its run (POST DonePath), which Linger waits for.
 //   - Source is a transfer.Source decorator around a lane's S3 source.
 //     A range of an object of another node's share goes to that node,
-//     pinned by the ETag; anything else goes to S3: objects of this
-//     node's share, empty ones, those of no known owner, those whose
-//     owner was dropped, and those S3 gives nothing to verify against.
+//     pinned by the ETag, or, once that node is bypassed, to the next
+//     node of the object's order (see When a peer fails); anything else
+//     goes to S3: objects of this node's share, those whose first node
+//     not bypassed is this one, empty ones, those of no known owner,
+//     those whose bytes failed their checksum, and those S3 gives
+//     nothing to verify against (unless TrustPeers).
 //     It is a transfer.Checksummer through S3, so the checksum the engine
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
