@@ -295,7 +295,12 @@ func TestDeadNodesShareIsSplitBetweenTheOthers(t *testing.T) {
 		w.wantLanded(t, nd.dir)
 		r := nd.src.Report()
 		if len(r.Bypassed) != 1 || r.Bypassed[0].Node != dead {
-			t.Errorf("node %d bypassed %+v, want node %d only", nd.k, r.Bypassed, dead)
+			t.Fatalf("node %d bypassed %+v, want node %d only", nd.k, r.Bypassed, dead)
+		}
+		// The reason is short: the peer and what happened, not the
+		// request's URL.
+		if why := r.Bypassed[0].Reason; !strings.HasPrefix(why, "peer "+nodes[dead].addr+": ") || strings.Contains(why, fleet.ObjectPath) || strings.Contains(why, "Get ") {
+			t.Errorf("node %d: reason %q, want the peer's address and what happened, no URL", nd.k, why)
 		}
 		inherited := r.FromSource - w.shareBytes(nd.k)
 		t.Logf("node %d fetched %d bytes of the dead share's %d from S3 (%.0f%%)", nd.k, inherited, share, 100*float64(inherited)/float64(share))
