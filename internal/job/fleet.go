@@ -95,7 +95,9 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	if err != nil {
 		return &SpecError{Err: err}
 	}
-	if _, err := srv.Start(spec.Peers[spec.Self]); err != nil {
+	// The node's own name may resolve (to this host) only a moment
+	// after it started: a Kubernetes pod's, in its headless Service.
+	if _, err := srv.StartWithin(ctx, spec.Peers[spec.Self], fleet.DefaultBindWait); err != nil {
 		return &SpecError{Err: err}
 	}
 	built := false

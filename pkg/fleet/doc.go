@@ -10,7 +10,9 @@
 //   - Shares (SplitShares) says which node owns each object: the same
 //     split on every node, from the listing alone. Shares.Lister lists a
 //     node's own share first, then the others'.
-//   - Server is an http.Handler (Start binds it to one given address)
+//   - Server is an http.Handler (Start binds it to one given address;
+//     StartWithin waits, a bounded time, for a name that does not
+//     resolve to an address of this host yet)
 //     that serves byte ranges of the objects this node marked Ready:
 //     206 with Content-Range, the S3 ETag as its ETag, If-Match honoured
 //     (412 for another version), 404 for anything not marked, 403 with
@@ -103,7 +105,8 @@
 // flags and the token (S3PD_FLEET_TOKEN or --fleet-token-file, never a
 // flag of its own) and hands them to the job (internal/job), which
 // builds the node: a Server with the token (TLS when a certificate is
-// given) started on the node's own entry of --peers, AwaitPeers before
+// given) started on the node's own entry of --peers (StartWithin,
+// DefaultBindWait), AwaitPeers before
 // the listing goes on, SplitShares over the source's lister with the
 // run's include/exclude filter, the engine's Lister from
 // Shares.Lister(K), every lane wrapped by Source.Lanes (a NewClient
