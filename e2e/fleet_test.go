@@ -572,3 +572,82 @@ func TestFleetTrustPeers(t *testing.T) {
 		}
 	}
 }
+
+// A node that stops answering in the middle of its run (SIGSTOP: its
+// sockets stay open, nothing is read or sent) is bypassed by the others
+// once it sends nothing for the stall timeout; they split its share,
+// fetching it from S3 between them, land everything and name it. Let go
+// on (SIGCONT) while they linger, it finishes too, and all exit 0.
+func TestFleetSurvivesAStalledNode(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes, victim = "fleet/", 3, 2
+	want, total := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes)
+	env := []string{"S3PD_FLEET_TOKEN=" + fleetToken}
+	dirs := make([]string, nodes)
+	running := make([]*node, nodes)
+	for k := range nodes {
+		dirs[k] = filepath.Join(t.TempDir(), "dest")
+		extra := []string{"--fleet-linger", "90s"}
+		if k == victim {
+			extra = append(extra, "--max-bandwidth", "2MiB/s", "--threads", "2")
+		}
+		running[k] = startNode(t, env, fleetArgs(s, prefix, dirs[k], k, peers, extra...))
+	}
+	pid := running[victim].cmd.Process.Pid
+	if !eventually(30*time.Second, func() bool { return journaled(t, dirs[victim]) > 0 }) {
+		t.Fatalf("node %d journaled no part in 30 s", victim)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT) // by its PID; the cleanup kills it
+		}
+	}()
+	for k := range nodes {
+		if k != victim && !eventually(90*time.Second, func() bool { return landed(dirs[k], want) }) {
+			t.Fatalf("node %d did not land the dataset while node %d was stopped", k, victim)
+		}
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	res := make([]result, nodes)
+	for k := range nodes {
+		res[k] = running[k].wait(t)
+		if res[k].code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", k, res[k].code, res[k].stderr)
+		}
+		sameTree(t, dirs[k], want)
+	}
+	var fromSource int64
+	for k := range nodes {
+		l := fleetSummary(t, res[k].stdout)
+		t.Logf("node %d: %d bytes from S3, %d from peers, %d to peers; peers %+v", k, l.FromSource, l.FromPeers, l.ToPeers, l.Peers)
+		if k == victim {
+			continue
+		}
+		fromSource += l.FromSource
+		named := false
+		for _, p := range l.Peers {
+			named = named || p.Node == victim && p.Bypassed && strings.Contains(p.Reason, "sent nothing")
+		}
+		if !named {
+			t.Errorf("node %d: summary does not name node %d as stalled: %+v", k, victim, l.Peers)
+		}
+		// Its own share (about a third) and its part of the stalled
+		// node's (about a sixth): more than its own alone.
+		if l.FromSource < total*2/5 {
+			t.Errorf("node %d fetched %d bytes from S3 of %d: want its share and part of node %d's", k, l.FromSource, total, victim)
+		}
+	}
+	// The stalled share (a third) came from S3 about once between the
+	// two, not once by each (4/3 of the dataset); a little more is
+	// fetched twice where a peer was waited for (WaitReady) or a range
+	// given up.
+	if fromSource > total*13/10 {
+		t.Errorf("nodes 0 and 1 fetched %d bytes from S3 for a dataset of %d: want the stalled share split, not fetched twice", fromSource, total)
+	}
+}
