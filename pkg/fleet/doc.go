@@ -31,9 +31,9 @@
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
 //   - Observer joins the engine to the fleet: it marks each object the
-//     engine committed verified (or skipped as landed by an earlier run:
-//     of its size and dated with its modification time) Ready on the
-//     Server, and tells the Source of a checksum failure before the
+//     engine committed verified, from S3 or from peers alike (or skipped
+//     as landed by an earlier run: of its size and dated with its
+//     modification time) Ready on the Server, and tells the Source of a checksum failure before the
 //     engine fetches the object again (transfer.Observer.Retry with
 //     ErrChecksum).
 //   - Discover reads the fleet from the scheduler that started the
@@ -87,16 +87,18 @@
 // transfer.Vouching, so the engine makes that check whatever --verify
 // says (a node also verifies so what it serves), and fetches an object
 // again from S3 when nothing could be checked. An object whose ETag is
-// no MD5 of its bytes (SSE-KMS, SSE-C: one byte of it asked of S3 tells)
-// and that has no CRC has nothing to check a peer's bytes by: it is
-// fetched from S3 only, unless TrustPeers (--fleet-trust-peers) lets it
-// come from peers unverified; the Report counts those (TrustedObjects).
+// no MD5 of its bytes (SSE-KMS, SSE-C: the checksum lookup's HEAD tells,
+// else one byte of it asked of S3) and that has no CRC has nothing to
+// check a peer's bytes by: it is fetched from S3 only, unless TrustPeers
+// (--fleet-trust-peers) lets it come from peers unverified; the Report
+// counts those (TrustedObjects), and the Observer marks them Ready too.
 // The engine must run with verification on: under VerifyOff it checks
 // nothing and asks the Source nothing. A Server serves only files of the
-// current run marked Ready after the engine verified and committed
-// them (or found them landed), and stops serving one whose size or modification time changed
-// since; it never maps a request to a path of its own: a key names an
-// entry of what was marked, or nothing.
+// current run marked Ready after the engine verified and committed them
+// (or found them landed; or, with TrustPeers, committed them with
+// nothing to verify them by), and stops serving one whose size or
+// modification time changed since; it never maps a request to a path of
+// its own: a key names an entry of what was marked, or nothing.
 //
 // # How the command uses it
 //
