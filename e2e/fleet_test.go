@@ -646,3 +646,47 @@ func TestFleetSurvivesAStalledNode(t *testing.T) {
 	// Split, not fetched by each: 4/3 of the dataset would be twice.
 	t.Logf("nodes 0 and 1 fetched %d bytes from S3 for a dataset of %d (%.2fx)", fromSource, total, float64(fromSource)/float64(total))
 }
+
+// A node that never starts: the others wait for it a little, bypass it,
+// split its share between them, and once their linger runs out exit 0,
+// naming it.
+func TestFleetWithoutANodeThatNeverStarts(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes, absent = "fleet/", 3, 1
+	want, total := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes) // nothing listens at peers[absent]
+	var args, env [][]string
+	var dirs []string
+	for k := range nodes {
+		if k == absent {
+			continue
+		}
+		dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+		args = append(args, fleetArgs(s, prefix, dirs[len(dirs)-1], k, peers, "--fleet-linger", "2s"))
+		env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+	}
+	var fromSource int64
+	for i, r := range runAll(t, env, args) {
+		if r.code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", i, r.code, r.stderr)
+		}
+		sameTree(t, dirs[i], want)
+		l := fleetSummary(t, r.stdout)
+		t.Logf("node %d: %d bytes from S3, %d from peers; peers %+v", *l.Node, l.FromSource, l.FromPeers, l.Peers)
+		fromSource += l.FromSource
+		named := false
+		for _, p := range l.Peers {
+			named = named || p.Node == absent && p.Bypassed && p.Reason != ""
+		}
+		if !named || l.FromPeers == 0 {
+			t.Errorf("node %d: %d bytes from peers, peers %+v: want some from the other, node %d named as bypassed", *l.Node, l.FromPeers, l.Peers, absent)
+		}
+		if l.FromSource < total*2/5 {
+			t.Errorf("node %d fetched %d bytes from S3 of %d: want its share and part of node %d's", *l.Node, l.FromSource, total, absent)
+		}
+	}
+	t.Logf("the two nodes fetched %d bytes from S3 for a dataset of %d (%.2fx)", fromSource, total, float64(fromSource)/float64(total))
+	if fromSource > total*115/100 {
+		t.Errorf("the two nodes fetched %d bytes from S3 for a dataset of %d: want the absent share split, not fetched by each (4/3)", fromSource, total)
+	}
+}
