@@ -81,7 +81,7 @@ func reportFleet(r *job.FleetReport) *report.Fleet {
 	if r == nil {
 		return nil
 	}
-	f := &report.Fleet{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers}
+	f := &report.Fleet{Node: r.Node, Nodes: r.Nodes, FromSource: r.FromSource, FromPeers: r.FromPeers, ToPeers: r.ToPeers, Trusted: r.Trusted}
 	for _, p := range r.Peers {
 		if p.Bypassed {
 			f.Bypassed = append(f.Bypassed, fmt.Sprintf("node %d (%s): %s", p.Node, p.Addr, oneLine(p.Reason)))

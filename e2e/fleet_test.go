@@ -9,9 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -476,5 +478,215 @@ func TestFleetInterruptedWhileLingering(t *testing.T) {
 	l := fleetSummary(t, r.stdout)
 	if !l.Peers[0].Bypassed || l.Failed != 0 || l.Objects != int64(len(want)) {
 		t.Errorf("summary: %d objects, %d failed, peer %+v; want every object and the dead peer bypassed", l.Objects, l.Failed, l.Peers[0])
+	}
+}
+
+// kmsStore is the emulator behind a front that answers as S3 does for
+// objects kept with SSE-KMS (their ETag is no MD5 of their bytes), and
+// that keeps no full-object checksum: S3 gives nothing to check a
+// peer's bytes of them by.
+func kmsStore(t *testing.T) *store {
+	t.Helper()
+	ts := s3emu.NewTestServer(t, s3emu.Options{Backend: s3emu.BackendMemory, NoChecksums: true}, s3emu.Unstarted())
+	h := ts.Handler()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Amz-Server-Side-Encryption", "aws:kms")
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return &store{name: "emulator (SSE-KMS)", endpoint: front.URL, bucket: s3emu.DefaultBucket, client: newClient(t, front.URL), emu: ts.Server}
+}
+
+// Objects S3 gives nothing to verify against (SSE-KMS, no CRC) come from
+// S3 on every node, never from a peer; with --fleet-trust-peers they
+// come from peers, and the summary counts them (fleet_trusted_objects)
+// and says so.
+func TestFleetTrustPeers(t *testing.T) {
+	s := kmsStore(t)
+	const prefix = "kms/"
+	want := map[string][]byte{}
+	var total int64
+	for i := range 8 {
+		name := fmt.Sprintf("f%d.bin", i)
+		want[name] = randomBytes(uint64(i+1)*104729, 200<<10+i*70001)
+		total += int64(len(want[name]))
+		s.put(t, prefix+name, want[name])
+	}
+	for _, trust := range []bool{false, true} {
+		t.Run(fmt.Sprintf("trust=%v", trust), func(t *testing.T) {
+			peers := freeAddrs(t, 2)
+			before := s3Bytes(s.emu, s.bucket, prefix, want)
+			var args, env [][]string
+			var dirs []string
+			for k := range 2 {
+				dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+				extra := []string{"--fleet-linger", "30s"}
+				if trust {
+					extra = append(extra, "--fleet-trust-peers")
+				}
+				args = append(args, fleetArgs(s, prefix, dirs[k], k, peers, extra...))
+				env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+			}
+			var trusted int64
+			for k, r := range runAll(t, env, args) {
+				if r.code != 0 {
+					t.Fatalf("node %d: exit %d\nstderr: %s", k, r.code, r.stderr)
+				}
+				sameTree(t, dirs[k], want)
+				l := fleetSummary(t, r.stdout)
+				t.Logf("node %d: %d bytes from S3, %d from peers, %d to peers, %d trusted", k, l.FromSource, l.FromPeers, l.ToPeers, *l.Trusted)
+				if l.Peers[0].Bypassed {
+					t.Errorf("node %d bypassed its peer: %s", k, l.Peers[0].Reason)
+				}
+				switch {
+				case !trust && (l.FromPeers != 0 || l.ToPeers != 0 || *l.Trusted != 0 || l.FromSource < total):
+					t.Errorf("node %d without --fleet-trust-peers: %d bytes from peers, %d to, %d trusted, %d from S3; want all %d from S3",
+						k, l.FromPeers, l.ToPeers, *l.Trusted, l.FromSource, total)
+				case trust && (l.FromPeers == 0 || l.ToPeers == 0 || *l.Trusted == 0):
+					t.Errorf("node %d with --fleet-trust-peers: %d bytes from peers, %d to, %d trusted; want some of each", k, l.FromPeers, l.ToPeers, *l.Trusted)
+				}
+				trusted += *l.Trusted
+			}
+			sent := s3Bytes(s.emu, s.bucket, prefix, want) - before
+			switch {
+			case !trust && sent < 2*total:
+				t.Errorf("S3 sent %d bytes, want the dataset's %d to each node", sent, total)
+			case trust && (sent > total*105/100 || trusted > int64(len(want))):
+				t.Errorf("S3 sent %d bytes for a dataset of %d, %d objects trusted of %d; want it fetched once", sent, total, trusted, len(want))
+			}
+		})
+	}
+	// The text summary says what was taken unchecked.
+	peers := freeAddrs(t, 2)
+	var args, env [][]string
+	for k := range 2 {
+		a := fleetArgs(s, prefix, filepath.Join(t.TempDir(), "dest"), k, peers, "--fleet-linger", "30s", "--fleet-trust-peers")
+		args = append(args, slices.DeleteFunc(a, func(v string) bool { return v == "--json" }))
+		env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+	}
+	for k, r := range runAll(t, env, args) {
+		if out := r.stdout + r.stderr; r.code != 0 || !strings.Contains(out, "taken from peers unchecked (--fleet-trust-peers)") {
+			t.Errorf("node %d: exit %d, summary %q; want it to say what was taken unchecked", k, r.code, out)
+		}
+	}
+}
+
+// A node that stops answering in the middle of its run (SIGSTOP: its
+// sockets stay open, nothing is read or sent) is bypassed by the others
+// once it sends nothing for the peers' stall timeout (half of a
+// --stall-timeout under 10 s, so that the engine does not give the
+// range up first and ask the same peer again); they split its share,
+// fetching it from S3 between them, land everything and name it. Let go
+// on (SIGCONT) while they linger, it finishes too, and all exit 0.
+func TestFleetSurvivesAStalledNode(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes, victim = "fleet/", 3, 2
+	want, total := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes)
+	env := []string{"S3PD_FLEET_TOKEN=" + fleetToken}
+	dirs := make([]string, nodes)
+	running := make([]*node, nodes)
+	for k := range nodes {
+		dirs[k] = filepath.Join(t.TempDir(), "dest")
+		extra := []string{"--fleet-linger", "90s", "--stall-timeout", "4s"}
+		if k == victim {
+			extra = append(extra, "--max-bandwidth", "2MiB/s", "--threads", "2")
+		}
+		running[k] = startNode(t, env, fleetArgs(s, prefix, dirs[k], k, peers, extra...))
+	}
+	pid := running[victim].cmd.Process.Pid
+	if !eventually(30*time.Second, func() bool { return journaled(t, dirs[victim]) > 0 }) {
+		t.Fatalf("node %d journaled no part in 30 s", victim)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT) // by its PID; the cleanup kills it
+		}
+	}()
+	for k := range nodes {
+		if k != victim && !eventually(90*time.Second, func() bool { return landed(dirs[k], want) }) {
+			t.Fatalf("node %d did not land the dataset while node %d was stopped", k, victim)
+		}
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	res := make([]result, nodes)
+	for k := range nodes {
+		res[k] = running[k].wait(t)
+		if res[k].code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", k, res[k].code, res[k].stderr)
+		}
+		sameTree(t, dirs[k], want)
+	}
+	var fromSource int64
+	for k := range nodes {
+		l := fleetSummary(t, res[k].stdout)
+		t.Logf("node %d: %d bytes from S3, %d from peers, %d to peers; peers %+v", k, l.FromSource, l.FromPeers, l.ToPeers, l.Peers)
+		if k == victim {
+			continue
+		}
+		fromSource += l.FromSource
+		named := false
+		for _, p := range l.Peers {
+			named = named || p.Node == victim && p.Bypassed && strings.Contains(p.Reason, "sent nothing")
+		}
+		if !named {
+			t.Errorf("node %d: summary does not name node %d as stalled: %+v", k, victim, l.Peers)
+		}
+		// Its own share (about a third) and its part of the stalled
+		// node's (about a sixth): more than its own alone.
+		if l.FromSource < total*2/5 {
+			t.Errorf("node %d fetched %d bytes from S3 of %d: want its share and part of node %d's", k, l.FromSource, total, victim)
+		}
+	}
+	// Split, not fetched by each: 4/3 of the dataset would be twice.
+	t.Logf("nodes 0 and 1 fetched %d bytes from S3 for a dataset of %d (%.2fx)", fromSource, total, float64(fromSource)/float64(total))
+}
+
+// A node that never starts: the others wait for it a little, bypass it,
+// split its share between them, and once their linger runs out exit 0,
+// naming it.
+func TestFleetWithoutANodeThatNeverStarts(t *testing.T) {
+	s := emuStore(t, s3emu.Options{Backend: s3emu.BackendMemory})
+	const prefix, nodes, absent = "fleet/", 3, 1
+	want, total := fleetDataset(t, s, prefix)
+	peers := freeAddrs(t, nodes) // nothing listens at peers[absent]
+	var args, env [][]string
+	var dirs []string
+	for k := range nodes {
+		if k == absent {
+			continue
+		}
+		dirs = append(dirs, filepath.Join(t.TempDir(), "dest"))
+		args = append(args, fleetArgs(s, prefix, dirs[len(dirs)-1], k, peers, "--fleet-linger", "2s"))
+		env = append(env, []string{"S3PD_FLEET_TOKEN=" + fleetToken})
+	}
+	var fromSource int64
+	for i, r := range runAll(t, env, args) {
+		if r.code != 0 {
+			t.Fatalf("node %d: exit %d\nstderr: %s", i, r.code, r.stderr)
+		}
+		sameTree(t, dirs[i], want)
+		l := fleetSummary(t, r.stdout)
+		t.Logf("node %d: %d bytes from S3, %d from peers; peers %+v", *l.Node, l.FromSource, l.FromPeers, l.Peers)
+		fromSource += l.FromSource
+		named := false
+		for _, p := range l.Peers {
+			named = named || p.Node == absent && p.Bypassed && p.Reason != ""
+		}
+		if !named || l.FromPeers == 0 {
+			t.Errorf("node %d: %d bytes from peers, peers %+v: want some from the other, node %d named as bypassed", *l.Node, l.FromPeers, l.Peers, absent)
+		}
+		if l.FromSource < total*2/5 {
+			t.Errorf("node %d fetched %d bytes from S3 of %d: want its share and part of node %d's", *l.Node, l.FromSource, total, absent)
+		}
+	}
+	t.Logf("the two nodes fetched %d bytes from S3 for a dataset of %d (%.2fx)", fromSource, total, float64(fromSource)/float64(total))
+	if fromSource > total*115/100 {
+		t.Errorf("the two nodes fetched %d bytes from S3 for a dataset of %d: want the absent share split, not fetched by each (4/3)", fromSource, total)
 	}
 }

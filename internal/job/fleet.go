@@ -95,7 +95,9 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	if err != nil {
 		return &SpecError{Err: err}
 	}
-	if _, err := srv.Start(spec.Peers[spec.Self]); err != nil {
+	// The node's own name may resolve (to this host) only a moment
+	// after it started: a Kubernetes pod's, in its headless Service.
+	if _, err := srv.StartWithin(ctx, spec.Peers[spec.Self], fleet.DefaultBindWait); err != nil {
 		return &SpecError{Err: err}
 	}
 	built := false
@@ -110,7 +112,8 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 		return err
 	}
 	src, err := fleet.NewSource(r.lanes[0].Source, fleet.SourceOptions{Self: spec.Self, Peers: spec.Peers, Token: spec.Token,
-		Owner: shares.Owner, Backup: shares.Backup, TrustPeers: spec.TrustPeers, Client: fleet.NewClient(spec.ClientTLS)})
+		Owner: shares.Owner, Backup: shares.Backup, TrustPeers: spec.TrustPeers, Client: fleet.NewClient(spec.ClientTLS),
+		Stall: peerStall(r.Options.StallTimeout)})
 	if err != nil {
 		return &SpecError{Err: err}
 	}
@@ -122,6 +125,18 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	r.fleet = &fleetRun{spec: spec, server: srv, source: src,
 		observer: &fleet.Observer{Server: srv, Source: src, Path: func(o transfer.Object) string { return dest.Destination(o.Name) }}}
 	return nil
+}
+
+// peerStall is how long a peer may send nothing before it is bypassed:
+// fleet.DefaultStall, or half the engine's StallTimeout when that is
+// shorter. It must end first: a range the engine abandons for a stall
+// is no fault of the peer's, which would then be asked again and again,
+// never bypassed.
+func peerStall(engine time.Duration) time.Duration {
+	if engine > 0 && engine/2 < fleet.DefaultStall {
+		return engine / 2
+	}
+	return fleet.DefaultStall
 }
 
 // linger is the fleet's step after this node's run: it tells the peers

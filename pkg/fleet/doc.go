@@ -10,7 +10,9 @@
 //   - Shares (SplitShares) says which node owns each object: the same
 //     split on every node, from the listing alone. Shares.Lister lists a
 //     node's own share first, then the others'.
-//   - Server is an http.Handler (Start binds it to one given address)
+//   - Server is an http.Handler (Start binds it to one given address;
+//     StartWithin waits, a bounded time, for a name that does not
+//     resolve to an address of this host yet)
 //     that serves byte ranges of the objects this node marked Ready:
 //     206 with Content-Range, the S3 ETag as its ETag, If-Match honoured
 //     (412 for another version), 404 for anything not marked, 403 with
@@ -19,16 +21,19 @@
 //     finished its run (POST DonePath), which Linger waits for.
 //   - Source is a transfer.Source decorator around a lane's S3 source.
 //     A range of an object of another node's share goes to that node,
-//     pinned by the ETag; anything else goes to S3: objects of this
-//     node's share, empty ones, those of no known owner, those whose
-//     owner was dropped, and those S3 gives nothing to verify against.
+//     pinned by the ETag, or, once that node is bypassed, to the next
+//     node of the object's order (see When a peer fails); anything else
+//     goes to S3: objects of this node's share, those whose first node
+//     not bypassed is this one, empty ones, those of no known owner,
+//     those whose bytes failed their checksum, and those S3 gives
+//     nothing to verify against (unless TrustPeers).
 //     It is a transfer.Checksummer through S3, so the checksum the engine
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
 //   - Observer joins the engine to the fleet: it marks each object the
-//     engine committed verified (or skipped as landed by an earlier run:
-//     of its size and dated with its modification time) Ready on the
-//     Server, and tells the Source of a checksum failure before the
+//     engine committed verified, from S3 or from peers alike (or skipped
+//     as landed by an earlier run: of its size and dated with its
+//     modification time) Ready on the Server, and tells the Source of a checksum failure before the
 //     engine fetches the object again (transfer.Observer.Retry with
 //     ErrChecksum).
 //   - Discover reads the fleet from the scheduler that started the
@@ -82,16 +87,18 @@
 // transfer.Vouching, so the engine makes that check whatever --verify
 // says (a node also verifies so what it serves), and fetches an object
 // again from S3 when nothing could be checked. An object whose ETag is
-// no MD5 of its bytes (SSE-KMS, SSE-C: one byte of it asked of S3 tells)
-// and that has no CRC has nothing to check a peer's bytes by: it is
-// fetched from S3 only, unless TrustPeers (--fleet-trust-peers) lets it
-// come from peers unverified; the Report counts those (TrustedObjects).
+// no MD5 of its bytes (SSE-KMS, SSE-C: the checksum lookup's HEAD tells,
+// else one byte of it asked of S3) and that has no CRC has nothing to
+// check a peer's bytes by: it is fetched from S3 only, unless TrustPeers
+// (--fleet-trust-peers) lets it come from peers unverified; the Report
+// counts those (TrustedObjects), and the Observer marks them Ready too.
 // The engine must run with verification on: under VerifyOff it checks
 // nothing and asks the Source nothing. A Server serves only files of the
-// current run marked Ready after the engine verified and committed
-// them (or found them landed), and stops serving one whose size or modification time changed
-// since; it never maps a request to a path of its own: a key names an
-// entry of what was marked, or nothing.
+// current run marked Ready after the engine verified and committed them
+// (or found them landed; or, with TrustPeers, committed them with
+// nothing to verify them by), and stops serving one whose size or
+// modification time changed since; it never maps a request to a path of
+// its own: a key names an entry of what was marked, or nothing.
 //
 // # How the command uses it
 //
@@ -100,7 +107,8 @@
 // flags and the token (S3PD_FLEET_TOKEN or --fleet-token-file, never a
 // flag of its own) and hands them to the job (internal/job), which
 // builds the node: a Server with the token (TLS when a certificate is
-// given) started on the node's own entry of --peers, AwaitPeers before
+// given) started on the node's own entry of --peers (StartWithin,
+// DefaultBindWait), AwaitPeers before
 // the listing goes on, SplitShares over the source's lister with the
 // run's include/exclude filter, the engine's Lister from
 // Shares.Lister(K), every lane wrapped by Source.Lanes (a NewClient

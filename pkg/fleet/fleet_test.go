@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3pd/s3pd/pkg/fleet"
 	"github.com/s3pd/s3pd/pkg/s3emu"
+	"github.com/s3pd/s3pd/pkg/transfer"
 )
 
 // TestFleetFetchesTheDatasetFromS3Once: three nodes at once each land
@@ -295,7 +296,12 @@ func TestDeadNodesShareIsSplitBetweenTheOthers(t *testing.T) {
 		w.wantLanded(t, nd.dir)
 		r := nd.src.Report()
 		if len(r.Bypassed) != 1 || r.Bypassed[0].Node != dead {
-			t.Errorf("node %d bypassed %+v, want node %d only", nd.k, r.Bypassed, dead)
+			t.Fatalf("node %d bypassed %+v, want node %d only", nd.k, r.Bypassed, dead)
+		}
+		// The reason is short: the peer and what happened, not the
+		// request's URL.
+		if why := r.Bypassed[0].Reason; !strings.HasPrefix(why, "peer "+nodes[dead].addr+": ") || strings.Contains(why, fleet.ObjectPath) || strings.Contains(why, "Get ") {
+			t.Errorf("node %d: reason %q, want the peer's address and what happened, no URL", nd.k, why)
 		}
 		inherited := r.FromSource - w.shareBytes(nd.k)
 		t.Logf("node %d fetched %d bytes of the dead share's %d from S3 (%.0f%%)", nd.k, inherited, share, 100*float64(inherited)/float64(share))
@@ -306,5 +312,67 @@ func TestDeadNodesShareIsSplitBetweenTheOthers(t *testing.T) {
 	t.Logf("dataset %d bytes; S3 sent %d", w.total, s3)
 	if s3 < w.total || s3 > w.total*110/100 {
 		t.Errorf("S3 sent %d bytes for a dataset of %d, want about 1x (at most 1.10x)", s3, w.total)
+	}
+}
+
+// refusing is a front for a peer that refuses one node's requests (as
+// if that node had the wrong token) and serves the others.
+type refusing struct {
+	h    http.Handler
+	node string
+}
+
+func (f refusing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(fleet.NodeHeader) == f.node {
+		w.WriteHeader(http.StatusForbidden)
+		return
+	}
+	f.h.ServeHTTP(w, r)
+}
+
+// TestPiecesFromPeersAreServedOnward: what a node took from a peer it
+// serves onward as it serves its own share. Node 1 refuses node 2; node
+// 0 took node 1's share from node 1; node 2, having bypassed node 1,
+// takes the objects of node 1's share whose first backup is node 0 from
+// node 0, which did not own them.
+func TestPiecesFromPeersAreServedOnward(t *testing.T) {
+	w := newWorld(t, 3, s3emu.Options{Dataset: "ds/f:24:64KiB,ds/big:6:256KiB"})
+	nodes := newNodes(t, 3, func(k int, s *fleet.Server) http.Handler {
+		if k == 1 {
+			return refusing{h: s, node: "2"}
+		}
+		return nil
+	})
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	b.run(t, w, addrs(nodes), fleet.SourceOptions{}, ownShare(w, 1))
+	if b.err != nil || b.sum.Failed != 0 {
+		t.Fatalf("node 1's own share: %+v, %v", b.sum, b.err)
+	}
+	notTwo := func(o transfer.Object) bool { return w.shares.Owner(o.Key) != 2 }
+	a.run(t, w, addrs(nodes), fleet.SourceOptions{}, notTwo)
+	if a.err != nil || a.sum.Failed != 0 || a.src.Report().FromPeers[b.addr] != w.shareBytes(1) {
+		t.Fatalf("node 0: %+v, %v, report %+v; want node 1's share from node 1", a.sum, a.err, a.src.Report())
+	}
+	var onward int64 // node 1's objects that node 2 asks node 0 for
+	for _, o := range w.objs {
+		if w.shares.Owner(o.Key) == 1 && w.shares.Backup(o.Key, 1) == 0 {
+			onward += o.Size
+		}
+	}
+	if onward == 0 {
+		t.Fatal("no object of node 1's share has node 0 as its first backup: the dataset cannot test this")
+	}
+	c.run(t, w, addrs(nodes), fleet.SourceOptions{}, nil)
+	c.wantRan(t, w)
+	w.wantLanded(t, c.dir)
+	r := c.src.Report()
+	if len(r.Bypassed) != 1 || r.Bypassed[0].Node != 1 {
+		t.Fatalf("node 2 bypassed %+v, want node 1 only", r.Bypassed)
+	}
+	served := a.server.Served()["2"]
+	t.Logf("node 0 served node 2 %d bytes: its share's %d and %d of node 1's", served, w.shareBytes(0), onward)
+	if served != w.shareBytes(0)+onward || r.FromPeers[a.addr] != served {
+		t.Errorf("node 0 served node 2 %d bytes, node 2 took %d from it; want its share's %d and the %d of node 1's it got from node 1",
+			served, r.FromPeers[a.addr], w.shareBytes(0), onward)
 	}
 }

@@ -143,6 +143,12 @@ func (p *peer) get(ctx context.Context, s *Source, obj *transfer.Object, off, n 
 	}
 	resp, err := opts.Client.Do(req)
 	if err != nil {
+		// Not the client's `Get "http://.../fleet/v1/object?key=..."`:
+		// the reason is the peer's address and what happened.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fail(fmt.Errorf("peer %s: %w", p.addr, err))
 	}
 	if err := p.check(resp, obj, off, n); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +55,9 @@ type Server struct {
 	ready  map[string]held // by object key
 	served map[string]*atomic.Int64
 	hs     *http.Server
+	// listen binds (net.Listen; a test's, to play a name that resolves
+	// late)
+	listen func(network, addr string) (net.Listener, error)
 	// done are the nodes that said they finished (DonePath), by the
 	// name their NodeHeader gave; changed is closed and replaced at
 	// each new one.
@@ -112,10 +116,23 @@ func (s *Server) Served() map[string]int64 {
 	return out
 }
 
+// DefaultBindWait is how long StartWithin waits, at most, for a node's
+// own name to resolve to an address of its host.
+const DefaultBindWait = 30 * time.Second
+
 // Start serves on addr, which must name a host ("10.0.0.5:7070",
 // "127.0.0.1:0"): a server binds only the address it is given, never
 // every interface by default. It returns the address bound.
 func (s *Server) Start(addr string) (string, error) {
+	return s.StartWithin(context.Background(), addr, 0)
+}
+
+// StartWithin is Start for a node whose address is a name that may not
+// resolve yet, or not yet to an address of this host (a Kubernetes
+// pod's name in its headless Service, just after the pod started): it
+// tries again every 250 ms while that is so, for wait at most or until
+// ctx ends. Any other error is returned at once.
+func (s *Server) StartWithin(ctx context.Context, addr string, wait time.Duration) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("fleet listen %q: %w", addr, err)
@@ -123,8 +140,22 @@ func (s *Server) Start(addr string) (string, error) {
 	if host == "" {
 		return "", fmt.Errorf("fleet listen %q: name the address to bind, not only a port", addr)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	listen := s.listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	deadline := time.Now().Add(wait)
+	ln, err := listen("tcp", addr)
+	for err != nil && notYetOurs(err) && time.Now().Before(deadline) {
+		if sleep(ctx, 250*time.Millisecond) != nil {
+			break
+		}
+		ln, err = listen("tcp", addr)
+	}
+	switch {
+	case err != nil && wait > 0 && notYetOurs(err):
+		return "", fmt.Errorf("fleet listen %s: not an address of this host after %v: %w", addr, wait, err)
+	case err != nil:
 		return "", fmt.Errorf("fleet listen %s: %w", addr, err)
 	}
 	if s.tls != nil {
@@ -136,6 +167,13 @@ func (s *Server) Start(addr string) (string, error) {
 	s.mu.Unlock()
 	go hs.Serve(ln) // ends with ErrServerClosed when Close is called
 	return ln.Addr().String(), nil
+}
+
+// notYetOurs says a listen failed because its name did not resolve, or
+// not to an address of this host: what a moment later may change.
+func notYetOurs(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
 // Close stops a server started with Start, and its open connections.

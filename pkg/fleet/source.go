@@ -357,7 +357,14 @@ func (s *Source) sums(ctx context.Context, st *objState, obj *transfer.Object) (
 	if !ok {
 		return nil, errors.New("the source looks up no checksums")
 	}
-	l, err := s.sh.once(ctx, &st.look, func(l *lookup) { l.sums, l.err = cs.Checksums(ctx, obj) })
+	l, err := s.sh.once(ctx, &st.look, func(l *lookup) {
+		if ce, ok := s.Source.(checksumsEncrypted); ok {
+			l.sums, l.encrypted, l.err = ce.ChecksumsEncrypted(ctx, obj)
+			l.told = l.err == nil
+			return
+		}
+		l.sums, l.err = cs.Checksums(ctx, obj)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +377,17 @@ type lookup struct {
 	done      chan struct{} // closed once the rest is set
 	sums      map[string]string
 	encrypted bool
-	err       error
+	// told: a checksum lookup that said whether the object is
+	// encrypted too (checksumsEncrypted), so no probe need ask
+	told bool
+	err  error
+}
+
+// checksumsEncrypted is a source whose checksum lookup (S3's HEAD) also
+// says whether S3 keeps the object with SSE-KMS or SSE-C, as
+// s3store.Source's does.
+type checksumsEncrypted interface {
+	ChecksumsEncrypted(ctx context.Context, obj *transfer.Object) (map[string]string, bool, error)
 }
 
 // fromSource opens the range from the wrapped source, counting its

@@ -22,8 +22,9 @@ import (
 //   - a checksum of part checksums ("...-N") of such an algorithm,
 //     checked by the object's part layout;
 //   - an MD5 ETag, or an ETag of parts ("HEX-N") by the part layout,
-//     unless S3 keeps the object with SSE-KMS or SSE-C (one byte of it
-//     is asked of S3 to know): that ETag is no MD5 of the bytes.
+//     unless S3 keeps the object with SSE-KMS or SSE-C (the checksum
+//     lookup's HEAD says, else one byte of it is asked of S3): that
+//     ETag is no MD5 of the bytes.
 //
 // The engine makes the check whatever --verify says (Vouching), and
 // fetches the object again from S3 when it could not.
@@ -105,10 +106,23 @@ func compositeValue(alg, v string) bool {
 	return err == nil && n > 0 && fullValue(alg, v[:i])
 }
 
-// encrypted reports whether S3 keeps obj with SSE-KMS or SSE-C: one
-// byte of it asked of the wrapped source, once per object, whose answer
-// says (neither a listing nor a checksum lookup does).
+// encrypted reports whether S3 keeps obj with SSE-KMS or SSE-C: what
+// the checksum lookup's HEAD said, when it was made and said it
+// (checksumsEncrypted); else one byte of it asked of the wrapped
+// source, once per object, whose answer says (a listing does not).
 func (s *Source) encrypted(ctx context.Context, st *objState, obj *transfer.Object) (bool, error) {
+	s.sh.mu.Lock()
+	look := st.look
+	s.sh.mu.Unlock()
+	if look != nil {
+		select {
+		case <-look.done:
+			if look.told {
+				return look.encrypted, nil
+			}
+		default:
+		}
+	}
 	l, err := s.sh.once(ctx, &st.probe, func(l *lookup) {
 		var b *transfer.Body
 		if b, l.err = s.fromSource(ctx, obj, 0, 1); l.err != nil {

@@ -312,5 +312,8 @@ func fleetText(f Fleet) string {
 	if len(f.Bypassed) > 0 {
 		t += "; bypassed: " + strings.Join(f.Bypassed, "; ")
 	}
+	if f.Trusted > 0 {
+		t += fmt.Sprintf("; %d objects taken from peers unchecked (--fleet-trust-peers)", f.Trusted)
+	}
 	return t
 }

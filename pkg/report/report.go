@@ -76,6 +76,9 @@ type Fleet struct {
 	FromSource, FromPeers, ToPeers int64
 	// Bypassed names each peer dropped for the run, and why.
 	Bypassed []string
+	// Trusted is the objects taken from peers with nothing of S3's to
+	// verify them by (--fleet-trust-peers).
+	Trusted int64
 }
 
 // Process is what a process beside the client used.

@@ -319,6 +319,17 @@ func TestHTMLShowsAFleetNode(t *testing.T) {
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("page lacks %q", want)
 	}
+	if strings.Contains(b.String(), "unchecked") {
+		t.Errorf("a fleet that trusted no object says it took some unchecked")
+	}
+	r.Fleet.Trusted = 4
+	b.Reset()
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := want + "; 4 objects taken from peers unchecked (--fleet-trust-peers)"; !strings.Contains(b.String(), want) {
+		t.Errorf("page lacks %q", want)
+	}
 	if strings.Contains(plain.String(), "served to peers") {
 		t.Errorf("a run without a fleet has a fleet row")
 	}

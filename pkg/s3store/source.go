@@ -179,9 +179,7 @@ func (s *Source) open(ctx context.Context, obj *transfer.Object, off, n int64) (
 	resp.Body = w.body(resp.Body, false)
 	h := resp.Header
 	b := &transfer.Body{ReadCloser: resp.Body, ETag: header(h, "Etag"), Size: -1,
-		Checksums: headerChecksums(h), Connect: conn.wait,
-		Encrypted: strings.HasPrefix(header(h, "X-Amz-Server-Side-Encryption"), "aws:kms") ||
-			header(h, "X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""}
+		Checksums: headerChecksums(h), Connect: conn.wait, Encrypted: encrypted(h)}
 	if lm := header(h, "Last-Modified"); lm != "" {
 		if t, err := http.ParseTime(lm); err == nil {
 			b.ModTime = t
@@ -289,6 +287,14 @@ func checksums(crc64nvme, crc32c, crc32 *string) map[string]string {
 // Checksums implements transfer.Checksummer: one HeadObject with checksum
 // mode, for an object fetched in ranges (ranged GETs carry no checksum).
 func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[string]string, error) {
+	sums, _, err := s.ChecksumsEncrypted(ctx, obj)
+	return sums, err
+}
+
+// ChecksumsEncrypted is Checksums, and whether the same HEAD says S3
+// keeps the object with SSE-KMS or SSE-C (its ETag is then no MD5 of
+// its bytes), so that a caller that needs both sends one request.
+func (s *Source) ChecksumsEncrypted(ctx context.Context, obj *transfer.Object) (map[string]string, bool, error) {
 	var resp *http.Response
 	err := transfer.BudgetFor(transfer.Lookup).Retry(ctx, func() (err error) {
 		hctx, w := startWatch(ctx, s.t.StallTimeout)
@@ -296,9 +302,16 @@ func (s *Source) Checksums(ctx context.Context, obj *transfer.Object) (map[strin
 		return w.failed(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("head s3://%s/%s: %w", s.t.Bucket, obj.Key, err)
+		return nil, false, fmt.Errorf("head s3://%s/%s: %w", s.t.Bucket, obj.Key, err)
 	}
-	return headerChecksums(resp.Header), nil
+	return headerChecksums(resp.Header), encrypted(resp.Header), nil
+}
+
+// encrypted says the headers of an object's GET or HEAD tell S3 keeps
+// it with SSE-KMS (or DSSE-KMS) or SSE-C.
+func encrypted(h http.Header) bool {
+	return strings.HasPrefix(header(h, "X-Amz-Server-Side-Encryption"), "aws:kms") ||
+		header(h, "X-Amz-Server-Side-Encryption-Customer-Algorithm") != ""
 }
 
 // noRetry turns off the SDK's retries for one call: the engine retries
