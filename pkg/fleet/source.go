@@ -37,13 +37,16 @@ type SourceOptions struct {
 	// Shares.Owner), -1 when none is known: such an object comes from
 	// the wrapped source.
 	Owner func(key string) int
-	// Backup returns, for i = 1, 2, ..., the nodes that stand in for the
-	// object's owner once it (and each before) is bypassed, the same
-	// order on every node (see Shares.Backup); -1 past the last. The
-	// first of them not bypassed is asked; when that is this node, the
-	// object comes from the wrapped source (and this node then serves
-	// it). nil: an object whose owner is bypassed comes from the
-	// wrapped source.
+	// Backup returns, for i = 1, 2, ..., the nodes after the object's
+	// owner in its order, the same on every node (see Shares.Backup);
+	// -1 past the last. The order is a tree (FanOut): the node at
+	// position i asks the one at (i-1)/FanOut, else the nearest node not
+	// bypassed above it in the tree; when that chain reaches a bypassed
+	// owner, the first node of the order not bypassed stands in for the
+	// owner, and when that is this node, the object comes from the
+	// wrapped source (and this node then serves it). nil: every node
+	// asks the owner, and an object whose owner is bypassed comes from
+	// the wrapped source.
 	Backup func(key string, i int) int
 	// TrustPeers lets objects that S3 gives nothing to verify against
 	// (no CRC, and an ETag that is no MD5 of the bytes: SSE-KMS, SSE-C)
@@ -296,9 +299,9 @@ func (sh *shared) state(key string) *objState {
 
 // route returns the peer to ask for the range, and what to hand the
 // engine with its body; nil when the range comes from the wrapped
-// source: an empty object, one of no known owner, one whose first node
-// not bypassed (its owner, else its backups in order) is this one, one
-// that failed its checksum, one S3 gives nothing to verify a peer's
+// source: an empty object, one of no known owner, one this node is to
+// fetch itself (holder: its own, or its owner's that it stands in for),
+// one that failed its checksum, one S3 gives nothing to verify a peer's
 // bytes with (unless TrustPeers).
 func (s *Source) route(ctx context.Context, obj *transfer.Object, off, n int64) (*peer, handOver) {
 	sh := s.sh
@@ -321,22 +324,6 @@ func (s *Source) route(ctx context.Context, obj *transfer.Object, off, n int64) 
 		return nil, handOver{}
 	}
 	return sh.peers[k], hand
-}
-
-// holder is the node to ask for the object named key: its owner, else
-// the first of its backups not bypassed; -1 for none.
-func (sh *shared) holder(key string) int {
-	k := sh.opts.Owner(key)
-	for i := 1; k >= 0 && k < len(sh.peers); i++ {
-		if k == sh.opts.Self || !sh.peers[k].isBypassed() {
-			return k
-		}
-		if sh.opts.Backup == nil || i >= len(sh.peers) {
-			return -1
-		}
-		k = sh.opts.Backup(key, i)
-	}
-	return -1
 }
 
 // handOver is what goes with a peer's body to the engine: S3's
