@@ -7,9 +7,12 @@
 //
 // The parts, all of them built on the engine's own interfaces:
 //
-//   - Shares (SplitShares) says which node owns each object: the same
-//     split on every node, from the listing alone. Shares.Lister lists a
-//     node's own share first, then the others'.
+//   - Shares (SplitShares) says which node owns each object, and each
+//     object's order of nodes (its owner, then Shares.Backup): the same
+//     on every node, from the listing alone. Shares.Lister lists a
+//     node's own share first, then the others' by its place in their
+//     order, so that it lists the objects it relays to others (see When
+//     a peer fails) before those it only takes.
 //   - Server is an http.Handler (Start binds it to one given address;
 //     StartWithin waits, a bounded time, for a name that does not
 //     resolve to an address of this host yet)
@@ -20,13 +23,15 @@
 //     bytes it sent to each peer, and takes a node's word that it
 //     finished its run (POST DonePath), which Linger waits for.
 //   - Source is a transfer.Source decorator around a lane's S3 source.
-//     A range of an object of another node's share goes to that node,
-//     pinned by the ETag, or, once that node is bypassed, to the next
-//     node of the object's order (see When a peer fails); anything else
-//     goes to S3: objects of this node's share, those whose first node
-//     not bypassed is this one, empty ones, those of no known owner,
-//     those whose bytes failed their checksum, and those S3 gives
-//     nothing to verify against (unless TrustPeers).
+//     A range of an object of another node's share goes, pinned by the
+//     ETag, to this node's parent in the object's relay tree (its owner,
+//     or a node that took the object from the owner or from another
+//     relay), or, once that node is bypassed, to the nearest node above
+//     it (see When a peer fails); anything else goes to S3: objects of
+//     this node's share, those of a bypassed owner that this node
+//     stands in for, empty ones, those of no known owner, those whose
+//     bytes failed their checksum, and those S3 gives nothing to verify
+//     against (unless TrustPeers).
 //     It is a transfer.Checksummer through S3, so the checksum the engine
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
@@ -42,25 +47,38 @@
 //     Service, or from a Slurm job step's task id, node list and tasks
 //     per node (docs/SCALE-OUT.md).
 //
-// When a peer fails. A peer that refuses the token, answers with the
-// wrong range, length or ETag, cannot be reached, breaks a body off, or
-// sends no byte for Stall (headers or body) is bypassed: dropped for the
-// rest of the run, named in the Report with the reason, and the range
-// (or the rest of it, from the byte reached, inside the same body) goes
-// to the object's next node. Every object has one order of nodes, the
-// same on every node from the listing alone (Shares.Backup): its owner,
-// then its first backup, chosen so that each share's objects are split
-// about evenly by bytes between the other nodes, then the nodes after
-// that one. A node asks the first of them it has not bypassed; when
-// that is itself, it fetches the object from S3 and then serves it. So
-// the share of a node that is gone is fetched from S3 about once, each
-// other node its part, not once by every node; and as each node lists
-// the objects it is the first backup of right after its own share, the
-// backup is usually fetching them by the time the others ask. A peer
-// whose bytes fail the object's checksum is bypassed the same way and
-// the object is fetched again, whole, from S3. A peer that holds another
-// version of the object (412) is not at fault: that object comes from
-// S3 and the peer stays.
+// When a peer fails. Every object has one order of nodes, the same on
+// every node from the listing alone (Shares.Backup): its owner, then its
+// first backup, chosen so that each share's objects are split about
+// evenly by bytes between the other nodes, then the nodes after that
+// one. The order is a tree of fan-out FanOut (2): the node at position
+// p >= 1 takes the object from the one at (p-1)/FanOut, which took it
+// from its own parent before (with four nodes, the second and third ask
+// the owner, the fourth asks the second), and serves it in turn to its
+// children once it landed and verified it. So the owner's uplink carries
+// each object of its share FanOut times, not once per node, and as each
+// node relays about as many objects of each share as the others, every
+// node sends about (N-1)/N of the dataset. A parent is always before
+// its child in the order, so no node waits on a chain that waits on
+// itself.
+//
+// A peer that refuses the token, answers with the wrong range, length
+// or ETag, cannot be reached, breaks a body off, or sends no byte for
+// Stall (headers or body) is bypassed: dropped for the rest of the run,
+// named in the Report with the reason, and the range (or the rest of
+// it, from the byte reached, inside the same body) goes to the node
+// above it in the tree: its parent, else that one's parent, up to the
+// owner. When the chain reaches a bypassed owner, the first node of the
+// order not bypassed stands in for it; when that is this node, it
+// fetches the object from S3 and then serves it. So the share of a node
+// that is gone is fetched from S3 about once, each other node its part,
+// not once by every node; and as each node lists the objects it is the
+// first backup of right after its own share, the backup is usually
+// fetching them by the time the others ask. A peer whose bytes fail the
+// object's checksum is bypassed the same way and the object is fetched
+// again, whole, from S3. A peer that holds another version of the
+// object (412) is not at fault: that object comes from S3 and the peer
+// stays.
 //
 // A peer that does not hold an object yet (404: it is still fetching
 // its share) is asked again, after a pause that starts at Poll and

@@ -137,6 +137,10 @@ func (s *Shares) rank(key string, self int) int {
 // it inherits of a node that is gone before the others ask it for
 // that; within each, the next node's share first, so that nodes ask
 // different peers at once. Objects filtered out of the split come last.
+// The rank is the node's position in the object's relay tree (FanOut),
+// where the nodes with children are those of the lowest positions, so
+// the objects a node relays to others come before those it only takes,
+// and it is usually fetching one by the time its children ask.
 func (s *Shares) Lister(self int) transfer.Lister {
 	type entry struct {
 		o           transfer.Object
