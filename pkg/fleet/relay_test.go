@@ -163,13 +163,21 @@ func TestRelayTreeSpreadsEachObject(t *testing.T) {
 	}
 }
 
-// TestRelayDeadFromTheStart: with four nodes and one dead from the
-// start, the objects it was to relay go to the node above it in the
-// tree, its own share is split between the others, every other node
-// lands everything right, S3 sends the dataset about once, and still no
-// node sends any object to more than FanOut nodes.
+// TestRelayDeadFromTheStart: with four nodes, then six, and one dead
+// from the start, every node takes each object from the nearest node
+// above it in the object's tree that is alive (the objects the dead node
+// was to relay go to its parent), the dead node's own share is split
+// between the others, every other node lands everything right, and S3
+// sends the dataset about once. No node sends an object to more than
+// 2*FanOut-1 nodes (its own children and the dead one's), with four
+// nodes to no more than FanOut.
 func TestRelayDeadFromTheStart(t *testing.T) {
-	const n, dead = 4, 1
+	for _, n := range []int{4, 6} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) { testRelayDead(t, n, 1) })
+	}
+}
+
+func testRelayDead(t *testing.T, n, dead int) {
 	w := newWorld(t, n, s3emu.Options{Dataset: relayDataset})
 	nodes, fronts := countedNodes(t, n)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -206,14 +214,16 @@ func TestRelayDeadFromTheStart(t *testing.T) {
 	if s3 < w.total || s3 > w.total*110/100 {
 		t.Errorf("S3 sent %d bytes for a dataset of %d, want about 1x (at most 1.10x)", s3, w.total)
 	}
+	most := 2*fleet.FanOut - 1
+	if n == 4 {
+		most = fleet.FanOut
+	}
 	relayed := 0 // objects whose relay was the dead node
 	for _, o := range w.objs {
 		order := orderOf(w, o.Key, n)
 		for k, f := range fronts {
-			// With four nodes, the owner that takes its dead relay's child
-			// loses the dead node's ask: FanOut still.
-			if got := f.askers(o.Key); len(got) > fleet.FanOut {
-				t.Errorf("%s: node %d sent it to %v, want at most %d nodes", o.Key, k, got, fleet.FanOut)
+			if got := f.askers(o.Key); len(got) > most {
+				t.Errorf("%s: node %d sent it to %v, want at most %d nodes", o.Key, k, got, most)
 			}
 		}
 		for p, k := range order {
