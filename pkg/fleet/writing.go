@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"time"
 )
@@ -39,7 +40,12 @@ func (w *writing) add(off, end int64) {
 		off, end = min(off, w.spans[j].off), max(end, w.spans[j].end)
 		j++
 	}
-	w.spans = append(w.spans[:i], append([]extent{{off, end}}, w.spans[j:]...)...)
+	if i == j {
+		w.spans = slices.Insert(w.spans, i, extent{off, end})
+		return
+	}
+	w.spans[i] = extent{off, end}
+	w.spans = slices.Delete(w.spans, i+1, j)
 }
 
 // covers reports whether [off, off+n) is written.
