@@ -90,8 +90,12 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 		return specErrorf("--fleet: node %d of %d peers", spec.Self, len(spec.Peers))
 	}
 	// The server first, so that peers find it as early as can be
-	// (serving nothing until the engine commits).
-	srv, err := fleet.NewServer(fleet.ServerOptions{Token: spec.Token, TLS: spec.ServerTLS})
+	// (serving nothing until the engine writes). It holds a request for
+	// a range it lacks for half the peers' stall at most, so that the
+	// peer asking is not taken for a stalled one (every node runs with
+	// the same --stall-timeout).
+	stall := peerStall(r.Options.StallTimeout)
+	srv, err := fleet.NewServer(fleet.ServerOptions{Token: spec.Token, TLS: spec.ServerTLS, Wait: min(fleet.DefaultWait, stall/2)})
 	if err != nil {
 		return &SpecError{Err: err}
 	}
@@ -113,7 +117,7 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	}
 	src, err := fleet.NewSource(r.lanes[0].Source, fleet.SourceOptions{Self: spec.Self, Peers: spec.Peers, Token: spec.Token,
 		Owner: shares.Owner, Backup: shares.Backup, TrustPeers: spec.TrustPeers, Client: fleet.NewClient(spec.ClientTLS),
-		Stall: peerStall(r.Options.StallTimeout)})
+		Stall: stall})
 	if err != nil {
 		return &SpecError{Err: err}
 	}
@@ -122,8 +126,12 @@ func (r *Run) openFleet(ctx context.Context, spec FleetSpec, filter func(transfe
 	fleet.AwaitPeers(ctx, spec.Self, spec.Peers, fleet.DefaultWaitReady)
 	built = true
 	r.lanes, r.scaled.Lister = src.Lanes(r.lanes), shares.Lister(spec.Self)
-	r.fleet = &fleetRun{spec: spec, server: srv, source: src,
-		observer: &fleet.Observer{Server: srv, Source: src, Path: func(o transfer.Object) string { return dest.Destination(o.Name) }}}
+	obs := &fleet.Observer{Server: srv, Source: src, Path: func(o transfer.Object) string { return dest.Destination(o.Name) }}
+	if w, ok := g.Sink.(interface{ Writing(string) string }); ok {
+		// Parts are served from the partial file as they are written.
+		obs.Writing = func(o transfer.Object) string { return w.Writing(o.Name) }
+	}
+	r.fleet = &fleetRun{spec: spec, server: srv, source: src, observer: obs}
 	return nil
 }
 

@@ -1,7 +1,8 @@
 // Package fleet lets N nodes that download the same S3 prefix fetch it
 // from S3 about once in all, not N times: each node fetches its own
 // share from S3 (the byte-balanced split of --shard K/N, pkg/shard),
-// serves what it has landed and verified to the other nodes over HTTP,
+// serves what it has landed and checked to the other nodes over HTTP,
+// each range as soon as it is written,
 // and fetches the other shares from their owners, falling back to S3
 // for whatever a peer cannot give.
 //
@@ -15,13 +16,20 @@
 //     a peer fails) before those it only takes.
 //   - Server is an http.Handler (Start binds it to one given address;
 //     StartWithin waits, a bounded time, for a name that does not
-//     resolve to an address of this host yet)
-//     that serves byte ranges of the objects this node marked Ready:
-//     206 with Content-Range, the S3 ETag as its ETag, If-Match honoured
-//     (412 for another version), 404 for anything not marked, 403 with
-//     no body for a request without the fleet's token. It counts the
-//     bytes it sent to each peer, and takes a node's word that it
-//     finished its run (POST DonePath), which Linger waits for.
+//     resolve to an address of this host yet) that serves byte ranges
+//     of the objects this node is landing, as soon as they are written:
+//     a range of an object being written once every byte of it was
+//     marked Written (from the partial file, opened once: the commit's
+//     rename keeps it), any range of an object marked Ready (committed
+//     verified). 206 with Content-Range, the S3 ETag as its ETag,
+//     If-Match honoured (412 for another version), 403 with no body for
+//     a request without the fleet's token. A request for a range not
+//     written yet is held, up to Wait (DefaultWait), until it is
+//     written or the object committed: a channel per key, closed when
+//     anything of it is marked, wakes it; then 404 as for anything not
+//     marked. It counts the bytes it sent to each peer, and takes a
+//     node's word that it finished its run (POST DonePath), which
+//     Linger waits for.
 //   - Source is a transfer.Source decorator around a lane's S3 source.
 //     A range of an object of another node's share goes, pinned by the
 //     ETag, to this node's parent in the object's relay tree (its owner,
@@ -35,12 +43,18 @@
 //     It is a transfer.Checksummer through S3, so the checksum the engine
 //     checks is always S3's. Its Report says where the bytes came from
 //     and which peers were dropped, and why.
-//   - Observer joins the engine to the fleet: it marks each object the
-//     engine committed verified, from S3 or from peers alike (or skipped
-//     as landed by an earlier run: of its size and dated with its
-//     modification time) Ready on the Server, and tells the Source of a checksum failure before the
-//     engine fetches the object again (transfer.Observer.Retry with
-//     ErrChecksum).
+//   - Observer joins the engine to the fleet: it marks each part the
+//     engine wrote (transfer.Observer.PartDone: its bytes in the file,
+//     their length, Content-Range and ETag checked) Written on the
+//     Server, in the partial file the sink names (Writing); each object
+//     the engine committed verified, from S3 or from peers alike (or
+//     skipped as landed by an earlier run: of its size and dated with
+//     its modification time) Ready; any other outcome drops what was
+//     Written of it. A checksum failure (transfer.Observer.Retry with
+//     ErrChecksum) drops it too, and is told to the Source, before the
+//     engine fetches the object again. Parts resumed whole from an
+//     earlier run's journal are not reported written: they are served
+//     once the object is committed.
 //   - Discover reads the fleet from the scheduler that started the
 //     process (--fleet auto --peers auto): this node's index and every
 //     node's address, from a Kubernetes Indexed Job's index and headless
@@ -80,11 +94,13 @@
 // object (412) is not at fault: that object comes from S3 and the peer
 // stays.
 //
-// A peer that does not hold an object yet (404: it is still fetching
-// its share) is asked again, after a pause that starts at Poll and
-// doubles up to a second, for at most WaitReady from the first time it
-// was found missing (the clock is the object's, not the request's, so
-// the engine's retries and takeovers of the range do not restart it).
+// A peer that does not hold a range yet holds the request, up to its
+// Wait, for the range to be written. One that still lacks it (404: it
+// is still fetching its share) is asked again, after a pause that
+// starts at Poll and doubles up to a second, for at most WaitReady from
+// the first time it was found missing (the clock is the object's, not
+// the request's, so the engine's retries and takeovers of the range do
+// not restart it).
 // After that the object comes from S3 and the peer stays in the fleet:
 // it may be slow on its own share, not wrong. Because every node lists
 // its own share first, the owner is usually fetching an object by the
@@ -111,12 +127,21 @@
 // (--fleet-trust-peers) lets it come from peers unverified; the Report
 // counts those (TrustedObjects), and the Observer marks them Ready too.
 // The engine must run with verification on: under VerifyOff it checks
-// nothing and asks the Source nothing. A Server serves only files of the
-// current run marked Ready after the engine verified and committed them
-// (or found them landed; or, with TrustPeers, committed them with
-// nothing to verify them by), and stops serving one whose size or
-// modification time changed since; it never maps a request to a path of
-// its own: a key names an entry of what was marked, or nothing.
+// nothing and asks the Source nothing. A Server serves only what this
+// run landed and checked: the ranges of an object the engine reported
+// written, each part's length, range and ETag checked as it arrived,
+// before the whole object is verified (so bytes that later fail the
+// object's checksum may have gone to a peer: the peer's own check of
+// the whole object against S3's catches them, and bypasses this node
+// as it would a lying peer, fetching the object again from S3); and
+// files marked Ready after the engine verified and
+// committed them (or found them landed; or, with TrustPeers, committed
+// them with nothing to verify them by). It stops serving a committed
+// file whose size or modification time changed since, and an object
+// being written once its checksum failed or it ended otherwise than
+// committed; it never maps a request to a path of its own: a key names
+// an entry of what was marked, or nothing. The whole object is verified
+// by every node that takes it, never by the node that serves it alone.
 //
 // # How the command uses it
 //
@@ -131,8 +156,12 @@
 // run's include/exclude filter, the engine's Lister from
 // Shares.Lister(K), every lane wrapped by Source.Lanes (a NewClient
 // whose TLS trusts --fleet-ca), and an Observer among the engine's
-// observers whose Path is the local sink's destination of a name. Only
-// a local destination takes part: the Server reads committed files.
+// observers whose Path is the local sink's destination of a name and
+// Writing the partial file it writes it into (local.Sink.Writing).
+// Only a local destination takes part: the Server reads its files. The
+// Server's Wait is half the peers' Stall when that is less than
+// DefaultWait (a short --stall-timeout), so that a held request is not
+// taken for a stalled peer.
 // After the engine's run the job calls Server.Linger (DonePath: tell
 // every peer it is done, serve until every peer said the same or
 // --fleet-linger runs out), then closes the Server. Source.Report and

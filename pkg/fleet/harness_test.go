@@ -264,7 +264,8 @@ func (nd *node) run(t *testing.T, w *world, peers []string, opts fleet.SourceOpt
 	obs := &fleet.Observer{Server: nd.server, Source: src, Path: func(o transfer.Object) string {
 		rel, _ := local.RelPath(o.Name)
 		return filepath.Join(nd.dir, rel)
-	}, OnReadyError: func(o transfer.Object, err error) { t.Errorf("node %d: ready %s: %v", nd.k, o.Key, err) }}
+	}, Writing: func(o transfer.Object) string { return sink.Writing(o.Name) },
+		OnReadyError: func(o transfer.Object, err error) { t.Errorf("node %d: ready %s: %v", nd.k, o.Key, err) }}
 	e, err := transfer.New(src.Lanes([]transfer.Lane{{Name: "s3", Source: w.source()}}), sink, transfer.Options{
 		PartSize: partSz, MaxRequests: 16, Workers: 8, StallTimeout: 90 * time.Second,
 		Lister: w.shares.Lister(nd.k), Filter: only, Observer: transfer.Observers{obs, nd.rec},

@@ -21,7 +21,9 @@ func startServers(t *testing.T, n int) ([]*fleet.Server, []string) {
 	var servers []*fleet.Server
 	var addrs []string
 	for range n {
-		s, err := fleet.NewServer(fleet.ServerOptions{Token: token})
+		// A request for what is not held waits briefly: the tests
+		// that want a 404 get it soon.
+		s, err := fleet.NewServer(fleet.ServerOptions{Token: token, Wait: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

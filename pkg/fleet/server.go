@@ -42,17 +42,31 @@ type ServerOptions struct {
 	// TLS, when set, makes Start serve over TLS with it (its
 	// certificate); nil: plain HTTP.
 	TLS *tls.Config
+	// Wait is how long a request for a range not held yet (of an
+	// object neither Ready nor Written there) is held, waiting for it,
+	// before it is answered 404 (0: DefaultWait; negative: at once).
+	// Keep it under the requesters' Stall.
+	Wait time.Duration
 }
 
-// Server serves peers the objects this node has landed and verified:
-// only those marked Ready, only from the file and version marked, only
-// to requests that carry the fleet's token.
+// Server serves peers the objects this node has landed and checked:
+// the ranges of an object the engine wrote (Written), and whole objects
+// it committed verified (Ready), only from the file and version marked,
+// only to requests that carry the fleet's token. A request for a range
+// it does not hold yet waits for it, up to Wait.
 type Server struct {
 	token []byte
 	tls   *tls.Config
+	wait  time.Duration
 
-	mu     sync.Mutex
-	ready  map[string]held // by object key
+	mu      sync.Mutex
+	ready   map[string]held     // by object key
+	writing map[string]*writing // by object key, until Ready or Discard
+	// waits are the requests waiting for a key to be marked; quit is
+	// closed by Close, which ends them all.
+	waits  map[string]*waiters
+	quit   chan struct{}
+	closed bool
 	served map[string]*atomic.Int64
 	hs     *http.Server
 	// listen binds (net.Listen; a test's, to play a name that resolves
@@ -80,14 +94,19 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Token == "" {
 		return nil, errors.New("fleet server: empty token")
 	}
-	return &Server{token: []byte(opts.Token), tls: opts.TLS, ready: map[string]held{}, served: map[string]*atomic.Int64{},
-		done: map[string]bool{}, changed: make(chan struct{})}, nil
+	if opts.Wait == 0 {
+		opts.Wait = DefaultWait
+	}
+	return &Server{token: []byte(opts.Token), tls: opts.TLS, wait: opts.Wait,
+		ready: map[string]held{}, writing: map[string]*writing{}, waits: map[string]*waiters{}, quit: make(chan struct{}),
+		served: map[string]*atomic.Int64{}, done: map[string]bool{}, changed: make(chan struct{})}, nil
 }
 
 // Ready marks the object key, version etag, of size bytes, as verified
 // and committed at path: peers may fetch it from now on. The file must
 // be a regular file of that size; if it changes later (its size or
-// modification time), the server stops serving it.
+// modification time), the server stops serving it. What Written marked
+// of key is dropped: the committed file serves it all.
 func (s *Server) Ready(key, path, etag string, size int64) error {
 	st, err := os.Stat(path)
 	switch {
@@ -99,8 +118,10 @@ func (s *Server) Ready(key, path, etag string, size int64) error {
 		return fmt.Errorf("fleet ready %s: %s holds %d bytes, want %d", key, path, st.Size(), size)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.ready[key] = held{path: path, etag: etag, size: size, modTime: st.ModTime()}
-	s.mu.Unlock()
+	s.dropLocked(key)
+	s.changedLocked(key)
 	return nil
 }
 
@@ -176,11 +197,16 @@ func notYetOurs(err error) bool {
 	return errors.As(err, &dns) || errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
-// Close stops a server started with Start, and its open connections.
+// Close stops a server started with Start, and its open connections;
+// requests waiting for a range are answered 404 at once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	hs := s.hs
 	s.hs = nil
+	if !s.closed {
+		s.closed = true
+		close(s.quit)
+	}
 	s.mu.Unlock()
 	if hs == nil {
 		return nil
@@ -207,18 +233,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	key := r.URL.Query().Get("key")
-	f, h, ok := s.open(key)
+	key, rng, match := r.URL.Query().Get("key"), r.Header.Get("Range"), r.Header.Get("If-Match")
+	h, ok := s.find(r.Context(), key, rng, match)
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	defer f.Close()
-	if m := r.Header.Get("If-Match"); m != "" && unquote(m) != unquote(h.etag) {
+	defer h.release()
+	if match != "" && unquote(match) != unquote(h.etag) {
 		w.WriteHeader(http.StatusPreconditionFailed)
 		return
 	}
-	off, n, partial, err := parseRange(r.Header.Get("Range"), h.size)
+	off, n, partial, err := parseRange(rng, h.size)
 	if err != nil {
 		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", h.size))
 		w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
@@ -238,7 +264,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	sent, _ := io.Copy(w, io.NewSectionReader(f, off, n))
+	sent, _ := io.Copy(w, io.NewSectionReader(h.f, off, n))
 	s.count(peerName(r), sent)
 }
 
@@ -298,28 +324,24 @@ func (s *Server) WaitDone(ctx context.Context, nodes []string) bool {
 	}
 }
 
-// open opens the file of a ready object, if it is still the file that
-// was marked; one that changed is no longer served.
-func (s *Server) open(key string) (*os.File, held, bool) {
-	s.mu.Lock()
-	h, ok := s.ready[key]
-	s.mu.Unlock()
-	if !ok {
-		return nil, h, false
-	}
+// open opens the file of the ready object key, marked h, if it is still
+// the file that was marked; one that changed is no longer served.
+func (s *Server) open(key string, h held) (servable, bool) {
 	f, err := os.Open(h.path)
 	if err != nil {
-		return nil, h, false
+		return servable{}, false
 	}
 	st, err := f.Stat()
 	if err != nil || st.Size() != h.size || !st.ModTime().Equal(h.modTime) {
 		f.Close()
 		s.mu.Lock()
-		delete(s.ready, key)
+		if s.ready[key] == h {
+			delete(s.ready, key)
+		}
 		s.mu.Unlock()
-		return nil, h, false
+		return servable{}, false
 	}
-	return f, h, true
+	return servable{f: f, etag: h.etag, size: h.size, release: func() { f.Close() }}, true
 }
 
 // count adds n bytes sent to peer.

@@ -63,7 +63,7 @@ func TestServerServesOnlyWhatWasMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "secret"), []byte("not marked"), 0o644)
-	s, err := fleet.NewServer(fleet.ServerOptions{Token: token})
+	s, err := fleet.NewServer(fleet.ServerOptions{Token: token, Wait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,6 +105,10 @@ type Sink struct {
 	// when it closes
 	keptMu sync.Mutex
 	kept   map[string]bool
+	// writing are the partial files open for writing, by the path
+	// relative to the root of the object's final name (Writing)
+	writingMu sync.Mutex
+	writing   map[string]string
 }
 
 // NewSink opens dir (creating it if needed) as the root of a sink, takes
@@ -124,7 +128,7 @@ func NewSink(dir string, opts Options) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("destination %s: %w", dir, err)
 	}
-	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, made: made, opts: opts, runID: newRunID()}
+	s := &Sink{root: root, rootFd: fd, workFd: -1, dir: dir, made: made, opts: opts, runID: newRunID(), writing: map[string]string{}}
 	if !opts.DryRun {
 		if err := s.openWork(); err != nil {
 			s.Close()
@@ -223,6 +227,37 @@ func (s *Sink) Destination(name string) string {
 		return ""
 	}
 	return filepath.Join(s.dir, filepath.FromSlash(name))
+}
+
+// Writing is the path of the partial file the sink is writing the
+// object named name into, before it commits it under its final name;
+// "" when it has none open. Its bytes are those written so far: what is
+// in them is for the writer to say (a fleet serves the parts the engine
+// reported written).
+func (s *Sink) Writing(name string) string {
+	rel, err := s.keyPath(name)
+	if err != nil {
+		return ""
+	}
+	s.writingMu.Lock()
+	defer s.writingMu.Unlock()
+	return s.writing[rel]
+}
+
+// track records f's partial file as open for writing, until release.
+func (s *Sink) track(f *file) {
+	s.writingMu.Lock()
+	s.writing[f.rel] = filepath.Join(s.dir, WorkDir, f.tmpBase)
+	s.writingMu.Unlock()
+}
+
+// untrack forgets f's partial file (Writing).
+func (s *Sink) untrack(f *file) {
+	s.writingMu.Lock()
+	if s.writing[f.rel] == filepath.Join(s.dir, WorkDir, f.tmpBase) {
+		delete(s.writing, f.rel)
+	}
+	s.writingMu.Unlock()
 }
 
 // Close releases the lock, removes the work folder if nothing is left in
@@ -395,6 +430,7 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 	if multipart && !s.opts.NoResume {
 		if j, fh, tmp := s.resume(hash, obj); j != nil {
 			f.File, f.journal, f.tmpBase = fh, j, tmp
+			s.track(f)
 			if direct {
 				return s.makeDirect(f), nil
 			}
@@ -420,6 +456,7 @@ func (s *Sink) Create(_ context.Context, obj transfer.Object) (transfer.File, er
 		return nil, transfer.Permanent(fmt.Errorf("create %s: %w", path.Join(s.dir, tmp), err))
 	}
 	f.File = os.NewFile(uintptr(fd), path.Join(s.dir, tmp))
+	s.track(f)
 	switch {
 	case direct:
 		// Blocks reserved up front: parts land anywhere, and a direct
@@ -605,6 +642,7 @@ func (f *file) release() {
 		return
 	}
 	f.ended = true
+	f.sink.untrack(f)
 	f.File.Close()
 	if f.direct >= 0 {
 		unix.Close(f.direct)
