@@ -2,9 +2,10 @@
 // from S3 about once in all, not N times: each node fetches its own
 // share from S3 (the byte-balanced split of --shard K/N, pkg/shard),
 // serves what it has landed and checked to the other nodes over HTTP,
-// each range as soon as it is written,
-// and fetches the other shares from their owners, falling back to S3
-// for whatever a peer cannot give.
+// each range as soon as it is written, and takes the other shares from
+// the other nodes down each object's relay tree (from its owner, or
+// from a node that already took it), falling back to S3 for whatever a
+// peer cannot give.
 //
 // The parts, all of them built on the engine's own interfaces:
 //

@@ -203,7 +203,10 @@ func newNodes(t *testing.T, n int, front func(k int, s *fleet.Server) http.Handl
 	t.Helper()
 	nodes := make([]*node, n)
 	for k := range nodes {
-		s, err := fleet.NewServer(fleet.ServerOptions{Token: token})
+		// A short hold at the server, so that the tests of the client's
+		// asking again see it ask again (TestServerWaitsBounded tests the
+		// hold itself).
+		s, err := fleet.NewServer(fleet.ServerOptions{Token: token, Wait: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
