@@ -1,31 +1,11 @@
 package bench
 
 import (
-	"bufio"
-	"encoding/json"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
-
-// summaryInFlight is the in_flight_mean of the summary line in a child's
-// --json output, 0 when it printed none.
-func summaryInFlight(out string) float64 {
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var l struct {
-			Type     string  `json:"type"`
-			InFlight float64 `json:"in_flight_mean"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "summary" {
-			return l.InFlight
-		}
-	}
-	return 0
-}
 
 // windowContenders are s3pd with no flags (its window climbs, and stops
 // at its knee) and with its window fixed (--adaptive off) at each of
