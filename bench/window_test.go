@@ -111,13 +111,17 @@ var farKneeSet = dataset{name: "2048x1MiB", prefix: "far/", objects: 2048, size:
 // windows of 128, 256 and 512 on a set whose knee is far above the CPU's:
 // every request paces at 1 MB/s, so throughput grows with the requests
 // in flight up to 512 and more; discarded (get --benchmark), so only the
-// window is measured. The emulator holds the 512 connections (one
-// goroutine and socket each on loopback).
+// window is measured. s3pd-budget512 is the window with a budget of 512
+// (--max-concurrent-requests 512, still adaptive): whether the climb,
+// not only the default budget of 256, reaches the knee. The emulator
+// holds the 512 connections (one goroutine and socket each on loopback).
 func BenchmarkWindowFarKnee(b *testing.B) {
 	endpoint := startServer(b, "far:2048:1MiB", 30*time.Millisecond, 1_000_000)
 	defer cleanBuiltBinary()
 	d := farKneeSet
-	for _, c := range rotate(windowContenders([]int{128, 256, 512}), windowOld(), round()) {
+	cs := append(windowContenders([]int{128, 256, 512}),
+		contender{"s3pd-budget512", s3pdGet("--json", "--max-concurrent-requests", "512")})
+	for _, c := range rotate(cs, windowOld(), round()) {
 		b.Run("set="+d.name+"/client="+c.name, func(b *testing.B) { measure(b, endpoint, d, "", c) })
 	}
 }
