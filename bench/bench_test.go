@@ -214,7 +214,12 @@ func measure(b *testing.B, endpoint string, d dataset, root string, c contender)
 		b.StopTimer()
 		cpu += u.cpu
 		rss = max(rss, u.maxRSS)
-		inFlight += summaryInFlight(u.out)
+		sum, summed := lastSummary(u.out)
+		inFlight += sum.InFlight
+		if dest == "" && summed && sum.Bytes != d.bytes() {
+			// Discarded: the summary is all that says what moved.
+			b.Fatalf("%s moved %d bytes, want %d", c.name, sum.Bytes, d.bytes())
+		}
 		if dest != "" {
 			got, err := treeBytes(dest)
 			if err != nil || got != d.bytes() {

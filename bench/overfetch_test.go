@@ -45,15 +45,16 @@ var overfetchCases = []overfetchCase{
 	{name: "mix-shard4-burn2", prefix: "mix/", bytes: (100 + 40*4 + 10*16 + 4*64) << 20, shards: 4, burners: 2},
 }
 
-// runSummary is what BenchmarkOverfetch reads of s3pd's --json summary.
+// runSummary is what the benchmarks read of s3pd's --json summary.
 type runSummary struct {
-	Type     string `json:"type"`
-	Requests int64  `json:"requests"`
-	Retries  int64  `json:"retries"`
-	Hedged   int64  `json:"hedged"`
-	Splits   int64  `json:"splits"`
-	Ranges   int64  `json:"ranges"`
-	Bytes    int64  `json:"bytes"`
+	Type     string  `json:"type"`
+	Requests int64   `json:"requests"`
+	Retries  int64   `json:"retries"`
+	Hedged   int64   `json:"hedged"`
+	Splits   int64   `json:"splits"`
+	Ranges   int64   `json:"ranges"`
+	Bytes    int64   `json:"bytes"`
+	InFlight float64 `json:"in_flight_mean"`
 }
 
 func measureOverfetch(b *testing.B, endpoint string, oc overfetchCase) {
