@@ -122,6 +122,28 @@ func runShardsCheck(f *Factory, files []string) error {
 	return nil
 }
 
+// unfinished is the problem of a run that left no summary: it failed
+// before it, or did not finish.
+func (r shardRun) unfinished() string {
+	if r.err != nil {
+		return fmt.Sprintf("%s: the run failed before its summary (exit %d): %s", r.name, r.err.ExitCode, r.err.Error)
+	}
+	return fmt.Sprintf("%s: no --json summary: the run did not finish", r.name)
+}
+
+// incomplete says, for the run named id, which of its objects were
+// interrupted or failed.
+func (s *shardSummary) incomplete(id string) []string {
+	var out []string
+	if s.Interrupted > 0 {
+		out = append(out, fmt.Sprintf("%s: interrupted, %s not complete: run it again", id, plural(s.Interrupted, "object")))
+	}
+	if s.Failed > 0 {
+		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
+	}
+	return out
+}
+
 // problems says what keeps one shard's run from counting as complete:
 // no summary, no shard in it, a dry run, objects failed, interrupted or
 // not done, or an error after the summary. Each names the shard and its
@@ -129,10 +151,8 @@ func runShardsCheck(f *Factory, files []string) error {
 func (r shardRun) problems() []string {
 	s := r.summary
 	switch {
-	case s == nil && r.err != nil:
-		return []string{fmt.Sprintf("%s: the run failed before its summary (exit %d): %s", r.name, r.err.ExitCode, r.err.Error)}
 	case s == nil:
-		return []string{fmt.Sprintf("%s: no --json summary: the run did not finish", r.name)}
+		return []string{r.unfinished()}
 	case s.Shard == nil:
 		return []string{fmt.Sprintf("%s: its summary has no shard: the run ended before its listing did (%d failed, %d interrupted), or ran without --shard", r.name, s.Failed, s.Interrupted)}
 	}
@@ -141,12 +161,7 @@ func (r shardRun) problems() []string {
 	if s.DryRun {
 		out = append(out, id+": a dry run, which transferred nothing")
 	}
-	if s.Interrupted > 0 {
-		out = append(out, fmt.Sprintf("%s: interrupted, %s not complete: run it again", id, plural(s.Interrupted, "object")))
-	}
-	if s.Failed > 0 {
-		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
-	}
+	out = append(out, s.incomplete(id)...)
 	if s.Listed != nil && !s.DryRun {
 		verdicts := s.Objects + s.Skipped + s.Excluded + s.Failed + s.Interrupted
 		switch {

@@ -80,23 +80,15 @@ func checkFleet(f *Factory, runs []shardRun) error {
 func (r shardRun) fleetProblems() []string {
 	s := r.summary
 	switch {
-	case s == nil && r.err != nil:
-		return []string{fmt.Sprintf("%s: the run failed before its summary (exit %d): %s", r.name, r.err.ExitCode, r.err.Error)}
 	case s == nil:
-		return []string{fmt.Sprintf("%s: no --json summary: the run did not finish", r.name)}
+		return []string{r.unfinished()}
 	case s.Fleet == nil:
 		return []string{fmt.Sprintf("%s: its summary has no fleet node: it ran without --fleet", r.name)}
 	case s.Listed == nil:
 		return []string{fmt.Sprintf("%s: its summary does not count what was listed", r.name)}
 	}
 	id := fmt.Sprintf("node %d (%s)", *s.Fleet, r.name)
-	var out []string
-	if s.Interrupted > 0 {
-		out = append(out, fmt.Sprintf("%s: interrupted, %s not complete: run it again", id, plural(s.Interrupted, "object")))
-	}
-	if s.Failed > 0 {
-		out = append(out, fmt.Sprintf("%s: %s failed", id, plural(s.Failed, "object")))
-	}
+	out := s.incomplete(id)
 	switch done := s.Objects + s.Skipped + s.Excluded; {
 	case len(out) > 0:
 	case r.err != nil:
